@@ -1,0 +1,24 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { getProfile } from '../models/registry.ts';
+import { planRender } from '../models/plan.ts';
+import type { RenderActivities } from './types.ts';
+import type { ActivityDeps } from './index.ts';
+import { FailureType } from '../workflows/failure-types.ts';
+
+/** Profile + request → one ComfyUI graph per output item; the result is recorded in history. */
+export function createBuildGraph(deps: ActivityDeps): RenderActivities['buildGraph'] {
+  return async ({ request, renderId }) => {
+    const profile = getProfile(request.model);
+    if (!profile) throw ApplicationFailure.nonRetryable(`unknown model ${request.model}`, FailureType.InvalidRender);
+    const plan = planRender(request, { renderId });
+    return {
+      plan,
+      limits: {
+        stallTimeoutMs: deps.config.STALL_TIMEOUT_MS ?? profile.stallTimeoutMs,
+        deadlineMs: profile.deadlineMs,
+        heartbeatTimeoutMs: deps.config.HEARTBEAT_TIMEOUT_MS,
+        maxAttempts: 4,
+      },
+    };
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * Activity implementations: all I/O of a render lives here (ComfyUI, blob store). Each is idempotent, so
+ * Temporal may retry any of them: uploads are content-addressed, prompt ids are deterministic, and a
+ * retried `runPrompt` re-attaches to the prompt an earlier attempt already submitted.
+ */
+import type { BlobStore } from '../blobs/store.ts';
+import type { ComfyClient } from '../comfyui/client.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log.ts';
+import type { Backend } from '../render/types.ts';
+import type { RenderActivities } from './types.ts';
+import { createBuildGraph } from './build-graph.ts';
+import { createChooseBackend } from './choose-backend.ts';
+import { createCollectOutputs } from './collect-outputs.ts';
+import { createRunPrompt } from './run-prompt.ts';
+import { createUploadInputs } from './upload-inputs.ts';
+
+export interface ActivityDeps {
+  config: Config;
+  blobs: BlobStore;
+  backends: Backend[];
+  clients: Map<string, ComfyClient>;
+  logger: Logger;
+}
+
+export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend): ComfyClient {
+  const client = deps.clients.get(backend.id);
+  if (!client) throw new Error(`no ComfyUI client for backend ${backend.id}: is this worker configured with it?`);
+  return client;
+}
+
+export function createActivities(deps: ActivityDeps): RenderActivities {
+  return {
+    buildGraph: createBuildGraph(deps),
+    chooseBackend: createChooseBackend(deps),
+    uploadInputs: createUploadInputs(deps),
+    runPrompt: createRunPrompt(deps),
+    collectOutputs: createCollectOutputs(deps),
+  };
+}

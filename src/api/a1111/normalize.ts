@@ -1,0 +1,421 @@
+/**
+ * A1111 body → fully resolved RenderRequest (DESIGN §3 step 1). Everything a render depends on is decided
+ * here: model, seed, defaults, sampler mapping, size snapping, kind routing, decoded and checked images.
+ * Bad input throws a RequestError naming the field before anything is stored or started. Cheap checks run
+ * before image decoding, so a wrong size fails without decoding megabytes of base64.
+ */
+import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
+import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
+import { normalizeMask } from '../../images/mask.ts';
+import type { ModelProfile } from '../../models/profile.ts';
+import { knownModelNames, listProfiles, resolveModel } from '../../models/registry.ts';
+import {
+  lookupSampler,
+  lookupScheduler,
+  samplerLabel,
+  schedulerLabel,
+  splitSamplerScheduler,
+  validSamplerNames,
+  validSchedulerNames,
+} from '../../models/samplers.ts';
+import { RequestError, describeValue } from './errors.ts';
+import { buildParameters } from './response.ts';
+import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
+
+export type { DecodedImage } from '../../images/decode.ts';
+
+export interface NormalizeLimits {
+  maxImageBytes: number;
+  maxImagePixels: number;
+  /** Most output images per request (batch_size × n_iter). */
+  maxBatch: number;
+  /** Most reference images per edit (the model's own limit may be lower). */
+  maxExtraImages: number;
+}
+
+export interface NormalizeContext {
+  /** Profile id (or any accepted name) used when the request names no model. */
+  defaultModel: string;
+  /** Uniform in [0, 1); injected so tests get fixed "random" seeds. */
+  random: () => number;
+  limits: NormalizeLimits;
+  log?: (msg: string, obj: Record<string, unknown>) => void;
+}
+
+export interface NormalizedRequest {
+  request: RenderRequest;
+  /** Distinct input images to store under `ref.sha256` once normalisation has fully succeeded. */
+  images: DecodedImage[];
+  /** Ignored or adjusted inputs, for logs and `info.warnings`. */
+  warnings: string[];
+  /** A1111 `parameters` for the response, computed now so the body (with its base64) can be dropped. */
+  parameters: Record<string, unknown>;
+}
+
+/** Seeds and seed + i must stay exactly representable in JavaScript (and thus in history JSON). */
+export const MAX_SEED = Number.MAX_SAFE_INTEGER;
+/** A1111's random seed range: 0..4294967293. */
+const RANDOM_SEED_BOUND = 4294967294;
+/** A1111's UI maximum; more is almost always a client mistake that would hold a GPU for long. */
+export const MAX_STEPS = 150;
+/** A1111 img2img API default. */
+export const DEFAULT_DENOISE = 0.75;
+/** A1111 clients size images in multiples of 8 (the SD latent grid). */
+const A1111_GRID = 8;
+
+export function normalizeRequest(route: A1111Route, body: unknown, ctx: NormalizeContext): NormalizedRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new RequestError(422, '', `request body must be a JSON object, got ${describeValue(body)}`);
+  }
+  const b = parseBody(route, body as Record<string, unknown>);
+  const warnings: string[] = [];
+
+  rejectUnsupportedScripts(b);
+  const profile = chooseModel(b, ctx);
+  const { sampler, scheduler } = chooseSampler(b, profile, warnings);
+  const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
+  const seed = chooseSeed(b, count, ctx.random);
+  const size = chooseSize(b, profile, warnings);
+  const steps = inRange(b.steps ?? profile.defaults.steps, 1, MAX_STEPS, 'steps');
+  const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
+  collectIgnoredFieldWarnings(route, b, warnings);
+
+  const routing = chooseKind(route, b, profile, ctx.limits);
+  const denoise =
+    routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
+
+  // Decoding last: every cheap check has passed.
+  const images = new Map<string, DecodedImage>();
+  const keep = (d: DecodedImage): BlobRef => {
+    if (!images.has(d.ref.sha256)) images.set(d.ref.sha256, d);
+    return d.ref;
+  };
+  let initImage: BlobRef | undefined;
+  let mask: BlobRef | undefined;
+  if (routing.init !== undefined) initImage = keep(decodeImageInput(routing.init.value, routing.init.field, ctx.limits));
+  if (routing.mask !== undefined) {
+    const decoded = decodeImageInput(routing.mask, 'mask', ctx.limits);
+    mask = keep(
+      normalizeMask(decoded, 'mask', { invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true }, ctx.limits),
+    );
+  }
+  const extraImages = routing.refs.map((r) => keep(decodeImageInput(r.value, r.field, ctx.limits)));
+
+  const request: RenderRequest = {
+    kind: routing.kind,
+    model: profile.id,
+    prompt: b.prompt ?? '',
+    negativePrompt,
+    seed,
+    steps,
+    cfg,
+    ...(guidance !== undefined ? { guidance } : {}),
+    sampler,
+    scheduler,
+    width: size.width,
+    height: size.height,
+    batchSize,
+    nIter,
+    denoise,
+    ...(initImage ? { initImage } : {}),
+    ...(mask ? { mask } : {}),
+    extraImages,
+    report: {
+      samplerName: samplerLabel(sampler),
+      scheduler: schedulerLabel(scheduler),
+      requestedWidth: size.requestedWidth,
+      requestedHeight: size.requestedHeight,
+    },
+  };
+  if (warnings.length > 0) ctx.log?.('a1111 request: ignored or adjusted inputs', { model: profile.id, warnings });
+  return { request, images: [...images.values()], warnings, parameters: buildParameters(route, b, request) };
+}
+
+function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body {
+  const parsed = schemaFor(route).safeParse(body);
+  if (parsed.success) return parsed.data as A1111Body;
+  const issues = parsed.error.issues.map((issue) => {
+    const field = issue.path.map(String).join('.');
+    return { field, text: `${field}: ${issue.message}, got ${describeValue(valueAt(body, issue.path))}` };
+  });
+  const first = issues[0]!;
+  throw new RequestError(422, first.field, first.text, { issues: issues.map((i) => i.text) });
+}
+
+function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = body;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+const present = (s: string | undefined): s is string => s !== undefined && s.trim() !== '';
+
+function rejectUnsupportedScripts(b: A1111Body): void {
+  // A1111 answers an unknown script with 422; this service has none (GET /sdapi/v1/scripts lists none).
+  if (present(b.script_name)) {
+    throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (no scripts are available)`);
+  }
+}
+
+function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {
+  const fromOverride = b.override_settings?.sd_model_checkpoint;
+  let name: string;
+  let field: string;
+  if (present(b.model)) {
+    name = b.model;
+    field = 'model';
+  } else if (fromOverride !== undefined && fromOverride !== null && fromOverride !== '') {
+    if (typeof fromOverride !== 'string') {
+      throw new RequestError(422, 'override_settings.sd_model_checkpoint', `override_settings.sd_model_checkpoint: expected a string, got ${describeValue(fromOverride)}`);
+    }
+    name = fromOverride;
+    field = 'override_settings.sd_model_checkpoint';
+  } else {
+    const profile = resolveModel(ctx.defaultModel);
+    // A bad default is a server configuration fault, not the client's.
+    if (!profile) throw new Error(`configured default model "${ctx.defaultModel}" is not a known model`);
+    return profile;
+  }
+  const profile = resolveModel(name);
+  if (!profile) {
+    const known = knownModelNames();
+    throw new RequestError(400, field, `${field}: unknown model "${name}"; known models: ${known.join(', ')}`, {
+      known,
+      titles: listProfiles().map((p) => p.title),
+    });
+  }
+  return profile;
+}
+
+function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: string[]): { sampler: string; scheduler: string } {
+  let samplerName: string | undefined;
+  let samplerField = 'sampler_name';
+  if (present(b.sampler_name)) samplerName = b.sampler_name;
+  else if (present(b.sample_method)) {
+    samplerName = b.sample_method;
+    samplerField = 'sample_method';
+  } else if (typeof b.sampler_index === 'string' && present(b.sampler_index)) {
+    samplerName = b.sampler_index;
+    samplerField = 'sampler_index';
+  } else if (typeof b.sampler_index === 'number') {
+    warnings.push('sampler_index: a numeric sampler index is not supported; using the model default sampler');
+  }
+
+  let sampler = profile.defaults.sampler;
+  let suffixScheduler: string | undefined;
+  if (samplerName !== undefined) {
+    const split = splitSamplerScheduler(samplerName);
+    const found = lookupSampler(split.sampler);
+    if (found.status !== 'ok') {
+      const valid = validSamplerNames();
+      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
+      throw new RequestError(400, samplerField, `${samplerField}: "${samplerName}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
+    }
+    if (found.comfy) sampler = found.comfy;
+    suffixScheduler = split.scheduler;
+  }
+
+  let scheduler = profile.defaults.scheduler;
+  const explicit = present(b.scheduler) ? b.scheduler : undefined;
+  let schedulerName = explicit;
+  let schedulerField = 'scheduler';
+  if (suffixScheduler !== undefined) {
+    // A1111 lets the scheduler named inside the sampler name win over the `scheduler` field.
+    if (explicit !== undefined && lookupScheduler(explicit).status === 'ok') {
+      const a = lookupScheduler(explicit);
+      const s = lookupScheduler(suffixScheduler);
+      if (a.status === 'ok' && s.status === 'ok' && a.comfy !== null && a.comfy !== s.comfy) {
+        warnings.push(`scheduler: "${explicit}" overridden by the scheduler in sampler name "${samplerName}"`);
+      }
+    }
+    schedulerName = suffixScheduler;
+    schedulerField = samplerField;
+  }
+  if (schedulerName !== undefined) {
+    const found = lookupScheduler(schedulerName);
+    if (found.status !== 'ok') {
+      const valid = validSchedulerNames();
+      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
+      throw new RequestError(400, schedulerField, `${schedulerField}: scheduler "${schedulerName}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
+    }
+    if (found.comfy) scheduler = found.comfy;
+  }
+  return { sampler, scheduler };
+}
+
+function chooseBatch(b: A1111Body, limits: NormalizeLimits): { count: number; batchSize: number; nIter: number } {
+  const batchSize = b.batch_size ?? 1;
+  const nIterField = b.n_iter !== undefined ? 'n_iter' : 'batch_count';
+  const nIter = b.n_iter ?? b.batch_count ?? 1;
+  if (batchSize < 1) throw new RequestError(400, 'batch_size', `batch_size: must be at least 1, got ${batchSize}`);
+  if (nIter < 1) throw new RequestError(400, nIterField, `${nIterField}: must be at least 1, got ${nIter}`);
+  const count = batchSize * nIter;
+  if (count > limits.maxBatch) {
+    throw new RequestError(400, 'batch_size', `batch_size: ${batchSize} × n_iter ${nIter} = ${count} images exceeds the limit of ${limits.maxBatch} per request`, { limit: limits.maxBatch });
+  }
+  return { count, batchSize, nIter };
+}
+
+function chooseSeed(b: A1111Body, count: number, random: () => number): number {
+  const s = b.seed;
+  if (s === undefined || s === -1) return Math.floor(random() * RANDOM_SEED_BOUND);
+  if (s < 0) throw new RequestError(400, 'seed', `seed: must be -1 (random) or 0..${MAX_SEED}, got ${s}`);
+  if (s > MAX_SEED - (count - 1)) {
+    throw new RequestError(400, 'seed', `seed: ${s} is too large; seed + ${count - 1} (the last image of the batch) must be at most ${MAX_SEED}`);
+  }
+  return s;
+}
+
+interface Size {
+  width: number;
+  height: number;
+  requestedWidth: number;
+  requestedHeight: number;
+}
+
+/**
+ * A1111 clients send multiples of 8; Flux/Qwen latents want the model's grid (16). Multiples of 8 snap to
+ * the nearest grid multiple; a multiple of 8 that is not one of 16 is exactly halfway and rounds UP, so
+ * the render is never smaller than asked (a client can crop; it cannot invent pixels). Anything not on the
+ * 8 grid is refused rather than guessed.
+ */
+function chooseSize(b: A1111Body, profile: ModelProfile, warnings: string[]): Size {
+  const snap = (field: 'width' | 'height', requested: number): number => {
+    if (requested % A1111_GRID !== 0) {
+      throw new RequestError(400, field, `${field}: ${requested} is not a multiple of ${A1111_GRID}`);
+    }
+    if (requested < profile.minSide || requested > profile.maxSide) {
+      throw new RequestError(400, field, `${field}: ${requested} is out of range ${profile.minSide}..${profile.maxSide} for ${profile.id}`, {
+        min: profile.minSide,
+        max: profile.maxSide,
+      });
+    }
+    const snapped = Math.round(requested / profile.grid) * profile.grid;
+    if (snapped !== requested) {
+      warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${profile.grid} px grid)`);
+    }
+    return snapped;
+  };
+  const requestedWidth = b.width ?? profile.defaults.width;
+  const requestedHeight = b.height ?? profile.defaults.height;
+  const width = snap('width', requestedWidth);
+  const height = snap('height', requestedHeight);
+  if (width * height > profile.maxPixels) {
+    const field = b.width !== undefined ? 'width' : 'height';
+    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds ${profile.maxPixels} for ${profile.id}`, {
+      maxPixels: profile.maxPixels,
+    });
+  }
+  return { width, height, requestedWidth, requestedHeight };
+}
+
+function chooseGuidance(
+  b: A1111Body,
+  profile: ModelProfile,
+  warnings: string[],
+): { cfg: number; guidance: number | undefined; negativePrompt: string } {
+  let cfg: number;
+  let negativePrompt = b.negative_prompt ?? '';
+  if (profile.cfgMode === 'fixed-1') {
+    cfg = 1;
+    if (b.cfg_scale !== undefined && b.cfg_scale !== 1) {
+      warnings.push(`cfg_scale: ${b.cfg_scale} ignored; ${profile.id} is guidance-distilled and runs at CFG 1`);
+    }
+    if (negativePrompt.trim() !== '') {
+      warnings.push(`negative_prompt: ignored; ${profile.id} runs at CFG 1 and has no negative branch`);
+    }
+    negativePrompt = '';
+  } else {
+    cfg = inRange(b.cfg_scale ?? profile.defaults.cfg, 0, 100, 'cfg_scale');
+  }
+  let guidance: number | undefined;
+  if (profile.defaults.guidance !== undefined) {
+    guidance = inRange(b.distilled_cfg_scale ?? profile.defaults.guidance, 0, 100, 'distilled_cfg_scale');
+  } else if (b.distilled_cfg_scale !== undefined) {
+    warnings.push(`distilled_cfg_scale: ignored; ${profile.id} has no distilled guidance`);
+  }
+  return { cfg, guidance, negativePrompt };
+}
+
+function inRange(v: number, min: number, max: number, field: string): number {
+  if (!(v >= min && v <= max)) throw new RequestError(400, field, `${field}: ${v} is out of range ${min}..${max}`, { min, max });
+  return v;
+}
+
+function collectIgnoredFieldWarnings(route: A1111Route, b: A1111Body, warnings: string[]): void {
+  const ignored = (cond: boolean | undefined, text: string) => {
+    if (cond) warnings.push(text);
+  };
+  ignored((b.subseed_strength ?? 0) !== 0, 'subseed_strength: variation seeds are not supported; ignored');
+  ignored(b.enable_hr === true, 'enable_hr: hires fix is not supported; ignored');
+  ignored(b.restore_faces === true, 'restore_faces: face restoration is not supported; ignored');
+  ignored(b.tiling === true, 'tiling: not supported; ignored');
+  ignored((b.styles?.length ?? 0) > 0, 'styles: prompt styles are not supported; ignored');
+  ignored(Object.keys(b.alwayson_scripts ?? {}).length > 0, 'alwayson_scripts: no scripts are available; ignored');
+  ignored(present(b.infotext), 'infotext: parsing parameters from an infotext is not supported; ignored');
+  ignored((b.clip_skip ?? 1) > 1, 'clip_skip: not supported by these models; ignored');
+  if (route === 'img2img') {
+    ignored((b.resize_mode ?? 0) !== 0, 'resize_mode: only 0 (just resize) is supported; the init image is resized to the output size');
+  }
+}
+
+interface Routing {
+  kind: RenderKind;
+  init?: { value: string; field: string };
+  mask?: string;
+  refs: { value: string; field: string }[];
+}
+
+/**
+ * Route by capability. `extra_images` make a request an instruction edit (on img2img the init image
+ * becomes the first reference). Edit-only models refuse requests without `extra_images`: a plain
+ * img2img/txt2img on them would silently ignore what the client meant.
+ */
+function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limits: NormalizeLimits): Routing {
+  const can = (k: RenderKind) => profile.kinds.includes(k);
+  const extra = (b.extra_images ?? []).map((value, i) => ({ value, field: `extra_images.${i}` }));
+  const editModels = () =>
+    listProfiles()
+      .filter((p) => p.kinds.includes('edit'))
+      .map((p) => p.id)
+      .join(', ');
+
+  if (extra.length > 0 && !can('edit')) {
+    throw new RequestError(400, 'extra_images', `extra_images: ${profile.id} cannot use reference images (it is not an instruction-edit model); edit models: ${editModels()}`);
+  }
+
+  let init: { value: string; field: string } | undefined;
+  if (route === 'img2img') {
+    const inits = b.init_images ?? [];
+    if (inits.length === 0) {
+      // 404 and this wording are A1111's; kept for client compatibility.
+      throw new RequestError(404, 'init_images', 'Init image not found: init_images is required for img2img');
+    }
+    if (inits.length > 1) {
+      throw new RequestError(400, 'init_images', `init_images: ${inits.length} images sent; one init image per request is supported`);
+    }
+    init = { value: inits[0]!, field: 'init_images.0' };
+  }
+
+  if (extra.length === 0) {
+    const kind: RenderKind = route;
+    if (!can(kind)) {
+      throw new RequestError(400, 'extra_images', `extra_images: ${profile.id} is an instruction-edit model and needs the image(s) to edit in extra_images (the prompt is the instruction); a plain ${route} is not supported on it`);
+    }
+    const mask = route === 'img2img' && present(b.mask) ? b.mask : undefined;
+    return { kind, ...(init ? { init } : {}), ...(mask !== undefined ? { mask } : {}), refs: [] };
+  }
+
+  if (route === 'img2img' && present(b.mask)) {
+    throw new RequestError(400, 'mask', `mask: instruction edits take no mask (${profile.id} edits what the prompt says)`);
+  }
+  const refs = init ? [init, ...extra] : extra;
+  const max = Math.min(profile.maxExtraImages, limits.maxExtraImages);
+  if (refs.length > max) {
+    throw new RequestError(400, 'extra_images', `extra_images: ${refs.length} reference images${init ? ' (counting init_images.0)' : ''} exceed the limit of ${max} for ${profile.id}`, { limit: max });
+  }
+  return { kind: 'edit', refs };
+}

@@ -1,0 +1,42 @@
+/**
+ * A1111 `/sdapi/v1/options`: clients read `sd_model_checkpoint` as the current model and set it with a POST
+ * (single key or the whole echoed dict). Values persist across calls and restarts in `<data>/options.json`.
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+const storedSchema = z.record(z.string(), z.unknown());
+
+export class OptionsStore {
+  private values: Record<string, unknown>;
+
+  constructor(
+    private readonly file: string,
+    defaults: Record<string, unknown>,
+  ) {
+    let stored: Record<string, unknown> = {};
+    try {
+      stored = storedSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+    } catch {
+      // first start, or a damaged file: fall back to defaults rather than refusing to start
+    }
+    this.values = { ...defaults, ...stored };
+  }
+
+  all(): Record<string, unknown> {
+    return { ...this.values };
+  }
+
+  get(key: string): unknown {
+    return this.values[key];
+  }
+
+  update(patch: Record<string, unknown>): void {
+    this.values = { ...this.values, ...patch };
+    mkdirSync(path.dirname(this.file), { recursive: true });
+    const tmp = `${this.file}.tmp`;
+    writeFileSync(tmp, JSON.stringify(this.values, null, 2));
+    renameSync(tmp, this.file);
+  }
+}

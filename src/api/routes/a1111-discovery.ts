@@ -1,0 +1,99 @@
+/**
+ * The A1111 routes clients call around renders: model list, options (current model), samplers and
+ * schedulers, and the lists some clients read at start-up (upscalers, scripts, ...). Shapes follow
+ * `ref/a1111-contract.md`; routes that A1111 answers with `null` or `{}` answer the same, since clients
+ * call `.json()` on them.
+ */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { RequestError } from '../a1111/errors.ts';
+import { knownModelNames, listProfiles, resolveModel } from '../../models/registry.ts';
+import { listSamplers, listSchedulers } from '../../models/samplers.ts';
+import type { ApiContext } from '../server.ts';
+
+const optionsPatchSchema = z.record(z.string(), z.unknown());
+
+export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): void {
+  app.get('/sdapi/v1/sd-models', async () =>
+    listProfiles().map((p) => ({
+      title: p.title,
+      model_name: p.id,
+      hash: null,
+      sha256: null,
+      filename: p.files.unet ?? p.id,
+      config: null,
+    })),
+  );
+
+  app.get('/sdapi/v1/options', async () => ({
+    samples_format: 'png',
+    send_seed: true,
+    CLIP_stop_at_last_layers: 1,
+    sd_vae: 'Automatic',
+    sd_checkpoint_hash: null,
+    ...ctx.options.all(),
+  }));
+
+  app.post('/sdapi/v1/options', async (req) => {
+    const parsed = optionsPatchSchema.safeParse(req.body ?? {});
+    if (!parsed.success) throw new RequestError(422, 'body', 'options must be a JSON object');
+    const patch = { ...parsed.data };
+    if ('sd_model_checkpoint' in patch) {
+      const profile = resolveModel(String(patch.sd_model_checkpoint));
+      if (!profile) {
+        throw new RequestError(400, 'sd_model_checkpoint', `unknown model ${JSON.stringify(patch.sd_model_checkpoint)}; known models: ${knownModelNames().join(', ')}`);
+      }
+      // Store the title: clients compare it with the titles from sd-models to decide whether to switch.
+      patch.sd_model_checkpoint = profile.title;
+    }
+    ctx.options.update(patch);
+    return null;
+  });
+
+  app.get('/sdapi/v1/samplers', async () => listSamplers());
+  app.get('/sdapi/v1/schedulers', async () => listSchedulers());
+  app.get('/sdapi/v1/upscalers', async () => [
+    { name: 'None', model_name: null, model_path: null, model_url: null, scale: 4 },
+  ]);
+  app.get('/sdapi/v1/latent-upscale-modes', async () => [{ name: 'Latent' }]);
+  app.get('/sdapi/v1/scripts', async () => ({ txt2img: [], img2img: [] }));
+  app.get('/sdapi/v1/sd-vae', async () => []);
+  app.get('/sdapi/v1/loras', async () => []);
+  app.get('/sdapi/v1/prompt-styles', async () => []);
+  app.get('/sdapi/v1/embeddings', async () => ({ loaded: {}, skipped: {} }));
+  app.get('/sdapi/v1/cmd-flags', async () => ({}));
+  app.post('/sdapi/v1/refresh-checkpoints', async () => null);
+
+  app.get('/sdapi/v1/progress', async () => {
+    const running = ctx.inFlight.list();
+    const jobCount = running.length;
+    return {
+      progress: 0,
+      eta_relative: 0,
+      state: {
+        skipped: false,
+        interrupted: false,
+        stopping_generation: false,
+        job: jobCount > 0 ? running[0]!.renderId : '',
+        job_count: jobCount,
+        job_timestamp: '0',
+        job_no: 0,
+        sampling_step: 0,
+        sampling_steps: 0,
+      },
+      current_image: null,
+      textinfo: null,
+    };
+  });
+
+  // A1111 interrupts the job on the GPU: here that is the oldest render this front is waiting on.
+  app.post('/sdapi/v1/interrupt', async (req) => {
+    const current = ctx.inFlight.list()[0];
+    if (current) {
+      req.log.info({ renderId: current.renderId }, 'interrupt: cancelling render');
+      await current.cancel();
+    }
+    return {};
+  });
+  app.post('/sdapi/v1/skip', async () => null);
+}

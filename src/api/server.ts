@@ -1,0 +1,87 @@
+/**
+ * The HTTP front (Fastify): A1111 routes and operations. It validates and resolves requests, stores input
+ * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { BlobStore } from '../blobs/store.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log.ts';
+import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
+import { errorBody, sendError } from './http-errors.ts';
+import type { HealthDeps } from './health.ts';
+import type { OptionsStore } from './options-store.ts';
+import type { RenderService } from './render-service.ts';
+import { registerA1111Discovery } from './routes/a1111-discovery.ts';
+import { registerA1111Render } from './routes/a1111-render.ts';
+import { registerOps } from './routes/ops.ts';
+import { InFlight } from './in-flight.ts';
+
+export interface ApiDeps {
+  config: Config;
+  logger: Logger;
+  blobs: BlobStore;
+  renders: RenderService;
+  options: OptionsStore;
+  health: HealthDeps;
+}
+
+export interface ApiContext extends ApiDeps {
+  inFlight: InFlight;
+}
+
+const OPEN_ROUTES = new Set(['/health', '/internal/ping']);
+
+export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
+    bodyLimit: deps.config.BODY_LIMIT_BYTES,
+    disableRequestLogging: false,
+    // Renders take minutes: never cut a waiting client off at the HTTP layer.
+    requestTimeout: 0,
+    connectionTimeout: 0,
+  });
+  const ctx: ApiContext = { ...deps, inFlight: new InFlight() };
+
+  // Node's fetch with a string body sends text/plain; A1111 would 422 it, we read it as the JSON it is.
+  const jsonParser = app.getDefaultJsonParser('error', 'ignore');
+  app.addContentTypeParser('text/plain', { parseAs: 'string' }, (req, body, done) => {
+    jsonParser(req, String(body), done);
+  });
+
+  if (deps.config.API_TOKEN) {
+    const expected = `Bearer ${deps.config.API_TOKEN}`;
+    app.addHook('onRequest', async (req, reply) => {
+      if (OPEN_ROUTES.has(req.url.split('?')[0] ?? '')) return;
+      if (req.headers.authorization !== expected) {
+        return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid bearer token', { field: 'authorization' }));
+      }
+    });
+  }
+
+  app.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
+    if (err instanceof RequestError) {
+      req.log.info({ field: err.field, status: err.status }, err.message);
+      return reply.code(err.status).send(toA1111ErrorBody(err));
+    }
+    const fe = err as FastifyError;
+    if (fe.code === 'FST_ERR_CTP_INVALID_JSON' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || (fe.statusCode === 400 && fe instanceof SyntaxError)) {
+      return sendError(reply, 400, errorBody('HTTPException', `request body is not valid JSON: ${fe.message}`, { field: 'body' }));
+    }
+    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return sendError(reply, 413, errorBody('HTTPException', `request body is larger than ${deps.config.BODY_LIMIT_BYTES} bytes`, { field: 'body' }));
+    }
+    if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return sendError(reply, 415, errorBody('HTTPException', `unsupported content type ${req.headers['content-type'] ?? ''}: send application/json`, { field: 'content-type' }));
+    }
+    if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+      return sendError(reply, fe.statusCode, errorBody('HTTPException', fe.message));
+    }
+    req.log.error({ err }, 'unhandled error');
+    return sendError(reply, 500, errorBody(err.name || 'Error', 'internal error', { errors: String(err.message) }));
+  });
+
+  registerA1111Discovery(app, ctx);
+  registerA1111Render(app, ctx);
+  registerOps(app, ctx);
+  return app;
+}

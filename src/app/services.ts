@@ -1,0 +1,125 @@
+/**
+ * Composition root: builds the pieces each process mode needs from the validated config.
+ * `start` = embedded Temporal (unless TEMPORAL_ADDRESS) + worker + front; `worker` and `api` run one part.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Runtime } from '@temporalio/worker';
+import { createActivities } from '../activities/index.ts';
+import { buildServer } from '../api/server.ts';
+import { OptionsStore } from '../api/options-store.ts';
+import { RenderService } from '../api/render-service.ts';
+import { FsBlobStore } from '../blobs/fs-store.ts';
+import { ComfyClient } from '../comfyui/client.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log.ts';
+import { getProfile, loadModelOverrides } from '../models/registry.ts';
+import type { Backend } from '../render/types.ts';
+import { findTemporalBinary } from '../temporal/binary.ts';
+import { connectClient } from '../temporal/client.ts';
+import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
+import { ensureSearchAttributes } from '../temporal/ensure-search-attributes.ts';
+import { backendsFromUrls } from '../worker/backends.ts';
+import { createWorkers, type WorkerSet } from '../worker/worker.ts';
+import path from 'node:path';
+
+export type Mode = 'start' | 'worker' | 'api';
+
+export interface Running {
+  temporalAddress: string;
+  uiUrl?: string;
+  apiUrl?: string;
+  stop(): Promise<void>;
+  /** Resolves when the workers stop on their own (e.g. a fatal error). */
+  done: Promise<void>;
+}
+
+export function comfyClients(backends: Backend[], logger: Logger): Map<string, ComfyClient> {
+  return new Map(backends.map((b) => [b.id, new ComfyClient({ baseUrl: b.url, logger: logger.child({ backend: b.id }) })]));
+}
+
+export async function runServices(mode: Mode, config: Config, logger: Logger): Promise<Running> {
+  // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
+  Runtime.install({ shutdownSignals: [], logger: undefined });
+  if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
+  if (!getProfile(config.DEFAULT_MODEL)) {
+    throw new Error(`DEFAULT_MODEL=${config.DEFAULT_MODEL} is not a known model`);
+  }
+
+  let devServer: DevServer | undefined;
+  let address = config.TEMPORAL_ADDRESS;
+  if (!address) {
+    if (mode !== 'start') address = '127.0.0.1:7233';
+    else {
+      devServer = await startDevServer({
+        binary: findTemporalBinary(config.TEMPORAL_CLI_PATH),
+        dbFile: config.temporalDbFile,
+        port: config.TEMPORAL_PORT,
+        uiPort: config.TEMPORAL_UI_PORT,
+        ui: true,
+        namespace: config.TEMPORAL_NAMESPACE,
+        logger,
+      });
+      address = devServer.address;
+    }
+  }
+
+  const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
+  const clients = comfyClients(backends, logger);
+  const blobs = new FsBlobStore(config.blobDir);
+  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE);
+  await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
+
+  let workers: WorkerSet | undefined;
+  let workersDone: Promise<void> = new Promise(() => undefined);
+  if (mode === 'start' || mode === 'worker') {
+    const activities = createActivities({ config, blobs, backends, clients, logger: logger.child({ component: 'activities' }) });
+    workers = await createWorkers({
+      address,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      backends,
+      activities,
+      logger,
+    });
+    workersDone = workers.run();
+  }
+
+  let api: FastifyInstance | undefined;
+  let apiUrl: string | undefined;
+  if (mode === 'start' || mode === 'api') {
+    const defaultProfile = getProfile(config.DEFAULT_MODEL);
+    api = await buildServer({
+      config,
+      logger,
+      blobs,
+      renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE),
+      options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
+        sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
+      }),
+      health: {
+        temporal: client,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        backends,
+        probeComfy: (b) => clients.get(b.id)!.systemStats(),
+      },
+    });
+    apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
+  }
+
+  return {
+    temporalAddress: address,
+    uiUrl: devServer?.uiUrl,
+    apiUrl,
+    done: workersDone,
+    stop: async () => {
+      // Order matters: stop taking requests, drain workers (in-flight activities get the grace time and
+      // are retried elsewhere if cut), then stop the embedded server.
+      await api?.close();
+      await workers?.shutdown();
+      await workersDone.catch(() => undefined);
+      await connection.close().catch(() => undefined);
+      await devServer?.stop();
+    },
+  };
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * `comfy-durable <command>`: `start` (embedded Temporal + worker + front), `worker`, `api`,
+ * `contract <comfyui-url>` (check the ComfyUI client against a real server).
+ */
+import { loadConfig, ConfigError } from '../config/config.ts';
+import { createLogger } from '../log.ts';
+import { runServices, type Mode } from '../app/services.ts';
+
+const USAGE = `usage: comfy-durable <start|worker|api|contract URL>
+
+  start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), worker and HTTP front
+  worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
+  api        HTTP front only
+  contract   run the ComfyUI contract checks against URL (a real or fake ComfyUI)
+`;
+
+async function runMode(mode: Mode): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.LOG_LEVEL);
+  const running = await runServices(mode, config, logger);
+  logger.info(
+    { mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL },
+    'comfy-durable ready',
+  );
+  if (running.apiUrl) process.stdout.write(`comfy-durable listening on ${running.apiUrl}\n`);
+  if (running.uiUrl) process.stdout.write(`Temporal Web UI on ${running.uiUrl}\n`);
+
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(130);
+    }
+    stopping = true;
+    logger.info({ signal }, 'draining: finishing in-flight work (send the signal again to exit at once)');
+    running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  running.done.then(
+    () => {
+      if (!stopping) {
+        logger.error('workers stopped unexpectedly');
+        process.exit(1);
+      }
+    },
+    (err: unknown) => {
+      logger.error({ err }, 'worker failed');
+      process.exit(1);
+    },
+  );
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'start':
+    case 'worker':
+    case 'api':
+      return runMode(command);
+    case 'contract': {
+      const { runContract } = await import('./contract.ts');
+      process.exitCode = await runContract(rest);
+      return;
+    }
+    default:
+      process.stderr.write(USAGE);
+      process.exit(command ? 2 : 0);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

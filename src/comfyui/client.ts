@@ -1,0 +1,526 @@
+/**
+ * Typed ComfyUI client (ref/comfyui-protocol.md). One instance per backend: a keep-alive undici Pool, and
+ * per-instance memory of which optional APIs this ComfyUI has (jobs API v0.6+, cancel v0.26+), learned by
+ * probing rather than assumed from a version string (DESIGN §8).
+ *
+ * Every response is validated with zod at this boundary. Errors are classified here (errors.ts) so callers
+ * never interpret HTTP statuses themselves.
+ */
+import { Blob } from 'node:buffer';
+import { FormData, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+import type { Logger } from 'pino';
+import type { ComfyFileRef, ComfyGraph } from './graph.ts';
+import { nodeInfoSchema, type NodeInfo, type ObjectInfo } from './object-info.ts';
+import {
+  ComfyAbortError,
+  ComfyProtocolError,
+  ComfyRequestError,
+  ComfyUnavailableError,
+  ComfyUnsupportedError,
+  ComfyValidationError,
+} from './errors.ts';
+import {
+  cancelResponseSchema,
+  featuresSchema,
+  historyOutputsSchema,
+  historyResponseSchema,
+  jobSchema,
+  promptErrorResponseSchema,
+  promptResponseSchema,
+  queueResponseSchema,
+  systemStatsSchema,
+  uploadResponseSchema,
+  type HistoryItem,
+  type Job,
+  type NodeErrors,
+  type SystemStats,
+} from './schemas.ts';
+import { executionErrorInfo, extractFiles, statusFromHistory, type PromptStatus } from './status.ts';
+import { openEventStream, type EventSession } from './event-stream.ts';
+
+export type ComfyLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+
+export interface ComfyTimeouts {
+  /** Ordinary JSON calls. */
+  requestMs: number;
+  /** `/upload/image` and `/view` (large bodies). */
+  transferMs: number;
+  /** `/object_info` (large, and slow with many custom nodes). */
+  objectInfoMs: number;
+  /** WebSocket connect + welcome frame. */
+  wsOpenMs: number;
+  /** WebSocket ping interval; a missing pong by the next ping terminates the socket. 0 disables. */
+  wsPingIntervalMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: ComfyTimeouts = {
+  requestMs: 30_000,
+  transferMs: 120_000,
+  objectInfoMs: 60_000,
+  wsOpenMs: 10_000,
+  wsPingIntervalMs: 20_000,
+};
+
+export interface ComfyClientOptions {
+  /** e.g. `http://127.0.0.1:8188` (a path prefix is kept, for ComfyUI behind a reverse proxy). */
+  baseUrl: string;
+  logger?: ComfyLogger;
+  timeouts?: Partial<ComfyTimeouts>;
+  /** Keep-alive connections to this backend. */
+  connections?: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export interface SubmitPromptInput {
+  graph: ComfyGraph;
+  /** Canonical lowercase UUID (see prompt-id.ts); omitted → ComfyUI mints one. */
+  promptId?: string;
+  /** The event session's id: ComfyUI sends this prompt's events only to that socket (Gotcha 2). */
+  clientId?: string;
+  extraData?: Record<string, unknown>;
+  /** Priority: lower runs first. */
+  number?: number;
+  front?: boolean;
+  /**
+   * ComfyUI queues a partial prompt when some outputs fail validation (HTTP 200 + node_errors). We throw,
+   * and by default also cancel that partial prompt so it does not occupy the GPU.
+   */
+  cancelPartial?: boolean;
+}
+
+export interface SubmitPromptResult {
+  promptId: string;
+  number: number;
+  nodeErrors: NodeErrors;
+}
+
+export interface QueueEntry {
+  number: number;
+  promptId: string;
+  raw: unknown[];
+}
+
+export interface QueueSnapshot {
+  running: QueueEntry[];
+  pending: QueueEntry[];
+  runningIds: string[];
+  pendingIds: string[];
+}
+
+export interface UploadImageInput {
+  bytes: Buffer | Uint8Array;
+  filename: string;
+  subfolder?: string;
+  type?: 'input' | 'temp' | 'output';
+  overwrite?: boolean;
+  /** Content type of the part; ComfyUI ignores it, proxies may not. */
+  mime?: string;
+}
+
+export interface UploadResult {
+  name: string;
+  subfolder: string;
+  type: 'input' | 'temp' | 'output';
+}
+
+export type CancelResult =
+  /** v0.26+: atomic interrupt-if-running / dequeue-if-pending; `cancelled` says whether anything happened. */
+  | { method: 'jobs-api'; cancelled: boolean }
+  /** Older: `/queue {delete}` then a targeted `/interrupt`; the outcome is not reported. */
+  | { method: 'queue-delete+interrupt' };
+
+export interface Capabilities {
+  version: string | undefined;
+  jobsApi: boolean;
+}
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  url: string;
+}
+
+const noopLogger: ComfyLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+} as unknown as ComfyLogger;
+
+export class ComfyClient {
+  readonly baseUrl: string;
+  readonly timeouts: ComfyTimeouts;
+  private readonly logger: ComfyLogger;
+  private readonly pool: Pool;
+  private readonly prefix: string;
+  private readonly wsBaseUrl: string;
+  /** undefined = not yet known. Learned from the first jobs call; older ComfyUI (v0.3.45..v0.5) lacks it. */
+  private jobsApi: boolean | undefined;
+  private cancelApi: boolean | undefined;
+
+  constructor(opts: ComfyClientOptions) {
+    const url = new URL(opts.baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`ComfyUI baseUrl must be http(s): ${opts.baseUrl}`);
+    this.prefix = url.pathname.replace(/\/+$/, '');
+    this.baseUrl = `${url.origin}${this.prefix}`;
+    this.wsBaseUrl = `${url.protocol === 'https:' ? 'wss:' : 'ws:'}//${url.host}${this.prefix}`;
+    this.logger = opts.logger ?? noopLogger;
+    this.timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+    this.pool = new Pool(url.origin, {
+      connections: opts.connections ?? 8,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: Math.min(this.timeouts.requestMs, 10_000) },
+    });
+  }
+
+  /** Whether the jobs API is known to exist (undefined until a jobs call or `capabilities()` found out). */
+  get jobsApiSupported(): boolean | undefined {
+    return this.jobsApi;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  // ---------------------------------------------------------------- transport
+
+  private async call(method: Dispatcher.HttpMethod, path: string, init: CallOptions & {
+    json?: unknown;
+    form?: FormData;
+    query?: Record<string, string | undefined>;
+    timeoutMs?: number;
+  } = {}): Promise<RawResponse> {
+    const qs = init.query
+      ? new URLSearchParams(Object.entries(init.query).filter((e): e is [string, string] => e[1] !== undefined)).toString()
+      : '';
+    const fullPath = `${this.prefix}${path}${qs ? `?${qs}` : ''}`;
+    const url = `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;
+    if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
+    const timeoutMs = init.timeoutMs ?? this.timeouts.requestMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    let body: string | FormData | undefined;
+    if (init.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(init.json);
+    } else if (init.form) {
+      body = init.form;
+    }
+    const started = Date.now();
+    try {
+      const res = await this.pool.request({ method, path: fullPath, headers, body, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+      const buf = Buffer.from(await res.body.arrayBuffer());
+      this.logger.debug({ method, url, status: res.statusCode, ms: Date.now() - started }, 'comfyui http');
+      return { status: res.statusCode, headers: res.headers, body: buf, url };
+    } catch (e) {
+      if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
+      if (timeout.aborted) throw new ComfyUnavailableError({ url, message: `ComfyUI ${method} ${url} timed out after ${timeoutMs} ms`, cause: e });
+      throw new ComfyUnavailableError({ url, message: `ComfyUI ${method} ${url} failed: ${(e as Error).message}`, cause: e });
+    }
+  }
+
+  /** Map non-2xx to the error taxonomy: 4xx are our fault (not retryable), everything else is retryable. */
+  private fail(res: RawResponse): never {
+    const text = res.body.toString('utf8');
+    if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
+      throw new ComfyRequestError({ url: res.url, status: res.status, body: text });
+    }
+    throw new ComfyUnavailableError({ url: res.url, status: res.status, body: text });
+  }
+
+  private parse<S extends z.ZodType>(res: RawResponse, schema: S): z.output<S> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(res.body.toString('utf8'));
+    } catch {
+      throw new ComfyProtocolError(res.url, `HTTP ${res.status} body is not JSON: ${res.body.toString('utf8').slice(0, 200)}`);
+    }
+    const r = schema.safeParse(raw);
+    if (!r.success) throw new ComfyProtocolError(res.url, r.error.message.slice(0, 1000));
+    return r.data;
+  }
+
+  private async getJson<S extends z.ZodType>(path: string, schema: S, opts?: CallOptions & { query?: Record<string, string | undefined> }): Promise<z.output<S>> {
+    const res = await this.call('GET', path, opts);
+    if (res.status !== 200) this.fail(res);
+    return this.parse(res, schema);
+  }
+
+  private async postNoContent(path: string, json: unknown, opts?: CallOptions): Promise<void> {
+    const res = await this.call('POST', path, { ...opts, json });
+    if (res.status < 200 || res.status >= 300) this.fail(res);
+  }
+
+  // ---------------------------------------------------------------- prompts
+
+  /**
+   * `POST /prompt`. Throws ComfyValidationError on HTTP 400 and on HTTP 200 with non-empty `node_errors`;
+   * any other failure is ComfyUnavailableError (retryable; check `promptStatus` before resubmitting).
+   */
+  async submitPrompt(input: SubmitPromptInput, opts?: CallOptions): Promise<SubmitPromptResult> {
+    const body: Record<string, unknown> = { prompt: input.graph };
+    if (input.promptId !== undefined) body['prompt_id'] = input.promptId;
+    if (input.clientId !== undefined) body['client_id'] = input.clientId;
+    if (input.extraData !== undefined) body['extra_data'] = input.extraData;
+    if (input.number !== undefined) body['number'] = input.number;
+    if (input.front !== undefined) body['front'] = input.front;
+
+    const res = await this.call('POST', '/prompt', { ...opts, json: body });
+    if (res.status === 400) {
+      const parsed = promptErrorResponseSchema.safeParse(safeJson(res.body));
+      if (!parsed.success) throw new ComfyRequestError({ url: res.url, status: 400, body: res.body.toString('utf8') });
+      const err = parsed.data.error;
+      throw new ComfyValidationError({
+        status: 400,
+        error: typeof err === 'string' ? { type: 'error', message: err, details: '', extra_info: {} } : err,
+        nodeErrors: parsed.data.node_errors,
+      });
+    }
+    if (res.status !== 200) throw new ComfyUnavailableError({ url: res.url, status: res.status, body: res.body.toString('utf8') });
+    const ok = this.parse(res, promptResponseSchema);
+    if (Object.keys(ok.node_errors).length > 0) {
+      if (input.cancelPartial ?? true) {
+        await this.cancelJob(ok.prompt_id, opts).catch((e: unknown) =>
+          this.logger.warn({ err: e, promptId: ok.prompt_id }, 'could not cancel partially queued prompt'),
+        );
+      }
+      throw new ComfyValidationError({
+        status: 200,
+        error: {
+          type: 'prompt_outputs_failed_validation',
+          message: 'Some prompt outputs failed validation (ComfyUI queued the rest)',
+          details: '',
+          extra_info: {},
+        },
+        nodeErrors: ok.node_errors,
+        queuedPromptId: ok.prompt_id,
+      });
+    }
+    return { promptId: ok.prompt_id, number: ok.number, nodeErrors: ok.node_errors };
+  }
+
+  /**
+   * `GET /api/jobs/{id}` (v0.6+). `undefined` when ComfyUI does not know the id. Throws
+   * ComfyUnsupportedError when this ComfyUI has no jobs API (then use `/history` + `/queue`).
+   */
+  async getJob(id: string, opts?: CallOptions): Promise<Job | undefined> {
+    if (this.jobsApi === false) throw new ComfyUnsupportedError('the jobs API (ComfyUI >= v0.6.0)');
+    const res = await this.call('GET', `/api/jobs/${encodeURIComponent(id)}`, opts);
+    if (res.status === 200) {
+      this.jobsApi = true;
+      return this.parse(res, jobSchema);
+    }
+    if (res.status === 404) {
+      // A 404 means either "no such job" or "no such route"; only the list route tells them apart.
+      const supported = this.jobsApi ?? (await this.probeJobsApi(opts));
+      if (!supported) throw new ComfyUnsupportedError('the jobs API (ComfyUI >= v0.6.0)');
+      return undefined;
+    }
+    this.fail(res);
+  }
+
+  private async probeJobsApi(opts?: CallOptions): Promise<boolean> {
+    const res = await this.call('GET', '/api/jobs', { ...opts, query: { limit: '1' } });
+    if (res.status === 200) this.jobsApi = true;
+    else if (res.status === 404 || res.status === 405) this.jobsApi = false;
+    else this.fail(res);
+    this.logger.debug({ baseUrl: this.baseUrl, jobsApi: this.jobsApi }, 'probed ComfyUI jobs API');
+    return this.jobsApi ?? false;
+  }
+
+  /** `GET /history/{id}`: the item, or undefined while queued/running, after a restart, or if unknown. */
+  async getHistory(id: string, opts?: CallOptions): Promise<HistoryItem | undefined> {
+    const all = await this.getJson(`/history/${encodeURIComponent(id)}`, historyResponseSchema, opts);
+    return all[id];
+  }
+
+  /** `GET /queue`. `queue_pending` is an unsorted heap copy; `pending` here is sorted by number (run order). */
+  async getQueue(opts?: CallOptions): Promise<QueueSnapshot> {
+    const q = await this.getJson('/queue', queueResponseSchema, opts);
+    const entry = (raw: [number, string, ...unknown[]]): QueueEntry => ({ number: raw[0], promptId: raw[1], raw });
+    const running = q.queue_running.map(entry);
+    const pending = q.queue_pending.map(entry).sort((a, b) => a.number - b.number);
+    return { running, pending, runningIds: running.map((e) => e.promptId), pendingIds: pending.map((e) => e.promptId) };
+  }
+
+  /**
+   * Reconcile jobs API, `/queue` and `/history/{id}` into one state. Without the jobs API the queue is read
+   * BEFORE history: ComfyUI moves a prompt from running to history under one mutex, so this order can never
+   * miss a prompt that is finishing (history-then-queue could report a live prompt as unknown).
+   */
+  async promptStatus(promptId: string, opts?: CallOptions): Promise<PromptStatus> {
+    if (this.jobsApi !== false) {
+      let job: Job | undefined;
+      let viaJobs = true;
+      try {
+        job = await this.getJob(promptId, opts);
+      } catch (e) {
+        if (!(e instanceof ComfyUnsupportedError)) throw e;
+        viaJobs = false;
+      }
+      if (viaJobs) {
+        if (job === undefined) return this.legacyStatus(promptId, opts); // confirm before declaring a prompt lost
+        if (job.status === 'pending') return { state: 'pending' };
+        if (job.status === 'in_progress') return { state: 'running' };
+        const item = await this.getHistory(promptId, opts);
+        if (item) return statusFromHistory(promptId, item);
+        // History entry deleted in between (retention, POST /history delete): fall back on the job itself.
+        const outputs = historyOutputsSchema.safeParse(job.outputs);
+        const out = outputs.success ? outputs.data : {};
+        if (job.status === 'failed') return { state: 'error', error: executionErrorInfo(promptId, job.execution_error ?? {}), outputs: out };
+        if (job.status === 'cancelled') return { state: 'interrupted', outputs: out };
+        return { state: 'success', outputs: out, files: extractFiles(out) };
+      }
+    }
+    return this.legacyStatus(promptId, opts);
+  }
+
+  private async legacyStatus(promptId: string, opts?: CallOptions): Promise<PromptStatus> {
+    const q = await this.getQueue(opts);
+    if (q.runningIds.includes(promptId)) return { state: 'running' };
+    if (q.pendingIds.includes(promptId)) return { state: 'pending' };
+    const item = await this.getHistory(promptId, opts);
+    if (item) return statusFromHistory(promptId, item);
+    return { state: 'unknown' };
+  }
+
+  /**
+   * `POST /interrupt`. With `promptId` (v0.3.57+) only that prompt, if running; WITHOUT it, whatever runs,
+   * whoever owns it (Gotcha 10). Older servers ignore `prompt_id` and interrupt globally.
+   */
+  async interrupt(promptId?: string, opts?: CallOptions): Promise<void> {
+    await this.postNoContent('/interrupt', promptId !== undefined ? { prompt_id: promptId } : {}, opts);
+  }
+
+  /** `POST /queue {delete}`: removes pending items only. */
+  async deleteFromQueue(ids: string[], opts?: CallOptions): Promise<void> {
+    await this.postNoContent('/queue', { delete: ids }, opts);
+  }
+
+  /** `POST /history {delete}`. */
+  async deleteHistory(ids: string[], opts?: CallOptions): Promise<void> {
+    await this.postNoContent('/history', { delete: ids }, opts);
+  }
+
+  /**
+   * Stop a prompt wherever it is. v0.26+ `POST /api/jobs/{id}/cancel` is atomic; older servers get a
+   * dequeue then a targeted interrupt (in that order, so a prompt that starts in between is still caught).
+   */
+  async cancelJob(id: string, opts?: CallOptions): Promise<CancelResult> {
+    if (this.cancelApi !== false && this.jobsApi !== false) {
+      const res = await this.call('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`, { ...opts, json: {} });
+      if (res.status === 200) {
+        this.cancelApi = true;
+        return { method: 'jobs-api', cancelled: this.parse(res, cancelResponseSchema).cancelled };
+      }
+      if (res.status === 404 || res.status === 405) this.cancelApi = false;
+      else this.fail(res);
+    }
+    await this.deleteFromQueue([id], opts);
+    await this.interrupt(id, opts);
+    return { method: 'queue-delete+interrupt' };
+  }
+
+  // ---------------------------------------------------------------- files
+
+  /** `POST /upload/image` (multipart). Identical bytes under the same name are a server-side no-op. */
+  async uploadImage(input: UploadImageInput, opts?: CallOptions): Promise<UploadResult> {
+    const form = new FormData();
+    const bytes = input.bytes instanceof Buffer ? input.bytes : Buffer.from(input.bytes);
+    form.append('image', new Blob([bytes], { type: input.mime ?? 'application/octet-stream' }), input.filename);
+    form.append('overwrite', input.overwrite ? 'true' : 'false');
+    form.append('subfolder', input.subfolder ?? '');
+    form.append('type', input.type ?? 'input');
+    const res = await this.call('POST', '/upload/image', { ...opts, form, timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs });
+    if (res.status !== 200) this.fail(res);
+    return this.parse(res, uploadResponseSchema);
+  }
+
+  /** `GET /view`: the file as stored (no re-encoding). 404 → ComfyRequestError with status 404. */
+  async view(file: ComfyFileRef, opts?: CallOptions): Promise<{ data: Buffer; contentType: string | undefined }> {
+    const res = await this.call('GET', '/view', {
+      ...opts,
+      timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs,
+      query: { filename: file.filename, subfolder: file.subfolder, type: file.type },
+    });
+    if (res.status !== 200) this.fail(res);
+    const ct = res.headers['content-type'];
+    return { data: res.body, contentType: Array.isArray(ct) ? ct[0] : ct };
+  }
+
+  // ---------------------------------------------------------------- server info
+
+  /** All nodes. A node whose info does not validate is skipped and logged: one odd custom node must not
+   *  make every graph unvalidatable. */
+  objectInfo(cls?: undefined, opts?: CallOptions): Promise<ObjectInfo>;
+  /** One node class; undefined when unknown (ComfyUI answers `{}`). */
+  objectInfo(cls: string, opts?: CallOptions): Promise<NodeInfo | undefined>;
+  async objectInfo(cls?: string, opts?: CallOptions): Promise<ObjectInfo | NodeInfo | undefined> {
+    const path = cls === undefined ? '/object_info' : `/object_info/${encodeURIComponent(cls)}`;
+    const raw = await this.getJson(path, recordSchema, { ...opts, timeoutMs: opts?.timeoutMs ?? this.timeouts.objectInfoMs });
+    const out: ObjectInfo = {};
+    for (const [name, info] of Object.entries(raw)) {
+      const r = nodeInfoSchema.safeParse(info);
+      if (r.success) out[name] = r.data;
+      else this.logger.warn({ node: name, issue: r.error.message.slice(0, 300) }, 'skipping node with unexpected /object_info shape');
+    }
+    if (cls === undefined) return out;
+    if (Object.keys(raw).length > 0 && out[cls] === undefined) throw new ComfyProtocolError(`${this.baseUrl}${path}`, `invalid info for ${cls}`);
+    return out[cls];
+  }
+
+  async systemStats(opts?: CallOptions): Promise<SystemStats> {
+    return this.getJson('/system_stats', systemStatsSchema, opts);
+  }
+
+  async features(opts?: CallOptions): Promise<Record<string, unknown>> {
+    return this.getJson('/features', featuresSchema, opts);
+  }
+
+  /** `POST /free`; acted on after the current prompt. `freeMemory` also drops all execution caches. */
+  async free(input: { unloadModels?: boolean; freeMemory?: boolean }, opts?: CallOptions): Promise<void> {
+    await this.postNoContent('/free', { unload_models: input.unloadModels ?? false, free_memory: input.freeMemory ?? false }, opts);
+  }
+
+  /** Version from `/system_stats` and whether `/api/jobs` exists (probed, not inferred from the version). */
+  async capabilities(opts?: CallOptions): Promise<Capabilities> {
+    const stats = await this.systemStats(opts);
+    const jobsApi = this.jobsApi ?? (await this.probeJobsApi(opts));
+    return { version: stats.system.comfyui_version, jobsApi };
+  }
+
+  // ---------------------------------------------------------------- events
+
+  /**
+   * Open a WebSocket with a fresh client id and wait until ComfyUI registered it. Submit prompts with
+   * `session.clientId`, then `followPrompt({session, ...})`. The caller closes the session.
+   */
+  openEventStream(opts?: { signal?: AbortSignal; replayBufferSize?: number }): Promise<EventSession> {
+    const o: Parameters<typeof openEventStream>[0] = {
+      wsBaseUrl: this.wsBaseUrl,
+      openTimeoutMs: this.timeouts.wsOpenMs,
+      pingIntervalMs: this.timeouts.wsPingIntervalMs,
+    };
+    if (opts?.signal) o.signal = opts.signal;
+    if (opts?.replayBufferSize !== undefined) o.replayBufferSize = opts.replayBufferSize;
+    return openEventStream(o);
+  }
+}
+
+const recordSchema = z.record(z.string(), z.unknown());
+
+function safeJson(buf: Buffer): unknown {
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

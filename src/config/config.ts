@@ -1,0 +1,82 @@
+/**
+ * The one place configuration is read. Every variable is validated with zod at start-up; a bad value stops
+ * the process with a message naming the variable, instead of failing later in some request.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(1).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+const bool = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+const envSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port.default(7860),
+  DATA_DIR: z.string().min(1).default('./data'),
+  /** One or more ComfyUI base URLs, comma separated: one backend (and one GPU slot) each. */
+  COMFYUI_URL: z
+    .string()
+    .default('http://127.0.0.1:8188')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ protocol: /^https?$/ })).min(1)),
+  TEMPORAL_ADDRESS: optionalString,
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('renders'),
+  TEMPORAL_CLI_PATH: optionalString,
+  /** Ports of the embedded dev server (ignored when TEMPORAL_ADDRESS is set). */
+  TEMPORAL_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
+  /** JSON file with per-model overrides (file names, defaults): operators change files without code. */
+  MODELS_CONFIG: optionalString,
+  /** When set, every route but /health and /internal/ping needs `Authorization: Bearer <token>`. */
+  API_TOKEN: optionalString,
+  MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),
+  MAX_IMAGE_PIXELS: positiveInt.default(4096 * 4096),
+  MAX_BATCH: positiveInt.default(8),
+  MAX_EXTRA_IMAGES: positiveInt.default(3),
+  /** Whole-request limit; base64 inflates images by 4/3 and a request may carry several. */
+  BODY_LIMIT_BYTES: positiveInt.default(100 * 1024 * 1024),
+  /** Heartbeat timeout of the prompt-following activity: how fast a dead worker is noticed. */
+  HEARTBEAT_TIMEOUT_MS: positiveInt.default(30_000),
+  /** Overrides every profile's stall timeout (tests and operators with slow disks). */
+  STALL_TIMEOUT_MS: z.coerce.number().int().positive().optional(),
+  /** Polling interval used only while the WebSocket is down or silent. */
+  POLL_INTERVAL_MS: positiveInt.default(1_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Cancel the render when a synchronous client disconnects (default: keep rendering). */
+  CANCEL_ON_DISCONNECT: bool.default(false),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config extends Env {
+  dataDir: string;
+  blobDir: string;
+  temporalDbFile: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const dataDir = path.resolve(parsed.data.DATA_DIR);
+  return {
+    ...parsed.data,
+    dataDir,
+    blobDir: path.join(dataDir, 'blobs'),
+    temporalDbFile: path.join(dataDir, 'temporal.db'),
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * Pieces every image family shares: a small graph builder that gives each node a readable id and a
+ * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
+ */
+import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
+import type { RenderKind, RenderRequest } from '../../render/types.ts';
+import type { ModelFamily, ModelProfile } from '../profile.ts';
+
+/** Node id of the SaveImage node in every image graph: the render's result. */
+export const OUTPUT_NODE = 'save';
+
+export interface BuildInput {
+  profile: ModelProfile;
+  request: RenderRequest;
+  /** Seed of this item (`request.seed + index`). */
+  seed: number;
+  /** Per-job SaveImage prefix, so ComfyUI's cache never skips writing a fresh file. */
+  filenamePrefix: string;
+  /** LoadImage names (`subfolder/filename`) of the request's images, already uploaded. */
+  images: { init?: string; mask?: string; refs: readonly string[] };
+}
+
+export interface FamilyBuilder {
+  readonly family: ModelFamily;
+  /** `files` roles the builder reads; overrides may only name these. */
+  readonly fileRoles: readonly string[];
+  readonly kinds: readonly RenderKind[];
+  build(input: BuildInput): ComfyGraph;
+}
+
+export class GraphBuilder {
+  private readonly nodes: ComfyGraph = {};
+
+  /** Adds a node and returns a link to its first output. Ids are unique by construction of each family. */
+  add(id: string, classType: string, title: string, inputs: Record<string, InputValue>): NodeLink {
+    if (this.nodes[id]) throw new Error(`graph builder: duplicate node id ${id}`);
+    this.nodes[id] = { class_type: classType, inputs, _meta: { title } };
+    return [id, 0];
+  }
+
+  graph(): ComfyGraph {
+    return this.nodes;
+  }
+}
+
+export function requireFile(profile: ModelProfile, role: string): string {
+  const name = profile.files[role];
+  if (!name) throw new Error(`model ${profile.id}: no file configured for role "${role}"`);
+  return name;
+}
+
+const isGguf = (file: string): boolean => file.toLowerCase().endsWith('.gguf');
+
+/**
+ * GGUF unets need ComfyUI-GGUF's loader; anything else goes through core UNETLoader. Choosing by extension
+ * lets an operator swap a GGUF for a safetensors file through the overrides file alone.
+ */
+export function loadUnet(g: GraphBuilder, profile: ModelProfile): NodeLink {
+  const file = requireFile(profile, 'unet');
+  return isGguf(file)
+    ? g.add('unet', 'UnetLoaderGGUF', 'Load diffusion model (GGUF)', { unet_name: file })
+    : g.add('unet', 'UNETLoader', 'Load diffusion model', { unet_name: file, weight_dtype: 'default' });
+}
+
+/** Single text encoder (Qwen): core CLIPLoader, or CLIPLoaderGGUF for a `.gguf` file (same `type` enum). */
+export function loadSingleClip(g: GraphBuilder, profile: ModelProfile, type: string): NodeLink {
+  const file = requireFile(profile, 'textEncoder');
+  return isGguf(file)
+    ? g.add('clip', 'CLIPLoaderGGUF', 'Load text encoder (GGUF)', { clip_name: file, type })
+    : g.add('clip', 'CLIPLoader', 'Load text encoder', { clip_name: file, type });
+}
+
+export function loadVae(g: GraphBuilder, profile: ModelProfile): NodeLink {
+  return g.add('vae', 'VAELoader', 'Load VAE', { vae_name: requireFile(profile, 'vae') });
+}
+
+export function loadImage(g: GraphBuilder, id: string, title: string, name: string): NodeLink {
+  return g.add(id, 'LoadImage', title, { image: name });
+}
+
+/**
+ * The latent the sampler starts from.
+ * - txt2img / edit: an empty 16-channel latent of the requested size (Flux and Qwen are both 16-channel).
+ * - img2img: the init image resized to the requested size (A1111 resize_mode 0 "just resize", lanczos)
+ *   and VAE-encoded; the sampler's `denoise` decides how much changes.
+ * - inpaint: additionally a noise mask. The mask is read single-channel with LoadImageMask `red` (white =
+ *   repaint): LoadImage's own MASK is derived from alpha and is a 64×64 zero mask for images without alpha.
+ *   The front normalises masks to white-on-black greyscale, so red = the mask. ComfyUI scales the noise
+ *   mask to the latent size itself.
+ */
+export function sourceLatent(g: GraphBuilder, input: BuildInput, vae: NodeLink): NodeLink {
+  const { request, images } = input;
+  if (request.kind !== 'img2img') {
+    return g.add('latent', 'EmptySD3LatentImage', 'Empty latent', {
+      width: request.width,
+      height: request.height,
+      batch_size: 1,
+    });
+  }
+  if (!images.init) throw new Error('img2img graph without an init image');
+  const init = loadImage(g, 'init_image', 'Init image', images.init);
+  const scaled = g.add('init_scale', 'ImageScale', 'Resize init image', {
+    image: init,
+    upscale_method: 'lanczos',
+    width: request.width,
+    height: request.height,
+    crop: 'disabled',
+  });
+  const encoded = g.add('init_latent', 'VAEEncode', 'Encode init image', { pixels: scaled, vae });
+  if (!images.mask) return encoded;
+  const mask = g.add('mask', 'LoadImageMask', 'Inpaint mask (white = repaint)', { image: images.mask, channel: 'red' });
+  return g.add('noise_mask', 'SetLatentNoiseMask', 'Apply inpaint mask', { samples: encoded, mask });
+}
+
+export interface SampleParts {
+  model: NodeLink;
+  positive: NodeLink;
+  negative: NodeLink;
+  latent: NodeLink;
+  vae: NodeLink;
+}
+
+/** KSampler → VAEDecode → SaveImage (id OUTPUT_NODE). One image per prompt: each item is its own seed. */
+export function sampleDecodeSave(g: GraphBuilder, input: BuildInput, parts: SampleParts): void {
+  const { request } = input;
+  const sampled = g.add('sampler', 'KSampler', 'Sample', {
+    model: parts.model,
+    positive: parts.positive,
+    negative: parts.negative,
+    latent_image: parts.latent,
+    seed: input.seed,
+    steps: request.steps,
+    cfg: request.cfg,
+    sampler_name: request.sampler,
+    scheduler: request.scheduler,
+    denoise: request.kind === 'img2img' ? request.denoise : 1,
+  });
+  const decoded = g.add('decode', 'VAEDecode', 'Decode', { samples: sampled, vae: parts.vae });
+  g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: decoded, filename_prefix: input.filenamePrefix });
+}

@@ -1,0 +1,63 @@
+/**
+ * Flux (dev, schnell): txt2img, img2img and inpaint. Flux is guidance-distilled and runs at CFG 1, so there
+ * is no negative branch: the negative is ConditioningZeroOut of the positive (KSampler needs one, CFG 1
+ * never evaluates it) and the client's negative prompt is dropped by the front with a warning.
+ */
+import type { ComfyGraph } from '../../comfyui/graph.ts';
+import {
+  GraphBuilder,
+  loadUnet,
+  loadVae,
+  requireFile,
+  sampleDecodeSave,
+  sourceLatent,
+  type BuildInput,
+  type FamilyBuilder,
+} from './common.ts';
+
+/** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
+export const FLUX_TEXT_FILES = {
+  t5: 't5xxl_fp8_e4m3fn.safetensors',
+  clipL: 'clip_l.safetensors',
+  vae: 'ae.safetensors',
+} as const;
+
+export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
+
+/** Loaders and text conditioning shared with the Kontext builder. */
+export function fluxBase(g: GraphBuilder, input: BuildInput) {
+  const { profile, request } = input;
+  const model = loadUnet(g, profile);
+  // DualCLIPLoaderGGUF reads both .gguf and .safetensors encoders, so it fits every override.
+  const clip = g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
+    clip_name1: requireFile(profile, 't5'),
+    clip_name2: requireFile(profile, 'clipL'),
+    type: 'flux',
+  });
+  const vae = loadVae(g, profile);
+  const text = g.add('positive', 'CLIPTextEncode', 'Prompt', { text: request.prompt, clip });
+  // CFG 1 never evaluates the negative; zeroing the positive is ComfyUI's own Flux pattern.
+  const negative = g.add('negative', 'ConditioningZeroOut', 'Negative (zeroed: Flux has no negative)', {
+    conditioning: text,
+  });
+  return { model, clip, vae, text, negative };
+}
+
+export const fluxBuilder: FamilyBuilder = {
+  family: 'flux',
+  fileRoles: FLUX_FILE_ROLES,
+  kinds: ['txt2img', 'img2img'],
+  build(input: BuildInput): ComfyGraph {
+    const g = new GraphBuilder();
+    const { model, vae, text, negative } = fluxBase(g, input);
+    const guidance = input.request.guidance;
+    // Schnell has no guidance embedding (guidance undefined): no FluxGuidance node, as in its template.
+    const positive =
+      guidance === undefined
+        ? text
+        : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
+    const latent = sourceLatent(g, input, vae);
+    sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
+    return g.graph();
+  },
+};

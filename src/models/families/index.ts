@@ -1,0 +1,20 @@
+/** Family → graph builder. A new family is one builder file plus one entry here. */
+import type { ModelFamily } from '../profile.ts';
+import type { FamilyBuilder } from './common.ts';
+import { fluxBuilder } from './flux.ts';
+import { fluxKontextBuilder } from './flux-kontext.ts';
+import { qwenBuilder } from './qwen.ts';
+import { qwenEditBuilder } from './qwen-edit.ts';
+
+const BUILDERS: Record<ModelFamily, FamilyBuilder> = {
+  flux: fluxBuilder,
+  'flux-kontext': fluxKontextBuilder,
+  qwen: qwenBuilder,
+  'qwen-edit': qwenEditBuilder,
+};
+
+export function familyBuilder(family: ModelFamily): FamilyBuilder {
+  return BUILDERS[family];
+}
+
+export { OUTPUT_NODE, type BuildInput, type FamilyBuilder } from './common.ts';

@@ -1,0 +1,50 @@
+/**
+ * Qwen-Image-Edit(-2509) instruction edit through TextEncodeQwenImageEditPlus: up to three reference images
+ * (image1..image3) seen by the VL encoder and, through `vae`, added as reference latents; the prompt is the
+ * instruction. The negative is a second TextEncodeQwenImageEditPlus with the negative prompt (empty by
+ * default) and the same images, exactly as ComfyUI's official 2509 template does (not ConditioningZeroOut:
+ * with CFG 2.5 the negative is evaluated, and the template's unconditional branch still sees the images).
+ * The template's CFGNorm node is left out: it is not among the nodes the service validates against.
+ */
+import type { ComfyGraph, InputValue } from '../../comfyui/graph.ts';
+import { GraphBuilder, loadImage, sampleDecodeSave, type BuildInput, type FamilyBuilder } from './common.ts';
+import { QWEN_FILE_ROLES, qwenBase } from './qwen.ts';
+
+export const QWEN_EDIT_MAX_IMAGES = 3;
+
+export const qwenEditBuilder: FamilyBuilder = {
+  family: 'qwen-edit',
+  fileRoles: QWEN_FILE_ROLES,
+  kinds: ['edit'],
+  build(input: BuildInput): ComfyGraph {
+    const { request, images } = input;
+    if (images.refs.length === 0 || images.refs.length > QWEN_EDIT_MAX_IMAGES) {
+      throw new Error(`Qwen edit graph needs 1..${QWEN_EDIT_MAX_IMAGES} reference images, got ${images.refs.length}`);
+    }
+    const g = new GraphBuilder();
+    const { model, clip, vae } = qwenBase(g, input);
+    const imageInputs: Record<string, InputValue> = {};
+    images.refs.forEach((name, i) => {
+      imageInputs[`image${i + 1}`] = loadImage(g, `ref_${i + 1}`, `Reference image ${i + 1}`, name);
+    });
+    const positive = g.add('positive', 'TextEncodeQwenImageEditPlus', 'Edit instruction', {
+      clip,
+      prompt: request.prompt,
+      vae,
+      ...imageInputs,
+    });
+    const negative = g.add('negative', 'TextEncodeQwenImageEditPlus', 'Negative prompt', {
+      clip,
+      prompt: request.negativePrompt,
+      vae,
+      ...imageInputs,
+    });
+    const latent = g.add('latent', 'EmptySD3LatentImage', 'Empty latent', {
+      width: request.width,
+      height: request.height,
+      batch_size: 1,
+    });
+    sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
+    return g.graph();
+  },
+};

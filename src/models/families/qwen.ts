@@ -1,0 +1,57 @@
+/**
+ * Qwen-Image: txt2img, img2img and inpaint with real CFG and a negative prompt. The model's sigma schedule is
+ * patched with ModelSamplingAuraFlow (shift from the profile, 3.1 for Qwen-Image as in ComfyUI's template).
+ */
+import type { ComfyGraph } from '../../comfyui/graph.ts';
+import type { NodeLink } from '../../comfyui/graph.ts';
+import {
+  GraphBuilder,
+  loadSingleClip,
+  loadUnet,
+  loadVae,
+  sampleDecodeSave,
+  sourceLatent,
+  type BuildInput,
+  type FamilyBuilder,
+} from './common.ts';
+
+/** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
+export const QWEN_SHARED_FILES = {
+  textEncoder: 'qwen_2.5_vl_7b_fp8_scaled.safetensors',
+  vae: 'qwen_image_vae.safetensors',
+} as const;
+
+export const QWEN_FILE_ROLES = ['unet', 'textEncoder', 'vae'] as const;
+
+/** Text encoder `type` for Qwen: core CLIPLoader and CLIPLoaderGGUF both take it (DualCLIPLoader has none). */
+export const QWEN_CLIP_TYPE = 'qwen_image';
+
+const QWEN_DEFAULT_SHIFT = 3.1;
+
+export function qwenBase(g: GraphBuilder, input: BuildInput) {
+  const { profile } = input;
+  const unet = loadUnet(g, profile);
+  const model = g.add('model_sampling', 'ModelSamplingAuraFlow', 'Model sampling shift', {
+    model: unet,
+    shift: profile.defaults.shift ?? QWEN_DEFAULT_SHIFT,
+  });
+  const clip = loadSingleClip(g, profile, QWEN_CLIP_TYPE);
+  const vae = loadVae(g, profile);
+  return { model, clip, vae };
+}
+
+export const qwenBuilder: FamilyBuilder = {
+  family: 'qwen',
+  fileRoles: QWEN_FILE_ROLES,
+  kinds: ['txt2img', 'img2img'],
+  build(input: BuildInput): ComfyGraph {
+    const { request } = input;
+    const g = new GraphBuilder();
+    const { model, clip, vae } = qwenBase(g, input);
+    const positive: NodeLink = g.add('positive', 'CLIPTextEncode', 'Prompt', { text: request.prompt, clip });
+    const negative = g.add('negative', 'CLIPTextEncode', 'Negative prompt', { text: request.negativePrompt, clip });
+    const latent = sourceLatent(g, input, vae);
+    sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
+    return g.graph();
+  },
+};

@@ -1,0 +1,74 @@
+/**
+ * What the service knows about one model: capabilities, defaults, file names and limits. One small file per
+ * model (see DESIGN §5); models of the same family share a graph builder (`families/`), so a new model of an
+ * existing family is a profile file plus one registry line.
+ */
+import type { RenderKind } from '../render/types.ts';
+
+/** Graph builder shared by models of one family (`families/<family>.ts`). */
+export type ModelFamily = 'flux' | 'flux-kontext' | 'qwen' | 'qwen-edit';
+
+/**
+ * How the sampler's CFG is chosen.
+ * - `fixed-1`: guidance-distilled (Flux): cfg is always 1, so there is no negative branch; the client's
+ *   `cfg_scale` and `negative_prompt` are ignored with a warning.
+ * - `free`: real classifier-free guidance with a negative prompt (Qwen).
+ */
+export type CfgMode = 'fixed-1' | 'free';
+
+export interface ModelDefaults {
+  steps: number;
+  cfg: number;
+  /** FluxGuidance value. Absent: the model has no guidance embedding (schnell, Qwen). */
+  guidance?: number;
+  /** ComfyUI sampler and scheduler names. */
+  sampler: string;
+  scheduler: string;
+  width: number;
+  height: number;
+  /** ModelSamplingAuraFlow shift, for families that patch the model's sigma schedule. */
+  shift?: number;
+}
+
+export interface ModelProfile {
+  /** Stable id used in requests, history and infotexts, e.g. `imagegen-flux-dev`. */
+  id: string;
+  /** Shown by `GET /sdapi/v1/sd-models` and accepted back as a model name. */
+  title: string;
+  /** Further accepted names (matched case-insensitively). */
+  aliases: readonly string[];
+  family: ModelFamily;
+  /**
+   * Kinds this model renders. `edit` = instruction edit: `extra_images` are reference conditioning and the
+   * prompt is the instruction. An edit-only model must never receive a plain img2img (it would silently
+   * ignore the instruction semantics), so requests are routed by this list.
+   */
+  kinds: readonly RenderKind[];
+  defaults: ModelDefaults;
+  cfgMode: CfgMode;
+  /** Latent grid in pixels: requested sizes snap to a multiple of this. */
+  grid: number;
+  minSide: number;
+  maxSide: number;
+  maxPixels: number;
+  /** Reference images an edit accepts (0 for models without edit). */
+  maxExtraImages: number;
+  /**
+   * Model files by role (`unet`, `t5`, `clipL`, `textEncoder`, `vae`, ...; the family builder declares which
+   * roles it reads). Operators override them through the overrides file without code changes.
+   */
+  files: Readonly<Record<string, string>>;
+  /** No progress event for this long = stalled. Must exceed the slowest silent node (model load). */
+  stallTimeoutMs: number;
+  /** Overall limit for one output item (one ComfyUI prompt), retries included. */
+  deadlineMs: number;
+}
+
+/**
+ * Limits shared by the image models: 64..2048 px per side and at most 1536² = 2048×1152 pixels. Flux and
+ * Qwen are trained up to about 2 MP; beyond that quality drops while GPU time keeps growing.
+ */
+export const IMAGE_SIZE_LIMITS = { grid: 16, minSide: 64, maxSide: 2048, maxPixels: 1536 * 1536 } as const;
+
+/** A1111 clients send 512×512-era defaults; DESIGN §5: size-less requests render 512×512. */
+export const DEFAULT_SIZE = { width: 512, height: 512 } as const;

@@ -1,0 +1,18 @@
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, type ModelProfile } from './profile.ts';
+import { QWEN_SHARED_FILES } from './families/qwen.ts';
+
+export const qwenImage: ModelProfile = {
+  id: 'imagegen-qwen-image',
+  title: 'Qwen-Image',
+  aliases: ['qwen-image', 'qwen_image', 'qwen'],
+  family: 'qwen',
+  kinds: ['txt2img', 'img2img'],
+  defaults: { steps: 40, cfg: 2.5, sampler: 'euler', scheduler: 'simple', shift: 3.1, ...DEFAULT_SIZE },
+  cfgMode: 'free',
+  ...IMAGE_SIZE_LIMITS,
+  maxExtraImages: 0,
+  files: { unet: 'qwen-image-Q8_0.gguf', ...QWEN_SHARED_FILES },
+  // A 20 GB unet plus a 7B text encoder load silently for a long time on a cold start.
+  stallTimeoutMs: 300_000,
+  deadlineMs: 1_200_000,
+};

@@ -1,0 +1,181 @@
+/**
+ * The model registry: built-in profiles plus operator overrides (file names, defaults, timeouts) loaded
+ * from a JSON file, so swapping a model file needs no code change. Pure apart from `loadModelOverrides`,
+ * which reads the file through `process.getBuiltinModule` instead of a static `node:fs` import: this module
+ * stays importable from Temporal's workflow sandbox, where Node built-ins are not allowed.
+ */
+import { z } from 'zod';
+import { familyBuilder } from './families/index.ts';
+import { fluxDev } from './flux-dev.ts';
+import { fluxKontext } from './flux-kontext.ts';
+import { fluxSchnell } from './flux-schnell.ts';
+import type { ModelProfile } from './profile.ts';
+import { qwenImage } from './qwen-image.ts';
+import { qwenImageEdit } from './qwen-image-edit.ts';
+import { isComfySampler, isComfyScheduler } from './samplers.ts';
+
+/** Built-in profiles, in `/sdapi/v1/sd-models` order. A new model = its profile file + one line here. */
+const BUILTIN: readonly ModelProfile[] = [
+  fluxDev,
+  fluxSchnell,
+  fluxKontext,
+  qwenImage,
+  qwenImageEdit,
+];
+
+const positiveInt = z.number().int().positive();
+const overrideEntrySchema = z.strictObject({
+  files: z.record(z.string(), z.string().min(1)).optional(),
+  defaults: z
+    .strictObject({
+      steps: positiveInt.max(10000),
+      cfg: z.number().min(0).max(100),
+      guidance: z.number().min(0).max(100),
+      sampler: z.string(),
+      scheduler: z.string(),
+      width: positiveInt,
+      height: positiveInt,
+      shift: z.number().min(0).max(100),
+    })
+    .partial()
+    .optional(),
+  stallTimeoutMs: positiveInt.optional(),
+  deadlineMs: positiveInt.optional(),
+});
+
+/** `{ "<profile id>": { "files": {...}, "defaults": {...}, "stallTimeoutMs"?, "deadlineMs"? } }`. */
+export const modelOverridesSchema = z.record(z.string(), overrideEntrySchema);
+export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
+
+let effective: ReadonlyMap<string, ModelProfile> = build({});
+
+function build(overrides: ModelOverrides): ReadonlyMap<string, ModelProfile> {
+  const map = new Map<string, ModelProfile>();
+  for (const base of BUILTIN) {
+    const o = overrides[base.id];
+    const profile: ModelProfile = o
+      ? {
+          ...base,
+          files: { ...base.files, ...o.files },
+          defaults: { ...base.defaults, ...o.defaults },
+          stallTimeoutMs: o.stallTimeoutMs ?? base.stallTimeoutMs,
+          deadlineMs: o.deadlineMs ?? base.deadlineMs,
+        }
+      : base;
+    map.set(base.id, deepFreeze(profile));
+  }
+  return map;
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}
+
+/**
+ * Validates overrides (shape, known profile ids, file roles the family's builder reads, ComfyUI sampler and
+ * scheduler names) and returns them. Throws an Error naming the offending path.
+ */
+export function parseModelOverrides(json: unknown, source = 'model overrides'): ModelOverrides {
+  const parsed = modelOverridesSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.map(String).join('.') ?? '';
+    throw new Error(`${source}: ${path ? `${path}: ` : ''}${issue?.message ?? 'invalid'}`);
+  }
+  const known = new Map(BUILTIN.map((p) => [p.id, p]));
+  for (const [id, entry] of Object.entries(parsed.data)) {
+    const base = known.get(id);
+    if (!base) throw new Error(`${source}: unknown model "${id}" (known: ${[...known.keys()].join(', ')})`);
+    const roles = familyBuilder(base.family).fileRoles;
+    for (const role of Object.keys(entry.files ?? {})) {
+      if (!roles.includes(role)) {
+        throw new Error(`${source}: ${id}.files.${role}: unknown file role (valid: ${roles.join(', ')})`);
+      }
+    }
+    const d = entry.defaults;
+    if (d?.sampler !== undefined && !isComfySampler(d.sampler)) {
+      throw new Error(`${source}: ${id}.defaults.sampler: "${d.sampler}" is not a ComfyUI sampler name`);
+    }
+    if (d?.scheduler !== undefined && !isComfyScheduler(d.scheduler)) {
+      throw new Error(`${source}: ${id}.defaults.scheduler: "${d.scheduler}" is not a ComfyUI scheduler name`);
+    }
+    for (const side of ['width', 'height'] as const) {
+      const v = d?.[side];
+      if (v !== undefined && (v % base.grid !== 0 || v < base.minSide || v > base.maxSide)) {
+        throw new Error(
+          `${source}: ${id}.defaults.${side}: ${v} must be a multiple of ${base.grid} in ${base.minSide}..${base.maxSide}`,
+        );
+      }
+    }
+  }
+  return parsed.data;
+}
+
+/** Replaces the active overrides (validated first; on error the previous ones stay). */
+export function applyModelOverrides(overrides: unknown, source?: string): ModelOverrides {
+  const parsed = parseModelOverrides(overrides, source);
+  effective = build(parsed);
+  return parsed;
+}
+
+/** Back to the built-in profiles. */
+export function resetModelOverrides(): void {
+  effective = build({});
+}
+
+/**
+ * Reads, validates and applies the overrides file at `path` (the caller takes it from configuration).
+ * No path: built-in profiles only. A missing or invalid file is an error naming the file: start-up should
+ * stop rather than render with file names the operator did not intend.
+ */
+export function loadModelOverrides(path?: string): ModelOverrides {
+  if (!path) {
+    resetModelOverrides();
+    return {};
+  }
+  const fs = process.getBuiltinModule('node:fs');
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`model overrides file ${path}: ${(e as Error).message}`);
+  }
+  return applyModelOverrides(json, `model overrides file ${path}`);
+}
+
+export function listProfiles(): ModelProfile[] {
+  return [...effective.values()];
+}
+
+export function getProfile(id: string): ModelProfile | undefined {
+  return effective.get(id);
+}
+
+const norm = (s: string): string => s.trim().toLowerCase();
+const stripHash = (s: string): string => s.replace(/\s*\[[0-9a-f]{8,64}\]$/i, '');
+const stripExt = (s: string): string => s.replace(/\.(gguf|safetensors|ckpt|pt|pth|bin)$/i, '');
+
+/**
+ * A model by id, title, alias or unet file name (with or without extension), case-insensitive. A1111 title
+ * forms `name [hash]` are accepted too: clients echo `sd-models` titles and option values in that form.
+ */
+export function resolveModel(name: string): ModelProfile | undefined {
+  const candidates = new Set([norm(name), norm(stripHash(name.trim()))]);
+  for (const c of [...candidates]) candidates.add(stripExt(c));
+  for (const profile of effective.values()) {
+    const names = [profile.id, profile.title, ...profile.aliases];
+    const unet = profile.files.unet;
+    if (unet) names.push(unet, stripExt(unet));
+    if (names.some((n) => candidates.has(norm(n)))) return profile;
+  }
+  return undefined;
+}
+
+/** Ids and titles for "unknown model" errors. */
+export function knownModelNames(): string[] {
+  return listProfiles().map((p) => p.id);
+}

@@ -1,0 +1,101 @@
+/**
+ * The embedded Temporal: `temporal server start-dev` as a child process with a SQLite file under the data
+ * dir, so renders survive restarts of the whole service. A real server, never an in-memory fake.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import type { Logger } from '../log.ts';
+import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
+
+export interface DevServerOptions {
+  binary: string;
+  dbFile: string;
+  port: number;
+  uiPort?: number;
+  /** false runs it headless (tests). */
+  ui: boolean;
+  namespace: string;
+  ip?: string;
+  logger: Logger;
+  startTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const SA_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const ip = opts.ip ?? '127.0.0.1';
+  mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--ip', ip,
+    '--port', String(opts.port),
+    '--db-filename', opts.dbFile,
+    '--namespace', opts.namespace,
+    '--log-level', 'warn',
+    '--log-format', 'json',
+  ];
+  if (opts.ui) args.push('--ui-port', String(opts.uiPort ?? opts.port + 1000));
+  else args.push('--headless');
+  for (const key of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${SA_TYPE_NAMES[key.type] ?? 'Keyword'}`);
+
+  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-8_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  let exited: number | null | undefined;
+  child.on('exit', (code) => {
+    exited = code;
+  });
+
+  const address = `${ip}:${opts.port}`;
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+  for (;;) {
+    if (exited !== undefined) {
+      throw new Error(`temporal dev server exited with code ${exited} before it was ready:\n${output}`);
+    }
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await conn.workflowService.getSystemInfo({});
+        // The frontend can answer before the namespace exists; wait for it too.
+        await conn.workflowService.describeNamespace({ namespace: opts.namespace });
+      } finally {
+        await conn.close();
+      }
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`temporal dev server at ${address} not ready: ${String(err)}\n${output}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  const uiUrl = opts.ui ? `http://${ip}:${opts.uiPort ?? opts.port + 1000}` : undefined;
+  opts.logger.info({ address, uiUrl, dbFile: opts.dbFile }, 'temporal dev server ready');
+
+  return {
+    address,
+    uiUrl,
+    process: child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (exited !== undefined) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      }),
+  };
+}

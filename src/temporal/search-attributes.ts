@@ -1,0 +1,12 @@
+/**
+ * Custom search attributes that make renders findable in the Temporal UI and `temporal workflow list
+ * --query`. Registered by the embedded dev server at start and by `ensureSearchAttributes` on any server.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const RENDER_MODEL = defineSearchAttributeKey('RenderModel', SearchAttributeType.KEYWORD);
+export const RENDER_KIND = defineSearchAttributeKey('RenderKind', SearchAttributeType.KEYWORD);
+export const RENDER_BACKEND = defineSearchAttributeKey('RenderBackend', SearchAttributeType.KEYWORD);
+export const RENDER_REPLAY_OF = defineSearchAttributeKey('RenderReplayOf', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF] as const;

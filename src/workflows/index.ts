@@ -1,0 +1,2 @@
+/** Workflow entry point bundled by the worker. Only deterministic workflow code may be imported here. */
+export { render } from './render.ts';

@@ -1,0 +1,235 @@
+/**
+ * Golden graphs: for every model × supported kind, the graph the service would submit, compared with
+ * `test/golden/<model>-<case>.json` (set UPDATE_GOLDEN=1 to rewrite) and validated structurally and
+ * against the recorded `/object_info` fixture with the same validator the client uses before submitting.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { ComfyGraph, NodeLink } from '../../src/comfyui/graph.ts';
+import { isLink } from '../../src/comfyui/graph.ts';
+import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
+import { validateGraph } from '../../src/comfyui/validate.ts';
+import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
+import { planRender } from '../../src/models/plan.ts';
+import { ctx, makePng, makePngWith } from './helpers.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(join(here, '../fixtures/object_info.json'), 'utf8')));
+
+const b64 = (b: Buffer) => b.toString('base64');
+const init = b64(makePng(96, 64, [200, 120, 40, 255]));
+const mask = b64(makePngWith(96, 64, (x) => (x < 48 ? [255, 255, 255, 255] : [0, 0, 0, 255])));
+const refs = [b64(makePng(64, 64, [255, 0, 0, 255])), b64(makePng(80, 48, [0, 255, 0, 255])), b64(makePng(48, 80, [0, 0, 255, 255]))];
+
+interface Case {
+  name: string;
+  route: 'txt2img' | 'img2img';
+  body: Record<string, unknown>;
+}
+
+const base = { prompt: 'a lighthouse on a cliff at dusk', negative_prompt: 'blurry, low quality', seed: 1234, width: 768, height: 512 };
+const cases: Case[] = [];
+for (const model of ['imagegen-flux-dev', 'imagegen-flux-schnell', 'imagegen-qwen-image']) {
+  cases.push({ name: `${model}-txt2img`, route: 'txt2img', body: { ...base, model } });
+  cases.push({ name: `${model}-img2img`, route: 'img2img', body: { ...base, model, init_images: [init], denoising_strength: 0.6 } });
+  cases.push({ name: `${model}-inpaint`, route: 'img2img', body: { ...base, model, init_images: [init], mask, denoising_strength: 0.9 } });
+}
+const instruction = { ...base, prompt: 'make the sky stormy', negative_prompt: '' };
+for (const n of [1, 2]) {
+  cases.push({ name: `imagegen-flux-kontext-edit-${n}ref`, route: 'txt2img', body: { ...instruction, model: 'imagegen-flux-kontext', extra_images: refs.slice(0, n) } });
+}
+for (const n of [1, 2, 3]) {
+  cases.push({ name: `imagegen-qwen-image-edit-edit-${n}ref`, route: 'txt2img', body: { ...instruction, model: 'imagegen-qwen-image-edit', extra_images: refs.slice(0, n) } });
+}
+
+function graphFor(c: Case): ComfyGraph {
+  const { request } = normalizeRequest(c.route, c.body, ctx());
+  const plan = planRender(request, { renderId: 'render-golden' });
+  expect(plan.items).toHaveLength(1);
+  return plan.items[0]!.graph;
+}
+
+const node = (g: ComfyGraph, link: unknown) => {
+  expect(isLink(link)).toBe(true);
+  return g[(link as NodeLink)[0]]!;
+};
+
+/** Every link points at an existing node and an output index that node class has; titles everywhere; no cycles. */
+function checkStructure(g: ComfyGraph): void {
+  for (const [id, n] of Object.entries(g)) {
+    expect(n._meta.title, `${id} title`).toMatch(/\S/);
+    const info = objectInfo[n.class_type];
+    expect(info, `${id}: ${n.class_type} in object_info`).toBeDefined();
+    for (const [input, v] of Object.entries(n.inputs)) {
+      if (!isLink(v)) continue;
+      const target = g[v[0]];
+      expect(target, `${id}.${input} → ${v[0]}`).toBeDefined();
+      const outputs = objectInfo[target!.class_type]!.output;
+      expect(v[1], `${id}.${input} output index`).toBeLessThan(outputs.length);
+      expect(v[1]).toBeGreaterThanOrEqual(0);
+    }
+  }
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (id: string): void => {
+    if (state.get(id) === 'done') return;
+    expect(state.get(id), `cycle through ${id}`).not.toBe('visiting');
+    state.set(id, 'visiting');
+    for (const v of Object.values(g[id]!.inputs)) if (isLink(v)) visit(v[0]);
+    state.set(id, 'done');
+  };
+  for (const id of Object.keys(g)) visit(id);
+}
+
+describe('golden graphs', () => {
+  it.each(cases.map((c) => [c.name, c] as const))('%s', (name, c) => {
+    const g = graphFor(c);
+    checkStructure(g);
+    const v = validateGraph(g, objectInfo);
+    expect(v, JSON.stringify(v)).toMatchObject({ ok: true, outputs: ['save'] });
+    expect(v.nodeErrors).toEqual({});
+
+    const file = join(here, `${name}.json`);
+    const text = `${JSON.stringify(g, null, 2)}\n`;
+    if (process.env.UPDATE_GOLDEN === '1') writeFileSync(file, text);
+    expect(existsSync(file), `${file} missing: run with UPDATE_GOLDEN=1`).toBe(true);
+    expect(text).toBe(readFileSync(file, 'utf8'));
+  });
+});
+
+describe('graph facts (DESIGN §5)', () => {
+  const byName = (name: string) => graphFor(cases.find((c) => c.name === name)!);
+  const ofClass = (g: ComfyGraph, cls: string) => Object.values(g).filter((n) => n.class_type === cls);
+
+  it('every graph ends in SaveImage with a per-job prefix; one image per prompt with the request seed', () => {
+    for (const c of cases) {
+      const g = graphFor(c);
+      expect(g.save).toMatchObject({ class_type: 'SaveImage', inputs: { filename_prefix: 'comfy-durable/render-golden/0' } });
+      expect(g.sampler!.inputs.seed).toBe(1234);
+      for (const l of ofClass(g, 'EmptySD3LatentImage')) expect(l.inputs).toMatchObject({ batch_size: 1 });
+    }
+  });
+
+  it('Flux: GGUF unet, DualCLIPLoaderGGUF type flux, no negative text encode, cfg 1, FluxGuidance on dev only', () => {
+    for (const model of ['imagegen-flux-dev', 'imagegen-flux-schnell']) {
+      for (const kind of ['txt2img', 'img2img', 'inpaint']) {
+        const g = byName(`${model}-${kind}`);
+        expect(g.unet!.class_type).toBe('UnetLoaderGGUF');
+        expect(g.clip).toMatchObject({
+          class_type: 'DualCLIPLoaderGGUF',
+          inputs: { clip_name1: 't5xxl_fp8_e4m3fn.safetensors', clip_name2: 'clip_l.safetensors', type: 'flux' },
+        });
+        expect(g.vae!.inputs.vae_name).toBe('ae.safetensors');
+        const encodes = ofClass(g, 'CLIPTextEncode');
+        expect(encodes).toHaveLength(1);
+        expect(encodes[0]!.inputs.text).toBe('a lighthouse on a cliff at dusk');
+        const neg = node(g, g.sampler!.inputs.negative);
+        expect(neg.class_type).toBe('ConditioningZeroOut');
+        expect(g.sampler!.inputs.cfg).toBe(1);
+        const pos = node(g, g.sampler!.inputs.positive);
+        if (model === 'imagegen-flux-dev') expect(pos).toMatchObject({ class_type: 'FluxGuidance', inputs: { guidance: 3.5 } });
+        else expect(pos.class_type).toBe('CLIPTextEncode');
+      }
+    }
+    expect(byName('imagegen-flux-dev-txt2img').unet!.inputs.unet_name).toBe('flux1-dev-Q8_0.gguf');
+    expect(byName('imagegen-flux-schnell-txt2img').unet!.inputs.unet_name).toBe('flux1-schnell-Q8_0.gguf');
+  });
+
+  it('img2img: init image resized to the output size, VAE-encoded, denoise from the request', () => {
+    const g = byName('imagegen-flux-dev-img2img');
+    const latent = node(g, g.sampler!.inputs.latent_image);
+    expect(latent.class_type).toBe('VAEEncode');
+    const scaled = node(g, latent.inputs.pixels);
+    expect(scaled).toMatchObject({ class_type: 'ImageScale', inputs: { width: 768, height: 512 } });
+    expect(node(g, scaled.inputs.image).class_type).toBe('LoadImage');
+    expect(g.sampler!.inputs.denoise).toBe(0.6);
+  });
+
+  it('inpaint: mask via LoadImageMask red channel into SetLatentNoiseMask; LoadImage MASK output unused', () => {
+    for (const model of ['imagegen-flux-dev', 'imagegen-flux-schnell', 'imagegen-qwen-image']) {
+      const g = byName(`${model}-inpaint`);
+      const latent = node(g, g.sampler!.inputs.latent_image);
+      expect(latent.class_type).toBe('SetLatentNoiseMask');
+      expect(node(g, latent.inputs.samples).class_type).toBe('VAEEncode');
+      const m = node(g, latent.inputs.mask);
+      expect(m.class_type).toBe('LoadImageMask');
+      expect(m.inputs.channel).toBe('red');
+      expect(m.inputs.image).toMatch(/^comfy-durable\/[0-9a-f]{64}\.png$/);
+      for (const n of Object.values(g)) {
+        for (const v of Object.values(n.inputs)) {
+          if (isLink(v) && g[v[0]]!.class_type === 'LoadImage') expect(v[1]).toBe(0);
+        }
+      }
+    }
+  });
+
+  it('Kontext: CLIPTextEncode → ReferenceLatent → FluxGuidance, references stitched then FluxKontextImageScale', () => {
+    for (const n of [1, 2]) {
+      const g = byName(`imagegen-flux-kontext-edit-${n}ref`);
+      const guidance = node(g, g.sampler!.inputs.positive);
+      expect(guidance).toMatchObject({ class_type: 'FluxGuidance', inputs: { guidance: 2.5 } });
+      const ref = node(g, guidance.inputs.conditioning);
+      expect(ref.class_type).toBe('ReferenceLatent');
+      const text = node(g, ref.inputs.conditioning);
+      expect(text).toMatchObject({ class_type: 'CLIPTextEncode', inputs: { text: 'make the sky stormy' } });
+      expect(node(g, g.sampler!.inputs.negative).class_type).toBe('ConditioningZeroOut');
+      const encoded = node(g, ref.inputs.latent);
+      expect(encoded.class_type).toBe('VAEEncode');
+      const scaled = node(g, encoded.inputs.pixels);
+      expect(scaled.class_type).toBe('FluxKontextImageScale');
+      const src = node(g, scaled.inputs.image);
+      expect(src.class_type).toBe(n === 1 ? 'LoadImage' : 'ImageStitch');
+      expect(ofClass(g, 'LoadImage')).toHaveLength(n);
+      expect(ofClass(g, 'ImageStitch')).toHaveLength(n - 1);
+      expect(node(g, g.sampler!.inputs.latent_image)).toMatchObject({
+        class_type: 'EmptySD3LatentImage',
+        inputs: { width: 768, height: 512 },
+      });
+      expect(g.unet!.inputs.unet_name).toBe('flux1-kontext-dev-Q8_0.gguf');
+    }
+  });
+
+  it('Qwen-Image: CLIPLoader qwen_image, ModelSamplingAuraFlow 3.1, real negative, cfg 2.5, 40 steps', () => {
+    const g = byName('imagegen-qwen-image-txt2img');
+    expect(g.clip).toMatchObject({ class_type: 'CLIPLoader', inputs: { clip_name: 'qwen_2.5_vl_7b_fp8_scaled.safetensors', type: 'qwen_image' } });
+    expect(node(g, g.sampler!.inputs.model)).toMatchObject({ class_type: 'ModelSamplingAuraFlow', inputs: { shift: 3.1 } });
+    expect(node(g, g.sampler!.inputs.negative)).toMatchObject({ class_type: 'CLIPTextEncode', inputs: { text: 'blurry, low quality' } });
+    expect(node(g, g.sampler!.inputs.latent_image).class_type).toBe('EmptySD3LatentImage');
+    expect(g.sampler!.inputs).toMatchObject({ cfg: 2.5, steps: 40, sampler_name: 'euler', scheduler: 'simple' });
+    expect(g.vae!.inputs.vae_name).toBe('qwen_image_vae.safetensors');
+  });
+
+  it('Qwen-Image-Edit: TextEncodeQwenImageEditPlus (positive and negative) with image1..n, vae and the VL clip', () => {
+    for (const n of [1, 2, 3]) {
+      const g = byName(`imagegen-qwen-image-edit-edit-${n}ref`);
+      expect(g.clip).toMatchObject({ class_type: 'CLIPLoader', inputs: { clip_name: 'qwen_2.5_vl_7b_fp8_scaled.safetensors', type: 'qwen_image' } });
+      for (const side of ['positive', 'negative'] as const) {
+        const enc = node(g, g.sampler!.inputs[side]);
+        expect(enc.class_type).toBe('TextEncodeQwenImageEditPlus');
+        expect(node(g, enc.inputs.clip).class_type).toBe('CLIPLoader');
+        expect(node(g, enc.inputs.vae).class_type).toBe('VAELoader');
+        for (let i = 1; i <= 3; i++) {
+          if (i <= n) expect(node(g, enc.inputs[`image${i}`]).class_type).toBe('LoadImage');
+          else expect(enc.inputs[`image${i}`]).toBeUndefined();
+        }
+      }
+      expect(node(g, g.sampler!.inputs.positive).inputs.prompt).toBe('make the sky stormy');
+      expect(node(g, g.sampler!.inputs.negative).inputs.prompt).toBe('');
+      expect(node(g, g.sampler!.inputs.model)).toMatchObject({ class_type: 'ModelSamplingAuraFlow', inputs: { shift: 3 } });
+      expect(g.sampler!.inputs.cfg).toBe(2.5);
+      expect(g.unet!.inputs.unet_name).toBe('qwen-image-edit-2509-Q8_0.gguf');
+    }
+  });
+
+  it('an overridden non-GGUF unet uses core UNETLoader', async () => {
+    const { applyModelOverrides, resetModelOverrides } = await import('../../src/models/registry.ts');
+    applyModelOverrides({ 'imagegen-flux-dev': { files: { unet: 'flux1-dev-fp8.safetensors' } } });
+    try {
+      const g = byName('imagegen-flux-dev-txt2img');
+      expect(g.unet).toMatchObject({ class_type: 'UNETLoader', inputs: { unet_name: 'flux1-dev-fp8.safetensors', weight_dtype: 'default' } });
+    } finally {
+      resetModelOverrides();
+    }
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * Runs comfy-durable as a real child process (`src/cli/main.ts start|worker|api`) so tests drive it over
+ * HTTP exactly like a client, and fault tests can SIGKILL and restart it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+
+export interface ServiceOptions {
+  mode?: 'start' | 'worker' | 'api';
+  temporalAddress: string;
+  comfyUrl: string;
+  dataDir?: string;
+  port?: number;
+  taskQueue?: string;
+  env?: Record<string, string>;
+  /** Wait for /health to be 200 (only meaningful when the front runs). */
+  waitHealthy?: boolean;
+}
+
+export interface TestService {
+  url: string;
+  port: number;
+  dataDir: string;
+  taskQueue: string;
+  child: ChildProcess;
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Start the same service again (same port, data dir and task queue). */
+  restart(): Promise<void>;
+}
+
+export async function startService(opts: ServiceOptions): Promise<TestService> {
+  const mode = opts.mode ?? 'start';
+  const port = opts.port ?? (await freePort());
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'cd-data-'));
+  const taskQueue = opts.taskQueue ?? `renders-${Math.random().toString(36).slice(2, 10)}`;
+  let out = '';
+  let child!: ChildProcess;
+
+  const launch = async (): Promise<void> => {
+    child = spawn(process.execPath, [tsxCli, path.join(root, 'src', 'cli', 'main.ts'), mode], {
+      cwd: root,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: opts.temporalAddress,
+        COMFYUI_URL: opts.comfyUrl,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? 'warn',
+        ...opts.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (b: Buffer): void => {
+      out = (out + b.toString()).slice(-200_000);
+      if (process.env.TEST_SERVICE_ECHO) process.stderr.write(b);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    if (mode === 'worker' || opts.waitHealthy === false) {
+      await waitFor(() => out.includes('comfy-durable ready'), 60_000, () => out, child);
+      return;
+    }
+    await waitFor(
+      async () => {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/health`);
+          return res.status === 200;
+        } catch {
+          return false;
+        }
+      },
+      90_000,
+      () => out,
+      child,
+    );
+  };
+  await launch();
+
+  const svc: TestService = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    taskQueue,
+    get child() {
+      return child;
+    },
+    output: () => out,
+    kill: (signal = 'SIGTERM') =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill(signal);
+      }),
+    restart: launch,
+  };
+  return svc;
+}
+
+async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  output: () => string,
+  child: ChildProcess,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output()}`);
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`service not ready after ${timeoutMs} ms:\n${output()}`);
+}

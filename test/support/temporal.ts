@@ -1,0 +1,44 @@
+/** A real Temporal dev server per test file (SQLite file in a temp dir), never an in-memory fake. */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createLogger } from '../../src/log.ts';
+import { findTemporalBinary } from '../../src/temporal/binary.ts';
+import { startDevServer, type DevServer } from '../../src/temporal/dev-server.ts';
+import { freePort } from './ports.ts';
+
+export interface TestTemporal extends DevServer {
+  dbFile: string;
+  port: number;
+  binary: string;
+  /** Stop and start again on the same port and SQLite file (restart-matrix tests). */
+  restart(): Promise<void>;
+}
+
+export async function startTestTemporal(dir?: string): Promise<TestTemporal> {
+  const base = dir ?? mkdtempSync(path.join(os.tmpdir(), 'cd-temporal-'));
+  const dbFile = path.join(base, 'temporal.db');
+  const port = await freePort();
+  const binary = findTemporalBinary(process.env.TEMPORAL_CLI_PATH);
+  const logger = createLogger('warn', 'test-temporal');
+  const start = () => startDevServer({ binary, dbFile, port, ui: false, namespace: 'default', logger });
+  let server = await start();
+  const handle: TestTemporal = {
+    get address() {
+      return server.address;
+    },
+    get process() {
+      return server.process;
+    },
+    uiUrl: undefined,
+    dbFile,
+    port,
+    binary,
+    stop: () => server.stop(),
+    restart: async () => {
+      await server.stop();
+      server = await start();
+    },
+  };
+  return handle;
+}

@@ -1,0 +1,464 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
+import { applyModelOverrides, resetModelOverrides } from '../../src/models/registry.ts';
+import { ctx, LIMITS, makePng, makePngWith, pngB64, thrown } from '../golden/helpers.ts';
+
+afterEach(() => resetModelOverrides());
+
+const t2i = (body: Record<string, unknown>, c = ctx()) => normalizeRequest('txt2img', body, c);
+const i2i = (body: Record<string, unknown>, c = ctx()) => normalizeRequest('img2img', body, c);
+const img = pngB64(64, 64);
+const img2 = pngB64(32, 32, [0, 0, 255, 255]);
+
+describe('defaults per model', () => {
+  it('flux-dev: 512², 20 steps, cfg 1, guidance 3.5, euler/simple (not A1111 50 steps / cfg 7 / Euler)', () => {
+    const { request, warnings } = t2i({ prompt: 'a fox' });
+    expect(request).toMatchObject({
+      kind: 'txt2img',
+      model: 'imagegen-flux-dev',
+      prompt: 'a fox',
+      negativePrompt: '',
+      steps: 20,
+      cfg: 1,
+      guidance: 3.5,
+      sampler: 'euler',
+      scheduler: 'simple',
+      width: 512,
+      height: 512,
+      batchSize: 1,
+      nIter: 1,
+      denoise: 1,
+      extraImages: [],
+      report: { samplerName: 'Euler', scheduler: 'Simple', requestedWidth: 512, requestedHeight: 512 },
+    });
+    expect(warnings).toEqual([]);
+  });
+
+  it('flux-schnell: 4 steps and no guidance', () => {
+    const { request } = t2i({ model: 'imagegen-flux-schnell' });
+    expect(request.steps).toBe(4);
+    expect(request.guidance).toBeUndefined();
+    expect('guidance' in request).toBe(false);
+  });
+
+  it('qwen-image: 40 steps, cfg 2.5, negative prompt kept', () => {
+    const { request } = t2i({ model: 'imagegen-qwen-image', negative_prompt: 'blurry' });
+    expect(request).toMatchObject({ steps: 40, cfg: 2.5, sampler: 'euler', scheduler: 'simple', negativePrompt: 'blurry' });
+    expect(request.guidance).toBeUndefined();
+  });
+
+  it('qwen-image: client cfg_scale and steps apply', () => {
+    const { request } = t2i({ model: 'imagegen-qwen-image', cfg_scale: 4, steps: 25 });
+    expect(request).toMatchObject({ cfg: 4, steps: 25 });
+  });
+
+  it('flux: cfg always 1 (client cfg warned), negative prompt warned and dropped, distilled_cfg_scale → guidance', () => {
+    const logs: unknown[] = [];
+    const { request, warnings } = t2i(
+      { prompt: 'x', negative_prompt: 'ugly', cfg_scale: 7, distilled_cfg_scale: 5 },
+      ctx({ log: (msg, obj) => logs.push([msg, obj]) }),
+    );
+    expect(request.cfg).toBe(1);
+    expect(request.guidance).toBe(5);
+    expect(request.negativePrompt).toBe('');
+    expect(warnings.some((w) => w.startsWith('cfg_scale:'))).toBe(true);
+    expect(warnings.some((w) => w.startsWith('negative_prompt:'))).toBe(true);
+    expect(logs).toHaveLength(1);
+  });
+
+  it('distilled_cfg_scale on a model without guidance is a warning', () => {
+    const { request, warnings } = t2i({ model: 'imagegen-qwen-image', distilled_cfg_scale: 3 });
+    expect(request.guidance).toBeUndefined();
+    expect(warnings[0]).toMatch(/^distilled_cfg_scale:/);
+  });
+
+  it('profile overrides change defaults', () => {
+    applyModelOverrides({ 'imagegen-flux-dev': { defaults: { steps: 28, width: 1024, height: 768 } } });
+    const { request } = t2i({});
+    expect(request).toMatchObject({ steps: 28, width: 1024, height: 768 });
+  });
+});
+
+describe('model resolution', () => {
+  it.each([
+    [{ model: 'imagegen-qwen-image' }, 'imagegen-qwen-image'],
+    [{ model: 'Qwen-Image' }, 'imagegen-qwen-image'],
+    [{ model: 'flux-schnell' }, 'imagegen-flux-schnell'],
+    [{ override_settings: { sd_model_checkpoint: 'FLUX.1-schnell [1234567890]' } }, 'imagegen-flux-schnell'],
+    [{ model: 'imagegen-qwen-image', override_settings: { sd_model_checkpoint: 'flux-schnell' } }, 'imagegen-qwen-image'],
+    [{ model: '', override_settings: { sd_model_checkpoint: 'flux-schnell' } }, 'imagegen-flux-schnell'],
+    [{}, 'imagegen-flux-dev'],
+  ])('%j → %s', (body, id) => {
+    expect(t2i(body).request.model).toBe(id);
+  });
+
+  it('default model from context (any accepted name)', () => {
+    expect(t2i({}, ctx({ defaultModel: 'Qwen-Image' })).request.model).toBe('imagegen-qwen-image');
+  });
+
+  it('unknown model → 400 listing known models', () => {
+    const e = thrown(() => t2i({ model: 'sd-xl' }));
+    expect(e).toMatchObject({ status: 400, field: 'model' });
+    expect(e.message).toContain('imagegen-flux-dev');
+    expect(e.message).toContain('imagegen-qwen-image-edit');
+    expect((e.extra as { known: string[] }).known).toHaveLength(5);
+    expect(thrown(() => t2i({ override_settings: { sd_model_checkpoint: 'nope' } }))).toMatchObject({
+      status: 400,
+      field: 'override_settings.sd_model_checkpoint',
+    });
+  });
+
+  it('a bad configured default is a server error, not a 4xx', () => {
+    const e = thrown(() => t2i({}, ctx({ defaultModel: 'nope' })));
+    expect(e.status).toBeUndefined();
+  });
+});
+
+describe('samplers and schedulers', () => {
+  it.each([
+    [{ sampler_name: 'Euler a' }, 'euler_ancestral', 'simple'],
+    [{ sampler_name: 'DPM++ 2M Karras' }, 'dpmpp_2m', 'karras'],
+    [{ sampler_name: 'DPM++ 2M', scheduler: 'karras' }, 'dpmpp_2m', 'karras'],
+    [{ sampler_name: 'DPM++ 2M', scheduler: 'automatic' }, 'dpmpp_2m', 'simple'],
+    [{ sampler_name: 'k_euler_a', scheduler: 'SGM Uniform' }, 'euler_ancestral', 'sgm_uniform'],
+    [{ sample_method: 'euler_a', scheduler: 'discrete' }, 'euler_ancestral', 'normal'],
+    [{ sampler_index: 'Heun' }, 'heun', 'simple'],
+    [{ sampler_name: 'Euler a', sampler_index: 'Euler a' }, 'euler_ancestral', 'simple'],
+    [{ sampler_name: '', sampler_index: 'LMS' }, 'lms', 'simple'],
+    [{ sampler_name: 'res_multistep', scheduler: 'beta' }, 'res_multistep', 'beta'],
+    [{ scheduler: 'ddim' }, 'euler', 'ddim_uniform'],
+    [{ sampler_name: 'default' }, 'euler', 'simple'],
+  ])('%j → %s/%s', (body, sampler, scheduler) => {
+    const { request } = t2i(body);
+    expect(request.sampler).toBe(sampler);
+    expect(request.scheduler).toBe(scheduler);
+  });
+
+  it('omitted sampler → the model default, not A1111 "Euler"', () => {
+    applyModelOverrides({ 'imagegen-qwen-image': { defaults: { sampler: 'res_multistep', scheduler: 'beta' } } });
+    const { request } = t2i({ model: 'imagegen-qwen-image' });
+    expect(request).toMatchObject({ sampler: 'res_multistep', scheduler: 'beta', report: { samplerName: 'res_multistep', scheduler: 'Beta' } });
+  });
+
+  it('report labels use A1111 names', () => {
+    expect(t2i({ sampler_name: 'k_euler_a', scheduler: 'karras' }).request.report).toMatchObject({ samplerName: 'Euler a', scheduler: 'Karras' });
+  });
+
+  it('suffix scheduler wins over the scheduler field, with a warning', () => {
+    const { request, warnings } = t2i({ sampler_name: 'DPM++ 2M Karras', scheduler: 'exponential' });
+    expect(request.scheduler).toBe('karras');
+    expect(warnings.some((w) => w.startsWith('scheduler:'))).toBe(true);
+  });
+
+  it.each([
+    [{ sampler_name: 'Wibble' }, 'sampler_name'],
+    [{ sampler_name: 'PLMS' }, 'sampler_name'],
+    [{ sampler_name: 'DDIM CFG++' }, 'sampler_name'],
+    [{ sample_method: 'tcd' }, 'sample_method'],
+    [{ sampler_index: 'Restart' }, 'sampler_index'],
+    [{ scheduler: 'align_your_steps' }, 'scheduler'],
+    [{ scheduler: 'wobbly' }, 'scheduler'],
+    [{ sampler_name: 'Euler Align Your Steps' }, 'sampler_name'],
+  ])('%j → 400 naming %s and listing valid names', (body, field) => {
+    const e = thrown(() => t2i(body));
+    expect(e).toMatchObject({ status: 400, field });
+    expect(e.message).toMatch(/valid (samplers|schedulers): /);
+    expect(Array.isArray(e.extra?.valid)).toBe(true);
+  });
+
+  it('numeric sampler_index (SD.Next) is ignored with a warning', () => {
+    const { request, warnings } = t2i({ sampler_index: 0 });
+    expect(request.sampler).toBe('euler');
+    expect(warnings[0]).toMatch(/^sampler_index:/);
+  });
+});
+
+describe('seeds', () => {
+  it('-1, absent and null → floor(random × 4294967294)', () => {
+    expect(t2i({ seed: -1 }, ctx({ random: () => 0 })).request.seed).toBe(0);
+    expect(t2i({}, ctx({ random: () => 0.999999999999 })).request.seed).toBe(4294967293);
+    expect(t2i({ seed: null }, ctx({ random: () => 0.5 })).request.seed).toBe(2147483647);
+  });
+
+  it('explicit seeds are kept, up to 2^53-1 for the last image', () => {
+    expect(t2i({ seed: 0 }).request.seed).toBe(0);
+    expect(t2i({ seed: 123 }).request.seed).toBe(123);
+    expect(t2i({ seed: '4294967295' }).request.seed).toBe(4294967295);
+    expect(t2i({ seed: Number.MAX_SAFE_INTEGER }).request.seed).toBe(Number.MAX_SAFE_INTEGER);
+    expect(t2i({ seed: Number.MAX_SAFE_INTEGER - 2, batch_size: 3 }).request.seed).toBe(Number.MAX_SAFE_INTEGER - 2);
+  });
+
+  it.each([[-2], [-100], [2 ** 53], [1.8e19]])('seed %d → 400 seed', (seed) => {
+    expect(thrown(() => t2i({ seed }))).toMatchObject({ status: 400, field: 'seed' });
+  });
+
+  it('seed + i beyond 2^53-1 → 400 seed', () => {
+    expect(thrown(() => t2i({ seed: Number.MAX_SAFE_INTEGER - 1, batch_size: 3 }))).toMatchObject({ status: 400, field: 'seed' });
+  });
+
+  it('"abc" → 422 seed', () => {
+    expect(thrown(() => t2i({ seed: 'abc' }))).toMatchObject({ status: 422, field: 'seed' });
+  });
+});
+
+describe('sizes', () => {
+  it('absent → 512×512', () => {
+    expect(t2i({}).request).toMatchObject({ width: 512, height: 512 });
+  });
+
+  it('multiples of 16 stay; multiples of 8 snap up to the 16 grid with a warning and the requested size reported', () => {
+    expect(t2i({ width: 1024, height: 768 }).request).toMatchObject({ width: 1024, height: 768 });
+    const { request, warnings } = t2i({ width: 520, height: 1000 });
+    expect(request).toMatchObject({ width: 528, height: 1008, report: { requestedWidth: 520, requestedHeight: 1000 } });
+    expect(warnings).toHaveLength(2);
+  });
+
+  it.each([
+    [{ width: 500 }, 'width'],
+    [{ height: 513 }, 'height'],
+    [{ width: 56 }, 'width'],
+    [{ width: 4096 }, 'width'],
+    [{ height: 0 }, 'height'],
+    [{ height: -512 }, 'height'],
+  ])('%j → 400 %s', (body, field) => {
+    expect(thrown(() => t2i(body))).toMatchObject({ status: 400, field });
+  });
+
+  it('too many pixels → 400; the pixel limit itself is allowed', () => {
+    expect(t2i({ width: 2048, height: 1152 }).request).toMatchObject({ width: 2048, height: 1152 });
+    expect(t2i({ width: 1536, height: 1536 }).request).toMatchObject({ width: 1536, height: 1536 });
+    const e = thrown(() => t2i({ width: 2048, height: 2048 }));
+    expect(e).toMatchObject({ status: 400, field: 'width' });
+    expect(e.message).toMatch(/pixels exceeds/);
+    expect(thrown(() => t2i({ height: 2048, width: 1536 }))).toMatchObject({ status: 400, field: 'width' });
+  });
+});
+
+describe('batches', () => {
+  it('batch_size × n_iter; batch_count is sd-server\'s n_iter', () => {
+    expect(t2i({ batch_size: 2, n_iter: 3 }).request).toMatchObject({ batchSize: 2, nIter: 3 });
+    expect(t2i({ batch_count: 4 }).request).toMatchObject({ batchSize: 1, nIter: 4 });
+    expect(t2i({ n_iter: 2, batch_count: 4 }).request).toMatchObject({ nIter: 2 });
+  });
+
+  it.each([
+    [{ batch_size: 9 }, 'batch_size'],
+    [{ batch_size: 3, n_iter: 3 }, 'batch_size'],
+    [{ batch_size: 0 }, 'batch_size'],
+    [{ n_iter: 0 }, 'n_iter'],
+    [{ batch_count: -1 }, 'batch_count'],
+  ])('%j → 400 %s', (body, field) => {
+    expect(thrown(() => t2i(body))).toMatchObject({ status: 400, field });
+  });
+});
+
+describe('other ranges and types', () => {
+  it.each([
+    [{ steps: 0 }, 400, 'steps'],
+    [{ steps: 1000 }, 400, 'steps'],
+    [{ model: 'imagegen-qwen-image', cfg_scale: -1 }, 400, 'cfg_scale'],
+    [{ distilled_cfg_scale: 500 }, 400, 'distilled_cfg_scale'],
+    [{ steps: 'many' }, 422, 'steps'],
+    [{ prompt: ['a'] }, 422, 'prompt'],
+    [{ script_name: 'X/Y/Z plot' }, 422, 'script_name'],
+  ])('%j → %d %s', (body, status, field) => {
+    expect(thrown(() => t2i(body))).toMatchObject({ status, field });
+  });
+
+  it('a non-object body → 422', () => {
+    expect(thrown(() => normalizeRequest('txt2img', [1], ctx()))).toMatchObject({ status: 422, field: '' });
+    expect(thrown(() => normalizeRequest('txt2img', 'x', ctx()))).toMatchObject({ status: 422 });
+    expect(thrown(() => normalizeRequest('txt2img', null, ctx()))).toMatchObject({ status: 422 });
+  });
+
+  it('422 lists every type problem', () => {
+    const e = thrown(() => t2i({ steps: 'x', width: 'y' }));
+    expect(e.field).toBe('steps');
+    expect(e.extra?.issues).toHaveLength(2);
+    expect(e.message).toMatch(/^steps: expected an integer, got "x"/);
+  });
+
+  it('ignored A1111 features are warnings (SillyTavern / webuiapi bodies pass)', () => {
+    const st = {
+      url: 'http://127.0.0.1:7860',
+      auth: '',
+      prompt: 'cat',
+      negative_prompt: '',
+      sampler_name: 'Euler a',
+      scheduler: 'automatic',
+      steps: 20,
+      cfg_scale: 7,
+      width: 512,
+      height: 768,
+      restore_faces: false,
+      enable_hr: false,
+      hr_upscaler: 'Latent',
+      hr_scale: 2,
+      denoising_strength: 0.7,
+      hr_second_pass_steps: 0,
+      override_settings: { CLIP_stop_at_last_layers: 1 },
+      override_settings_restore_afterwards: true,
+      clip_skip: 1,
+      save_images: true,
+      send_images: true,
+      do_not_save_grid: false,
+      do_not_save_samples: false,
+    };
+    const { request } = t2i(st);
+    expect(request).toMatchObject({ sampler: 'euler_ancestral', scheduler: 'simple', width: 512, height: 768, steps: 20, denoise: 1 });
+    const w = t2i({ enable_hr: true, restore_faces: true, styles: ['s'], subseed_strength: 0.5, alwayson_scripts: { ADetailer: { args: [] } } }).warnings;
+    expect(w).toHaveLength(5);
+  });
+});
+
+describe('img2img and inpaint', () => {
+  it('init image decoded, denoise default 0.75, image returned for storage', () => {
+    const { request, images } = i2i({ init_images: [img] });
+    expect(request.kind).toBe('img2img');
+    expect(request.denoise).toBe(0.75);
+    expect(request.initImage).toMatchObject({ mime: 'image/png', width: 64, height: 64 });
+    expect(images).toHaveLength(1);
+    expect(images[0]!.ref).toEqual(request.initImage);
+  });
+
+  it('denoising_strength applies and is range-checked', () => {
+    expect(i2i({ init_images: [img], denoising_strength: 0.3 }).request.denoise).toBe(0.3);
+    expect(thrown(() => i2i({ init_images: [img], denoising_strength: 1.5 }))).toMatchObject({ status: 400, field: 'denoising_strength' });
+  });
+
+  it('mask → normalised greyscale mask blob; inpainting_mask_invert honoured', () => {
+    const mask = makePngWith(4, 4, (x) => (x < 2 ? [255, 255, 255, 255] : [0, 0, 0, 255])).toString('base64');
+    const a = i2i({ init_images: [img], mask });
+    const b = i2i({ init_images: [img], mask, inpainting_mask_invert: 1 });
+    expect(a.request.mask).toBeDefined();
+    expect(a.request.mask!.sha256).not.toBe(b.request.mask!.sha256);
+    expect(a.images).toHaveLength(2);
+  });
+
+  it('no init image → 404 "Init image not found" (A1111)', () => {
+    for (const body of [{}, { init_images: [] }, { init_images: null }]) {
+      const e = thrown(() => i2i(body));
+      expect(e).toMatchObject({ status: 404, field: 'init_images' });
+      expect(e.message).toMatch(/^Init image not found/);
+    }
+  });
+
+  it.each([
+    [{ init_images: ['not-base64!'] }, 400, 'init_images.0'],
+    [{ init_images: [Buffer.from('plain text').toString('base64')] }, 400, 'init_images.0'],
+    [{ init_images: ['https://example.com/a.png'] }, 400, 'init_images.0'],
+    [{ init_images: [img], mask: 'zzz' }, 400, 'mask'],
+    [{ init_images: [img, img] }, 400, 'init_images'],
+    [{ init_images: [img, 5] }, 422, 'init_images.1'],
+  ])('bad images %# → %d %s', (body, status, field) => {
+    expect(thrown(() => i2i(body))).toMatchObject({ status, field });
+  });
+
+  it('413 for images over the limits', () => {
+    const big = makePng(300, 300).toString('base64');
+    expect(thrown(() => i2i({ init_images: [big] }, ctx({ limits: { ...LIMITS, maxImagePixels: 10_000 } })))).toMatchObject({
+      status: 413,
+      field: 'init_images.0',
+    });
+    expect(thrown(() => i2i({ init_images: [big] }, ctx({ limits: { ...LIMITS, maxImageBytes: 50 } })))).toMatchObject({
+      status: 413,
+      field: 'init_images.0',
+    });
+  });
+
+  it('cheap checks fail before images are decoded', () => {
+    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 500 }))).toMatchObject({ field: 'width' });
+  });
+
+  it('txt2img ignores init_images and mask (A1111 has no such fields there)', () => {
+    expect(t2i({ init_images: [img], mask: img }).request.kind).toBe('txt2img');
+  });
+});
+
+describe('edit routing by capability', () => {
+  it('txt2img + extra_images on an edit model → edit with those references', () => {
+    const { request, images } = t2i({ model: 'imagegen-qwen-image-edit', prompt: 'make it red', extra_images: [img, img2] });
+    expect(request.kind).toBe('edit');
+    expect(request.extraImages).toHaveLength(2);
+    expect(request.initImage).toBeUndefined();
+    expect(request.denoise).toBe(1);
+    expect(images).toHaveLength(2);
+  });
+
+  it('img2img + extra_images on an edit model → init image is the first reference', () => {
+    const { request, images } = i2i({ model: 'imagegen-flux-kontext', init_images: [img], extra_images: [img2] });
+    expect(request.kind).toBe('edit');
+    expect(request.extraImages.map((r) => r.width)).toEqual([64, 32]);
+    expect(request.initImage).toBeUndefined();
+    expect(images).toHaveLength(2);
+  });
+
+  it('identical images are stored once', () => {
+    const { request, images } = t2i({ model: 'imagegen-qwen-image-edit', extra_images: [img, img] });
+    expect(request.extraImages).toHaveLength(2);
+    expect(images).toHaveLength(1);
+  });
+
+  it('data: URLs accepted in extra_images', () => {
+    expect(t2i({ model: 'imagegen-flux-kontext', extra_images: [`data:image/png;base64,${img}`] }).request.kind).toBe('edit');
+  });
+
+  it('edit model without extra_images → 400 extra_images (txt2img and plain img2img)', () => {
+    for (const model of ['imagegen-qwen-image-edit', 'imagegen-flux-kontext']) {
+      expect(thrown(() => t2i({ model }))).toMatchObject({ status: 400, field: 'extra_images' });
+      expect(thrown(() => i2i({ model, init_images: [img] }))).toMatchObject({ status: 400, field: 'extra_images' });
+      expect(thrown(() => t2i({ model, extra_images: [] }))).toMatchObject({ status: 400, field: 'extra_images' });
+    }
+  });
+
+  it('extra_images on a model that cannot use them → 400 extra_images', () => {
+    expect(thrown(() => t2i({ model: 'imagegen-flux-dev', extra_images: [img] }))).toMatchObject({ status: 400, field: 'extra_images' });
+    expect(thrown(() => i2i({ model: 'imagegen-qwen-image', init_images: [img], extra_images: [img] }))).toMatchObject({
+      status: 400,
+      field: 'extra_images',
+    });
+  });
+
+  it('too many references → 400 extra_images (model limit and configured limit)', () => {
+    expect(thrown(() => t2i({ model: 'imagegen-qwen-image-edit', extra_images: [img, img, img, img] }))).toMatchObject({
+      status: 400,
+      field: 'extra_images',
+    });
+    expect(thrown(() => i2i({ model: 'imagegen-qwen-image-edit', init_images: [img], extra_images: [img, img, img] }))).toMatchObject({
+      status: 400,
+      field: 'extra_images',
+    });
+    expect(
+      thrown(() => t2i({ model: 'imagegen-flux-kontext', extra_images: [img, img] }, ctx({ limits: { ...LIMITS, maxExtraImages: 1 } }))),
+    ).toMatchObject({ status: 400, field: 'extra_images' });
+  });
+
+  it('bad reference image → its index', () => {
+    expect(thrown(() => t2i({ model: 'imagegen-qwen-image-edit', extra_images: [img, 'bad!!'] }))).toMatchObject({
+      status: 400,
+      field: 'extra_images.1',
+    });
+    expect(thrown(() => i2i({ model: 'imagegen-qwen-image-edit', init_images: ['bad!!'], extra_images: [img] }))).toMatchObject({
+      status: 400,
+      field: 'init_images.0',
+    });
+  });
+
+  it('a mask on an edit → 400 mask', () => {
+    expect(thrown(() => i2i({ model: 'imagegen-flux-kontext', init_images: [img], extra_images: [img], mask: img }))).toMatchObject({
+      status: 400,
+      field: 'mask',
+    });
+  });
+});
+
+describe('parameters', () => {
+  it('echo keeps seed -1 and drops images', () => {
+    const { parameters } = i2i({ init_images: [img], seed: -1, mask: img });
+    expect(parameters.seed).toBe(-1);
+    expect(parameters.init_images).toBeNull();
+    expect(parameters.mask).toBeNull();
+    expect(parameters.steps).toBe(20);
+    expect(parameters.denoising_strength).toBe(0.75);
+  });
+});

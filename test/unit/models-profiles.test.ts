@@ -1,0 +1,174 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  applyModelOverrides,
+  getProfile,
+  listProfiles,
+  loadModelOverrides,
+  parseModelOverrides,
+  resetModelOverrides,
+  resolveModel,
+} from '../../src/models/registry.ts';
+import { familyBuilder } from '../../src/models/families/index.ts';
+
+afterEach(() => resetModelOverrides());
+
+describe('model profiles (DESIGN §5)', () => {
+  it('lists the five image models', () => {
+    expect(listProfiles().map((p) => p.id)).toEqual([
+      'imagegen-flux-dev',
+      'imagegen-flux-schnell',
+      'imagegen-flux-kontext',
+      'imagegen-qwen-image',
+      'imagegen-qwen-image-edit',
+    ]);
+  });
+
+  it('flux-dev: cfg 1, guidance 3.5, 20 steps, euler/simple, 512², GGUF files', () => {
+    const p = getProfile('imagegen-flux-dev')!;
+    expect(p.defaults).toEqual({ steps: 20, cfg: 1, guidance: 3.5, sampler: 'euler', scheduler: 'simple', width: 512, height: 512 });
+    expect(p.cfgMode).toBe('fixed-1');
+    expect(p.family).toBe('flux');
+    expect(p.kinds).toEqual(['txt2img', 'img2img']);
+    expect(p.files).toEqual({
+      unet: 'flux1-dev-Q8_0.gguf',
+      t5: 't5xxl_fp8_e4m3fn.safetensors',
+      clipL: 'clip_l.safetensors',
+      vae: 'ae.safetensors',
+    });
+  });
+
+  it('flux-schnell: cfg 1, 4 steps, euler/simple, no guidance', () => {
+    const p = getProfile('imagegen-flux-schnell')!;
+    expect(p.defaults).toEqual({ steps: 4, cfg: 1, sampler: 'euler', scheduler: 'simple', width: 512, height: 512 });
+    expect(p.files.unet).toBe('flux1-schnell-Q8_0.gguf');
+  });
+
+  it('flux-kontext: edit only, cfg 1, guidance 2.5, 20 steps', () => {
+    const p = getProfile('imagegen-flux-kontext')!;
+    expect(p.kinds).toEqual(['edit']);
+    expect(p.defaults).toMatchObject({ steps: 20, cfg: 1, guidance: 2.5, width: 512, height: 512 });
+    expect(p.files.unet).toBe('flux1-kontext-dev-Q8_0.gguf');
+    expect(p.maxExtraImages).toBeGreaterThanOrEqual(2);
+  });
+
+  it('qwen-image: cfg 2.5, 40 steps, euler/simple, shift 3.1, VL text encoder', () => {
+    const p = getProfile('imagegen-qwen-image')!;
+    expect(p.defaults).toEqual({ steps: 40, cfg: 2.5, sampler: 'euler', scheduler: 'simple', shift: 3.1, width: 512, height: 512 });
+    expect(p.cfgMode).toBe('free');
+    expect(p.files).toEqual({
+      unet: 'qwen-image-Q8_0.gguf',
+      textEncoder: 'qwen_2.5_vl_7b_fp8_scaled.safetensors',
+      vae: 'qwen_image_vae.safetensors',
+    });
+  });
+
+  it('qwen-image-edit: edit only, cfg 2.5, up to 3 images, full VL encoder', () => {
+    const p = getProfile('imagegen-qwen-image-edit')!;
+    expect(p.kinds).toEqual(['edit']);
+    expect(p.defaults).toMatchObject({ cfg: 2.5, steps: 40, sampler: 'euler', scheduler: 'simple' });
+    expect(p.maxExtraImages).toBe(3);
+    expect(p.files.unet).toBe('qwen-image-edit-2509-Q8_0.gguf');
+    expect(p.files.textEncoder).toBe('qwen_2.5_vl_7b_fp8_scaled.safetensors');
+  });
+
+  it('every profile: grid 16, sane limits, builder supports its kinds and reads its files', () => {
+    for (const p of listProfiles()) {
+      expect(p.grid).toBe(16);
+      expect(p.maxSide % p.grid).toBe(0);
+      expect(p.minSide % p.grid).toBe(0);
+      expect(p.stallTimeoutMs).toBeGreaterThan(60_000);
+      expect(p.deadlineMs).toBeGreaterThan(p.stallTimeoutMs);
+      const b = familyBuilder(p.family);
+      for (const k of p.kinds) expect(b.kinds).toContain(k);
+      expect(Object.keys(p.files).sort()).toEqual([...b.fileRoles].sort());
+    }
+  });
+
+  it('profiles are frozen', () => {
+    const p = getProfile('imagegen-flux-dev')!;
+    expect(Object.isFrozen(p)).toBe(true);
+    expect(Object.isFrozen(p.files)).toBe(true);
+  });
+});
+
+describe('resolveModel', () => {
+  it.each([
+    ['imagegen-flux-dev', 'imagegen-flux-dev'],
+    ['IMAGEGEN-FLUX-DEV', 'imagegen-flux-dev'],
+    ['FLUX.1-dev', 'imagegen-flux-dev'],
+    ['flux-dev', 'imagegen-flux-dev'],
+    ['FLUX.1-dev [0123456789]', 'imagegen-flux-dev'],
+    ['imagegen-flux-schnell [abcdef0123]', 'imagegen-flux-schnell'],
+    ['flux1-dev-Q8_0.gguf', 'imagegen-flux-dev'],
+    ['flux1-schnell-Q8_0', 'imagegen-flux-schnell'],
+    ['kontext', 'imagegen-flux-kontext'],
+    ['Qwen-Image', 'imagegen-qwen-image'],
+    ['qwen-image-edit-2509', 'imagegen-qwen-image-edit'],
+    ['  Qwen-Image-Edit-2509  ', 'imagegen-qwen-image-edit'],
+  ])('%s → %s', (name, id) => {
+    expect(resolveModel(name)?.id).toBe(id);
+  });
+
+  it('unknown names resolve to undefined', () => {
+    expect(resolveModel('sd-v1-5')).toBeUndefined();
+    expect(resolveModel('')).toBeUndefined();
+  });
+});
+
+describe('model overrides', () => {
+  it('overrides file names and defaults without touching other fields', () => {
+    applyModelOverrides({
+      'imagegen-flux-dev': { files: { unet: 'flux1-dev-Q4_K_S.gguf' }, defaults: { steps: 28 } },
+    });
+    const p = getProfile('imagegen-flux-dev')!;
+    expect(p.files.unet).toBe('flux1-dev-Q4_K_S.gguf');
+    expect(p.files.vae).toBe('ae.safetensors');
+    expect(p.defaults.steps).toBe(28);
+    expect(p.defaults.guidance).toBe(3.5);
+    expect(resolveModel('flux1-dev-Q4_K_S')?.id).toBe('imagegen-flux-dev');
+    resetModelOverrides();
+    expect(getProfile('imagegen-flux-dev')!.files.unet).toBe('flux1-dev-Q8_0.gguf');
+  });
+
+  it('loads from a JSON file and resets without a path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'models-'));
+    const file = join(dir, 'models.json');
+    writeFileSync(file, JSON.stringify({ 'imagegen-qwen-image': { files: { vae: 'other_vae.safetensors' }, stallTimeoutMs: 600000 } }));
+    expect(loadModelOverrides(file)).toEqual({ 'imagegen-qwen-image': { files: { vae: 'other_vae.safetensors' }, stallTimeoutMs: 600000 } });
+    expect(getProfile('imagegen-qwen-image')!.files.vae).toBe('other_vae.safetensors');
+    expect(getProfile('imagegen-qwen-image')!.stallTimeoutMs).toBe(600000);
+    expect(loadModelOverrides()).toEqual({});
+    expect(getProfile('imagegen-qwen-image')!.files.vae).toBe('qwen_image_vae.safetensors');
+  });
+
+  it.each([
+    [{ 'no-such-model': {} }, /unknown model "no-such-model"/],
+    [{ 'imagegen-flux-dev': { files: { textEncoder: 'x' } } }, /imagegen-flux-dev\.files\.textEncoder: unknown file role/],
+    [{ 'imagegen-flux-dev': { defaults: { sampler: 'Euler a' } } }, /defaults\.sampler/],
+    [{ 'imagegen-flux-dev': { defaults: { scheduler: 'automatic' } } }, /defaults\.scheduler/],
+    [{ 'imagegen-flux-dev': { defaults: { steps: 0 } } }, /imagegen-flux-dev\.defaults\.steps/],
+    [{ 'imagegen-flux-dev': { defaults: { width: 520 } } }, /defaults\.width/],
+    [{ 'imagegen-flux-dev': { unknownKey: 1 } }, /imagegen-flux-dev/],
+    [{ 'imagegen-flux-dev': { files: { unet: '' } } }, /files\.unet/],
+    [[1, 2], /./],
+  ])('rejects invalid overrides %#', (json, re) => {
+    expect(() => parseModelOverrides(json)).toThrow(re);
+  });
+
+  it('an invalid override leaves the previous state in place', () => {
+    applyModelOverrides({ 'imagegen-flux-dev': { defaults: { steps: 30 } } });
+    expect(() => applyModelOverrides({ 'imagegen-flux-dev': { defaults: { steps: -1 } } })).toThrow();
+    expect(getProfile('imagegen-flux-dev')!.defaults.steps).toBe(30);
+  });
+
+  it('a missing or malformed file is an error naming it', () => {
+    expect(() => loadModelOverrides('/nonexistent/models.json')).toThrow(/\/nonexistent\/models\.json/);
+    const dir = mkdtempSync(join(tmpdir(), 'models-'));
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, '{ not json');
+    expect(() => loadModelOverrides(file)).toThrow(/bad\.json/);
+  });
+});
