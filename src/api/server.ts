@@ -64,7 +64,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       return reply.code(err.status).send(toA1111ErrorBody(err));
     }
     const fe = err as FastifyError;
-    if (fe.code === 'FST_ERR_CTP_INVALID_JSON' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || (fe.statusCode === 400 && fe instanceof SyntaxError)) {
+    if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe instanceof SyntaxError) {
       return sendError(reply, 400, errorBody('HTTPException', `request body is not valid JSON: ${fe.message}`, { field: 'body' }));
     }
     if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {

@@ -36,12 +36,17 @@ async function runMode(mode: Mode): Promise<void> {
   if (running.uiUrl) process.stdout.write(`Temporal Web UI on ${running.uiUrl}\n`);
 
   let stopping = false;
+  let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
+      // Ctrl+C reaches us twice (from the terminal's process group and forwarded by npm/tsx): only a
+      // signal sent deliberately later means "exit now".
+      if (Date.now() - firstSignalAt < 1_000) return;
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(130);
     }
     stopping = true;
+    firstSignalAt = Date.now();
     logger.info({ signal }, 'draining: finishing in-flight work (send the signal again to exit at once)');
     running.stop().then(
       () => process.exit(0),

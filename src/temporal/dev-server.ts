@@ -57,7 +57,14 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   let exited: number | null | undefined;
   child.on('exit', (code) => {
     exited = code;
+    process.off('exit', killChild);
   });
+  // However this process ends (even process.exit on a second signal), do not leave an orphaned server
+  // holding the port and the SQLite file.
+  const killChild = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.on('exit', killChild);
 
   const address = `${ip}:${opts.port}`;
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);

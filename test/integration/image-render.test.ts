@@ -66,7 +66,7 @@ const b64 = (b: Buffer): string => b.toString('base64');
 beforeAll(async () => {
   temporal = await startTestTemporal();
   fake = await startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')) });
-  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url });
+  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { MAX_IMAGE_BYTES: String(2 * 1024 * 1024) } });
   client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
 }, 180_000);
 
