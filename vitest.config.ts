@@ -10,6 +10,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // 2 cores: more parallel files only contend with the servers they start.
     maxWorkers: 2,
-    reporters: ['default'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

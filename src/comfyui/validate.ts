@@ -246,7 +246,9 @@ function validateInputs(ctx: Ctx, id: string): Validated {
 
   for (const [name, spec, category] of declaredInputs(info)) {
     if (!Object.hasOwn(inputs, name)) {
-      if (category === 'required') {
+      // A missing DynamicCombo (e.g. SaveVideo `codec` on v0.30-v0.33) passes validation in ComfyUI and only
+      // fails when the node executes.
+      if (category === 'required' && specType(spec) !== 'COMFY_DYNAMICCOMBO_V3') {
         errors.push({
           type: 'required_input_missing',
           message: 'Required input is missing',

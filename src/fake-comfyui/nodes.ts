@@ -285,6 +285,8 @@ const IMPLS: Record<string, Impl> = {
   },
   SaveVideo: async (n) => {
     const video = need(n, 'video', 'video');
+    // Validation lets a missing DynamicCombo through; the real node then fails reading it.
+    if (n.literal('codec') === undefined) throw new NodeException('KeyError', "'codec'");
     let sp;
     try {
       sp = getSaveImagePath(str(n, 'filename_prefix', 'video/ComfyUI'), n.dirs.output, video.width, video.height);

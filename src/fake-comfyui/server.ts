@@ -4,7 +4,7 @@
  * `close()` really stops it, so tests can "restart ComfyUI" on the same port and data dir: queue and
  * history are gone, input/ and output/ survive, temp/ is wiped.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Fastify from 'fastify';
@@ -24,7 +24,7 @@ export interface FakeComfyUIOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** Holds input/, output/, temp/. Default: a new directory under the OS temp dir. */
+  /** Holds input/, output/, temp/. Default: a new directory under the OS temp dir, removed by `close()`. */
   dataDir?: string;
   /** Delay per sampler step in ms (default 0). */
   stepMs?: number;
@@ -50,6 +50,7 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<FakeComfyUI> {
   const host = opts.host ?? '127.0.0.1';
+  const ownDataDir = opts.dataDir === undefined;
   const dataDir = path.resolve(opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'fake-comfyui-')));
   const log = pino({ name: 'fake-comfyui', level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'warn' });
   const state = new FakeState({
@@ -126,6 +127,7 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
         for (const ws of wss.clients) ws.terminate();
         await new Promise<void>((resolve) => wss.close(() => resolve()));
         await app.close();
+        if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
       })();
       return closing;
     },

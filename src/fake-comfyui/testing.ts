@@ -52,8 +52,8 @@ export function sdGraph(o: SdGraphOptions = {}): ComfyGraph {
 }
 
 /**
- * Flux-dev through GGUF loaders with the V3 nodes (EmptySD3LatentImage, FluxGuidance, KSamplerSelect-free
- * KSampler path): exercises both combo shapes of the fixture.
+ * Flux-dev through the GGUF loaders (V1 combos given as 1-tuples) and V3 nodes (EmptySD3LatentImage,
+ * FluxGuidance); SaveImage is "10".
  */
 export function fluxGgufGraph(o: SdGraphOptions & { guidance?: number } = {}): ComfyGraph {
   return {

@@ -48,6 +48,10 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
         taskQueue: backend.taskQueue,
         activities: { runPrompt },
         maxConcurrentActivityTaskExecutions: 1,
+        // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
+        // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt
+        // ComfyUI. One small RPC every 2 s per GPU is nothing.
+        maxHeartbeatThrottleInterval: '2s',
         shutdownGraceTime,
       }),
     ),

@@ -200,6 +200,12 @@ describe('execution events', () => {
     expect((await http.get('/history/00000000-0000-4000-8000-000000000000')).json).toEqual({});
     const all = (await http.get<Record<string, unknown>>('/history?max_items=1')).json;
     expect(Object.keys(all)).toEqual([prompt_id]);
+    expect((await http.post('/history', { delete: [prompt_id] })).status).toBe(200);
+    expect((await http.get(`/history/${prompt_id}`)).json).toEqual({});
+    const other = await http.submit(sdGraph({ seed: 99 }));
+    await http.waitForHistory(other.prompt_id);
+    await http.post('/history', { clear: true });
+    expect((await http.get('/history')).json).toEqual({});
   });
 
   it('addresses prompt events only to the owning socket; without client_id only progress is broadcast', async () => {
@@ -353,5 +359,11 @@ describe('caching and rendered files', () => {
     expect(h.outputs['10']).toEqual({ images: [{ filename: 'ComfyUI_00001_.mp4', subfolder: 'video', type: 'output' }], animated: [true] });
     const res = await fetch(`${fake.url}/view?filename=ComfyUI_00001_.mp4&subfolder=video&type=output`);
     expect(res.headers.get('content-type')).toBe('video/mp4');
+
+    // Like v0.30-v0.33: a missing `codec` passes validation and fails at execution.
+    delete g['10']!.inputs.codec;
+    const noCodec = await http.submit(g);
+    const h2 = await http.waitForHistory<History>(noCodec.prompt_id);
+    expect(h2.status.messages.find((m) => m[0] === 'execution_error')![1]).toMatchObject({ node_type: 'SaveVideo', exception_type: 'KeyError' });
   });
 });
