@@ -13,6 +13,11 @@ import { submitAndFollow } from './follow.ts';
 import type { ComfyGraph } from './graph.ts';
 import { readPngSize } from './png-metadata.ts';
 import { derivePromptId } from './prompt-id.ts';
+import { validateGraph } from './validate.ts';
+import { listProfiles } from '../models/registry.ts';
+import { planRender } from '../models/plan.ts';
+import type { ModelProfile } from '../models/profile.ts';
+import type { RenderRequest } from '../render/types.ts';
 
 export interface ContractResult {
   name: string;
@@ -80,6 +85,16 @@ export async function runContractChecks(baseUrl: string): Promise<ContractResult
       return `${Object.keys(info).length} nodes`;
     });
 
+    for (const profile of listProfiles()) {
+      await check(`${profile.id}: its graph validates (nodes installed, model files present)`, async () => {
+        const info = await client.objectInfo();
+        const plan = planRender(sampleRequest(profile), { renderId: 'render-contract' });
+        const v = validateGraph(plan.items[0]!.graph, info);
+        const problems = Object.entries(v.nodeErrors).flatMap(([id, ne]) => ne.errors.map((e) => `${id} (${ne.class_type}): ${e.message} ${e.details}`.trim()));
+        must(v.ok && problems.length === 0, (v.ok ? '' : `${v.error.message}; `) + problems.join('; '));
+      });
+    }
+
     const filename = `contract-${run}.png`;
     const bytes = testPng(32, 24, 1);
     await check('upload is content-addressed (identical bytes keep the name, different bytes get a new one)', async () => {
@@ -133,4 +148,31 @@ export async function runContractChecks(baseUrl: string): Promise<ContractResult
     await client.close();
   }
   return results;
+}
+
+/** A minimal request of the profile's first kind; LoadImage files are not checked by validation. */
+function sampleRequest(profile: ModelProfile): RenderRequest {
+  const kind = profile.kinds[0] ?? 'txt2img';
+  const ref = { sha256: '0'.repeat(64), size: 1, mime: 'image/png', width: 64, height: 64 };
+  const d = profile.defaults;
+  return {
+    kind,
+    model: profile.id,
+    prompt: 'contract',
+    negativePrompt: '',
+    seed: 1,
+    steps: d.steps,
+    cfg: d.cfg,
+    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
+    sampler: d.sampler,
+    scheduler: d.scheduler,
+    width: d.width,
+    height: d.height,
+    batchSize: 1,
+    nIter: 1,
+    denoise: kind === 'img2img' ? 0.5 : 1,
+    ...(kind === 'img2img' ? { initImage: ref } : {}),
+    extraImages: kind === 'edit' ? [ref] : [],
+    report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: d.width, requestedHeight: d.height },
+  };
 }

@@ -1,0 +1,84 @@
+/**
+ * Temporal failures (proto) → `FailureView`, and the one-line reason operators read in listings. Stack
+ * traces are dropped: they point into our code, not at what went wrong in ComfyUI.
+ */
+import type { PayloadConverter } from '@temporalio/common';
+// @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
+import proto from '@temporalio/proto';
+import type { temporal as T } from '@temporalio/proto';
+import type { FailureView } from './types.ts';
+
+const { temporal } = proto;
+
+/** `RETRY_STATE_NON_RETRYABLE_FAILURE` → `NON_RETRYABLE_FAILURE`; accepts numbers (proto) or names (JSON). */
+export function enumName(enumObj: Record<string | number, string | number>, value: unknown, prefix: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const name = typeof value === 'number' ? enumObj[value] : value;
+  if (typeof name !== 'string' || name.endsWith('_UNSPECIFIED')) return undefined;
+  return name.startsWith(prefix) ? name.slice(prefix.length) : name;
+}
+
+export function decodePayload(converter: PayloadConverter, payload: T.api.common.v1.IPayload | null | undefined): unknown {
+  if (!payload) return undefined;
+  try {
+    return converter.fromPayload(payload);
+  } catch {
+    // A payload this code cannot read (another converter, binary): say so rather than failing the view.
+    return { undecodable: true, size: payload.data?.length ?? 0 };
+  }
+}
+
+export function decodeFirst(converter: PayloadConverter, payloads: T.api.common.v1.IPayloads | null | undefined): unknown {
+  return decodePayload(converter, payloads?.payloads?.[0]);
+}
+
+export function failureView(converter: PayloadConverter, f: T.api.failure.v1.IFailure | null | undefined): FailureView | undefined {
+  if (!f) return undefined;
+  const view: FailureView = { message: f.message ?? '' };
+  if (f.applicationFailureInfo) {
+    view.type = f.applicationFailureInfo.type || 'Error';
+    if (f.applicationFailureInfo.nonRetryable) view.nonRetryable = true;
+    const details = decodeFirst(converter, f.applicationFailureInfo.details);
+    if (details !== undefined) view.details = details;
+  } else if (f.timeoutFailureInfo) {
+    view.type = 'Timeout';
+    const t = enumName(temporal.api.enums.v1.TimeoutType as never, f.timeoutFailureInfo.timeoutType, 'TIMEOUT_TYPE_');
+    if (t) view.timeoutType = t;
+    const details = decodeFirst(converter, f.timeoutFailureInfo.lastHeartbeatDetails);
+    if (details !== undefined) view.details = { lastHeartbeat: details };
+  } else if (f.canceledFailureInfo) {
+    view.type = 'Cancelled';
+  } else if (f.terminatedFailureInfo) {
+    view.type = 'Terminated';
+  } else if (f.serverFailureInfo) {
+    view.type = 'ServerFailure';
+    if (f.serverFailureInfo.nonRetryable) view.nonRetryable = true;
+  } else if (f.activityFailureInfo) {
+    view.type = 'ActivityFailure';
+    view.activityType = f.activityFailureInfo.activityType?.name ?? undefined;
+    const rs = enumName(temporal.api.enums.v1.RetryState as never, f.activityFailureInfo.retryState, 'RETRY_STATE_');
+    if (rs) view.retryState = rs;
+  } else if (f.childWorkflowExecutionFailureInfo) {
+    view.type = 'ChildWorkflowFailure';
+  }
+  const cause = failureView(converter, f.cause);
+  if (cause) view.cause = cause;
+  return view;
+}
+
+/** The innermost failure: the one that says what actually happened (ComfyUI's error, a timeout). */
+export function rootCause(view: FailureView): FailureView {
+  let v = view;
+  while (v.cause) v = v.cause;
+  return v;
+}
+
+/** `runPrompt: ComfyExecution: ComfyUI node sampler (KSampler) failed: RuntimeError: …` */
+export function failureReason(view: FailureView): string {
+  let activity: string | undefined;
+  for (let v: FailureView | undefined = view; v; v = v.cause) if (v.activityType) activity = v.activityType;
+  const root = rootCause(view);
+  const kind = root.type === 'Timeout' && root.timeoutType ? `Timeout (${root.timeoutType.toLowerCase().replaceAll('_', '-')})` : root.type;
+  const text = [kind, root.message].filter((s) => s && s.length > 0).join(': ');
+  return activity ? `${activity}: ${text}` : text;
+}

@@ -1,0 +1,162 @@
+/**
+ * What operators see of a render, shared by the CLI (`comfy-durable renders …`), the HTTP routes
+ * (`/renders…`) and the gallery page. Plain JSON: timestamps are ISO strings, durations milliseconds.
+ */
+import type { ComfyGraph } from '../comfyui/graph.ts';
+import type { BlobRef, RenderRequest, StageTiming } from '../render/types.ts';
+
+/** Temporal's execution statuses, spelled the way operators type them. */
+export const RENDER_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'terminated', 'timed-out'] as const;
+export type RenderStatusFilter = (typeof RENDER_STATUSES)[number];
+export type RenderStatusName = RenderStatusFilter | 'continued-as-new' | 'unknown';
+
+/** One row of a listing: visibility data (search attributes + memo), plus the outcome of closed renders. */
+export interface RenderSummary {
+  id: string;
+  runId: string;
+  status: RenderStatusName;
+  taskQueue: string;
+  model?: string;
+  kind?: string;
+  backend?: string;
+  replayOf?: string;
+  startedAt: string;
+  closedAt?: string;
+  durationMs?: number;
+  prompt?: string;
+  size?: string;
+  steps?: number;
+  seed?: number;
+  images?: number;
+  /** Number of output images of a completed render. */
+  outputs?: number;
+  /** Why a failed, timed-out or terminated render ended, in one line. */
+  reason?: string;
+}
+
+export interface RenderPage {
+  renders: RenderSummary[];
+  /** Opaque; pass back as `cursor` for the next page. Absent on the last page. */
+  nextCursor?: string;
+}
+
+/** A Temporal failure, flattened for people: type, message, and the cause chain. */
+export interface FailureView {
+  message: string;
+  /** ApplicationFailure type (e.g. `ComfyExecution`), or the failure kind (`Timeout`, `Cancelled`, ...). */
+  type?: string;
+  nonRetryable?: boolean;
+  timeoutType?: string;
+  /** For activity failures: which activity. */
+  activityType?: string;
+  retryState?: string;
+  /** First details payload of an ApplicationFailure (ComfyUI's node, input and message). */
+  details?: unknown;
+  cause?: FailureView;
+}
+
+export type AttemptOutcome = 'running' | 'waiting' | 'completed' | 'failed' | 'timed-out' | 'cancelled';
+
+export interface AttemptView {
+  attempt: number;
+  /** Unknown for attempts before the last one that Temporal recorded: it keeps only the last start. */
+  startedAt?: string;
+  endedAt?: string;
+  durationMs?: number;
+  outcome: AttemptOutcome;
+  error?: FailureView;
+  /** ComfyUI prompt of this attempt (runPrompt), when known. */
+  promptId?: string;
+  note?: string;
+}
+
+export type StageOutcome = 'scheduled' | 'running' | 'completed' | 'failed' | 'timed-out' | 'cancelled';
+
+/** One activity execution: `buildGraph`, `chooseBackend`, `uploadInputs`, `runPrompt[i]`, `collectOutputs[i]`. */
+export interface StageView {
+  name: string;
+  activityType: string;
+  activityId: string;
+  item?: number;
+  taskQueue?: string;
+  scheduledAt?: string;
+  endedAt?: string;
+  /** From scheduling to the end: includes waiting for a GPU slot and retry back-off. */
+  durationMs?: number;
+  outcome: StageOutcome;
+  attempts: AttemptView[];
+  maxAttempts?: number;
+  error?: FailureView;
+  cancelRequested?: boolean;
+  /** Live heartbeat of a running runPrompt (`PromptHeartbeat`). */
+  heartbeat?: unknown;
+}
+
+export interface PromptView {
+  item: number;
+  promptId: string;
+  attempt?: number;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface GraphView {
+  item: number;
+  seed: number;
+  graph: ComfyGraph;
+}
+
+export interface RenderTimeline {
+  id: string;
+  runId?: string;
+  status: RenderStatusName;
+  taskQueue?: string;
+  model?: string;
+  kind?: string;
+  backend?: string;
+  replayOf?: string;
+  startedAt?: string;
+  closedAt?: string;
+  durationMs?: number;
+  memo: Record<string, unknown>;
+  /** The resolved request exactly as the workflow received it. */
+  request?: RenderRequest;
+  /** The ComfyUI graphs from the buildGraph result, one per output item. */
+  graphs: GraphView[];
+  prompts: PromptView[];
+  outputs: BlobRef[];
+  stages: StageView[];
+  /** Per-stage timings the workflow reported (completed renders). */
+  timings?: StageTiming[];
+  /** Why the render ended without images (failed, timed out, terminated, cancelled), in one line. */
+  reason?: string;
+  failure?: FailureView;
+  cancelRequestedAt?: string;
+  /** Workflow task failures (e.g. a nondeterminism error after a bad deploy). */
+  workflowTaskFailures: FailureView[];
+  historyEvents: number;
+}
+
+export interface ReplayStarted {
+  originalId: string;
+  renderId: string;
+  seed: number;
+  newSeed: boolean;
+}
+
+export interface BulkReplayItem {
+  originalId: string;
+  model?: string;
+  startedAt: string;
+  reason?: string;
+  /** Set when a replay was started (not in a dry run). */
+  renderId?: string;
+  /** Why this one was not replayed. */
+  skipped?: string;
+}
+
+export interface BulkReplayResult {
+  dryRun: boolean;
+  query: string;
+  items: BulkReplayItem[];
+}
