@@ -14,7 +14,8 @@ const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
 export interface ServiceOptions {
   mode?: 'start' | 'worker' | 'api';
-  temporalAddress: string;
+  /** Omit to run the embedded dev server (mode `start` only). */
+  temporalAddress?: string;
   comfyUrl: string;
   dataDir?: string;
   port?: number;
@@ -49,7 +50,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
       cwd: root,
       env: {
         ...process.env,
-        TEMPORAL_ADDRESS: opts.temporalAddress,
+        TEMPORAL_ADDRESS: opts.temporalAddress ?? '',
         COMFYUI_URL: opts.comfyUrl,
         DATA_DIR: dataDir,
         PORT: String(port),
