@@ -1,14 +1,7 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx so `npx comfy-durable ...` works without a build step.
-import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// Runs the TypeScript CLI in this very process (tsx's loader registered in-process, no child process), so
+// signals reach the CLI's own drain-on-SIGTERM handling and `npx comfy-durable ...` needs no build step.
+import { register } from 'tsx/esm/api';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(import.meta.url);
-const tsxCli = require.resolve('tsx/cli');
-const result = spawnSync(process.execPath, [tsxCli, path.join(here, '..', 'src', 'cli', 'main.ts'), ...process.argv.slice(2)], {
-  stdio: 'inherit',
-});
-process.exit(result.status ?? 1);
+register();
+await import('../src/cli/main.ts');
