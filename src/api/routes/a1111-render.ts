@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequest } from '../a1111/normalize.ts';
-import { buildInfo, buildParameters } from '../a1111/response.ts';
+import { buildInfo } from '../a1111/response.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
@@ -65,8 +65,8 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       const images = await Promise.all(result.outputs.map(async (o) => (await ctx.blobs.get(o.sha256)).toString('base64')));
       return {
         images,
-        parameters: buildParameters(route, req.body),
-        info: buildInfo(result.request, result, { renderId: started.renderId }),
+        parameters: normalized.parameters,
+        info: buildInfo(result.request, result, { renderId: started.renderId, warnings: normalized.warnings }),
       };
     } catch (err) {
       if (err instanceof RenderFailedError) {

@@ -1,0 +1,335 @@
+/**
+ * Workflow history → a render's timeline: each stage (activity) and each attempt with start, duration,
+ * outcome and error; the resolved request; the ComfyUI graphs (the buildGraph result); prompt ids; output
+ * blob references; why it ended. A pure function of the history (and, for a running render, of
+ * `describe()`'s pending activities), so it is unit-tested on recorded histories.
+ *
+ * What Temporal records about retries: an activity's history holds its schedule, then — only once the
+ * activity finishes — the *last* attempt's start (with its number and the previous attempt's failure) and
+ * its outcome. Earlier attempts beyond that are counted but their errors are not kept; the timeline says so
+ * instead of inventing them. A running render's current attempt comes from `describe()`.
+ */
+import type { PayloadConverter } from '@temporalio/common';
+import { optionalTsToMs } from '@temporalio/common/lib/time.js';
+// @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
+import proto from '@temporalio/proto';
+import type { google, temporal as T } from '@temporalio/proto';
+import type { ComfyGraph } from '../comfyui/graph.ts';
+import type { BlobRef, RenderRequest, StageTiming } from '../render/types.ts';
+import { decodeFirst, decodePayload, enumName, failureReason, failureView } from './failure.ts';
+import type { AttemptView, FailureView, RenderStatusName, RenderTimeline, StageView } from './types.ts';
+
+const { temporal } = proto;
+const PendingState = temporal.api.enums.v1.PendingActivityState;
+
+type History = T.api.history.v1.IHistory;
+type PendingActivity = T.api.workflow.v1.IPendingActivityInfo;
+
+export interface LiveState {
+  status?: RenderStatusName;
+  pendingActivities?: PendingActivity[] | null;
+}
+
+const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
+const ms = (ts: google.protobuf.ITimestamp | null | undefined): number | undefined => optionalTsToMs(ts);
+const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** `WorkflowExecutionStatusName` (`TIMED_OUT`) → operator spelling (`timed-out`). */
+export function statusName(name: string | undefined): RenderStatusName {
+  switch (name) {
+    case 'RUNNING':
+      return 'running';
+    case 'COMPLETED':
+      return 'completed';
+    case 'FAILED':
+      return 'failed';
+    case 'CANCELLED':
+    case 'CANCELED':
+      return 'cancelled';
+    case 'TERMINATED':
+      return 'terminated';
+    case 'TIMED_OUT':
+      return 'timed-out';
+    case 'CONTINUED_AS_NEW':
+      return 'continued-as-new';
+    default:
+      return 'unknown';
+  }
+}
+
+function attemptOutcome(f: FailureView | undefined): AttemptView['outcome'] {
+  if (f?.type === 'Timeout') return 'timed-out';
+  if (f?.type === 'Cancelled') return 'cancelled';
+  return 'failed';
+}
+
+/** The prompt id a failed attempt names in its details (ComfyUI errors carry it). */
+function promptIdOf(f: FailureView | undefined): string | undefined {
+  for (let v = f; v; v = v.cause) {
+    const d = obj(v.details);
+    const id = str(d.promptId) ?? str(obj(d.lastHeartbeat).promptId);
+    if (id) return id;
+  }
+  return undefined;
+}
+
+/** Attempts 1..n-1 of an activity whose attempt n started: only n-1's failure is known. */
+function earlierAttempts(attempt: number, lastFailure: FailureView | undefined): AttemptView[] {
+  const out: AttemptView[] = [];
+  for (let a = 1; a < attempt; a++) {
+    if (a === attempt - 1 && lastFailure) {
+      const v: AttemptView = { attempt: a, outcome: attemptOutcome(lastFailure), error: lastFailure };
+      const pid = promptIdOf(lastFailure);
+      if (pid) v.promptId = pid;
+      out.push(v);
+    } else {
+      out.push({ attempt: a, outcome: 'failed', note: 'earlier attempt: Temporal keeps only the last failure of a retried activity' });
+    }
+  }
+  return out;
+}
+
+function stageName(activityType: string, input: Record<string, unknown>): { name: string; item?: number } {
+  const item = num(input.item) ?? num(input.itemIndex);
+  return item === undefined ? { name: activityType } : { name: `${activityType}[${item}]`, item };
+}
+
+function searchAttribute(converter: PayloadConverter, fields: Record<string, T.api.common.v1.IPayload> | null | undefined, key: string): string | undefined {
+  const v = decodePayload(converter, fields?.[key]);
+  // Keyword attributes may come back as a one-element list.
+  return str(Array.isArray(v) ? v[0] : v);
+}
+
+export function buildTimeline(id: string, history: History, converter: PayloadConverter, live: LiveState = {}): RenderTimeline {
+  const events = history.events ?? [];
+  const tl: RenderTimeline = {
+    id,
+    status: live.status ?? 'running',
+    memo: {},
+    graphs: [],
+    prompts: [],
+    outputs: [],
+    stages: [],
+    workflowTaskFailures: [],
+    historyEvents: events.length,
+  };
+  const byScheduledId = new Map<number, StageView>();
+  const current = new Map<StageView, AttemptView>();
+  let closedStatus: RenderStatusName | undefined;
+  let startMs: number | undefined;
+  let closeMs: number | undefined;
+  const collectedOutputs: BlobRef[] = [];
+
+  const finishAttempt = (stage: StageView, at: number | undefined, outcome: AttemptView['outcome'], error?: FailureView): void => {
+    let attempt = current.get(stage);
+    if (!attempt) {
+      // Ended without a recorded start (e.g. a schedule-to-start timeout).
+      attempt = { attempt: stage.attempts.length + 1, outcome };
+      stage.attempts.push(attempt);
+    }
+    attempt.outcome = outcome;
+    if (at !== undefined) {
+      attempt.endedAt = iso(at);
+      const started = attempt.startedAt ? Date.parse(attempt.startedAt) : undefined;
+      if (started !== undefined) attempt.durationMs = at - started;
+    }
+    if (error) {
+      attempt.error = error;
+      const pid = promptIdOf(error);
+      if (pid && !attempt.promptId) attempt.promptId = pid;
+    }
+    current.delete(stage);
+    stage.endedAt = iso(at);
+    if (at !== undefined && stage.scheduledAt) stage.durationMs = at - Date.parse(stage.scheduledAt);
+  };
+
+  for (const ev of events) {
+    const at = ms(ev.eventTime);
+    const eventId = Number(ev.eventId ?? 0);
+
+    if (ev.workflowExecutionStartedEventAttributes) {
+      const a = ev.workflowExecutionStartedEventAttributes;
+      startMs = at;
+      tl.runId = a.originalExecutionRunId ?? undefined;
+      tl.taskQueue = a.taskQueue?.name ?? undefined;
+      const request = decodeFirst(converter, a.input);
+      if (request && typeof request === 'object') tl.request = request as RenderRequest;
+      for (const [k, p] of Object.entries(a.memo?.fields ?? {})) tl.memo[k] = decodePayload(converter, p);
+      const sa = a.searchAttributes?.indexedFields;
+      tl.model = searchAttribute(converter, sa, 'RenderModel') ?? str(obj(tl.request).model);
+      tl.kind = searchAttribute(converter, sa, 'RenderKind') ?? str(obj(tl.request).kind);
+      tl.replayOf = searchAttribute(converter, sa, 'RenderReplayOf') ?? str(obj(tl.request).replayOf);
+    } else if (ev.upsertWorkflowSearchAttributesEventAttributes) {
+      const backend = searchAttribute(converter, ev.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields, 'RenderBackend');
+      if (backend) tl.backend = backend;
+    } else if (ev.activityTaskScheduledEventAttributes) {
+      const a = ev.activityTaskScheduledEventAttributes;
+      const activityType = a.activityType?.name ?? 'activity';
+      const input = obj(decodeFirst(converter, a.input));
+      const { name, item } = stageName(activityType, input);
+      const stage: StageView = { name, activityType, activityId: a.activityId ?? '', outcome: 'scheduled', attempts: [] };
+      if (item !== undefined) stage.item = item;
+      if (a.taskQueue?.name) stage.taskQueue = a.taskQueue.name;
+      if (at !== undefined) stage.scheduledAt = iso(at);
+      const max = a.retryPolicy?.maximumAttempts;
+      if (max) stage.maxAttempts = max;
+      tl.stages.push(stage);
+      byScheduledId.set(eventId, stage);
+    } else if (ev.activityTaskStartedEventAttributes) {
+      const a = ev.activityTaskStartedEventAttributes;
+      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
+      if (!stage) continue;
+      const n = a.attempt ?? 1;
+      stage.attempts.push(...earlierAttempts(n, failureView(converter, a.lastFailure)));
+      const attempt: AttemptView = { attempt: n, outcome: 'running' };
+      if (at !== undefined) attempt.startedAt = iso(at);
+      stage.attempts.push(attempt);
+      current.set(stage, attempt);
+      stage.outcome = 'running';
+    } else if (ev.activityTaskCompletedEventAttributes) {
+      const a = ev.activityTaskCompletedEventAttributes;
+      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
+      if (!stage) continue;
+      const result = decodeFirst(converter, a.result);
+      finishAttempt(stage, at, 'completed');
+      stage.outcome = 'completed';
+      recordResult(tl, stage, result, collectedOutputs);
+    } else if (ev.activityTaskFailedEventAttributes) {
+      const a = ev.activityTaskFailedEventAttributes;
+      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
+      if (!stage) continue;
+      const error = failureView(converter, a.failure);
+      finishAttempt(stage, at, 'failed', error);
+      stage.outcome = 'failed';
+      if (error) stage.error = withRetryState(error, a.retryState);
+    } else if (ev.activityTaskTimedOutEventAttributes) {
+      const a = ev.activityTaskTimedOutEventAttributes;
+      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
+      if (!stage) continue;
+      const error = failureView(converter, a.failure);
+      finishAttempt(stage, at, 'timed-out', error);
+      stage.outcome = 'timed-out';
+      if (error) stage.error = withRetryState(error, a.retryState);
+    } else if (ev.activityTaskCancelRequestedEventAttributes) {
+      const stage = byScheduledId.get(Number(ev.activityTaskCancelRequestedEventAttributes.scheduledEventId ?? 0));
+      if (stage) stage.cancelRequested = true;
+    } else if (ev.activityTaskCanceledEventAttributes) {
+      const stage = byScheduledId.get(Number(ev.activityTaskCanceledEventAttributes.scheduledEventId ?? 0));
+      if (!stage) continue;
+      finishAttempt(stage, at, 'cancelled');
+      stage.outcome = 'cancelled';
+    } else if (ev.workflowTaskFailedEventAttributes) {
+      const f = failureView(converter, ev.workflowTaskFailedEventAttributes.failure);
+      if (f) tl.workflowTaskFailures.push(f);
+    } else if (ev.workflowExecutionCancelRequestedEventAttributes) {
+      tl.cancelRequestedAt = iso(at);
+    } else if (ev.workflowExecutionCompletedEventAttributes) {
+      closedStatus = 'completed';
+      closeMs = at;
+      const result = obj(decodeFirst(converter, ev.workflowExecutionCompletedEventAttributes.result));
+      if (Array.isArray(result.outputs)) tl.outputs = result.outputs as BlobRef[];
+      if (Array.isArray(result.timings)) tl.timings = result.timings as StageTiming[];
+      if (str(result.backend)) tl.backend = str(result.backend);
+    } else if (ev.workflowExecutionFailedEventAttributes) {
+      closedStatus = 'failed';
+      closeMs = at;
+      tl.failure = failureView(converter, ev.workflowExecutionFailedEventAttributes.failure);
+    } else if (ev.workflowExecutionTimedOutEventAttributes) {
+      closedStatus = 'timed-out';
+      closeMs = at;
+      tl.failure = { message: 'the render exceeded its workflow timeout', type: 'Timeout' };
+    } else if (ev.workflowExecutionCanceledEventAttributes) {
+      closedStatus = 'cancelled';
+      closeMs = at;
+    } else if (ev.workflowExecutionTerminatedEventAttributes) {
+      closedStatus = 'terminated';
+      closeMs = at;
+      const a = ev.workflowExecutionTerminatedEventAttributes;
+      tl.failure = { message: `terminated${a.identity ? ` by ${a.identity}` : ''}${a.reason ? `: ${a.reason}` : ''}`, type: 'Terminated' };
+    } else if (ev.workflowExecutionContinuedAsNewEventAttributes) {
+      closedStatus = 'continued-as-new';
+      closeMs = at;
+    }
+  }
+
+  if (closedStatus) tl.status = closedStatus;
+  // A failed render keeps the images of the items that finished before the failure.
+  if (tl.outputs.length === 0 && collectedOutputs.length > 0) tl.outputs = collectedOutputs;
+  tl.startedAt = iso(startMs);
+  tl.closedAt = iso(closeMs);
+  if (startMs !== undefined && closeMs !== undefined) tl.durationMs = closeMs - startMs;
+  if (tl.failure) tl.reason = failureReason(tl.failure);
+  else if (closedStatus === 'cancelled') tl.reason = 'cancelled';
+  if (!closedStatus && live.pendingActivities) mergePending(tl, live.pendingActivities, converter);
+  return tl;
+}
+
+function withRetryState(error: FailureView, retryState: unknown): FailureView {
+  const rs = enumName(temporal.api.enums.v1.RetryState as never, retryState, 'RETRY_STATE_');
+  return rs && !error.retryState ? { ...error, retryState: rs } : error;
+}
+
+function recordResult(tl: RenderTimeline, stage: StageView, result: unknown, collected: BlobRef[]): void {
+  const r = obj(result);
+  if (stage.activityType === 'buildGraph') {
+    const items = obj(r.plan).items;
+    if (Array.isArray(items)) {
+      tl.graphs = items.map((it) => {
+        const o = obj(it);
+        return { item: num(o.index) ?? 0, seed: num(o.seed) ?? 0, graph: obj(o.graph) as ComfyGraph };
+      });
+    }
+  } else if (stage.activityType === 'runPrompt') {
+    const promptId = str(r.promptId);
+    if (promptId) {
+      const p: RenderTimeline['prompts'][number] = { item: stage.item ?? 0, promptId };
+      const attempt = num(r.attempt);
+      if (attempt !== undefined) p.attempt = attempt;
+      const s = num(r.startedAt);
+      const f = num(r.finishedAt);
+      if (s !== undefined) p.startedAt = iso(s);
+      if (f !== undefined) p.finishedAt = iso(f);
+      tl.prompts.push(p);
+      const last = stage.attempts.at(-1);
+      if (last && !last.promptId) last.promptId = promptId;
+    }
+  } else if (stage.activityType === 'collectOutputs' && Array.isArray(result)) {
+    collected.push(...(result as BlobRef[]));
+  } else if (stage.activityType === 'chooseBackend') {
+    const backend = str(r.id);
+    if (backend && !tl.backend) tl.backend = backend;
+  }
+}
+
+/** A running render: its pending activities say which attempt runs now, since when, and its heartbeat. */
+function mergePending(tl: RenderTimeline, pending: PendingActivity[], converter: PayloadConverter): void {
+  for (const p of pending) {
+    const stage = tl.stages.find((s) => s.activityId === p.activityId && s.outcome !== 'completed');
+    if (!stage) continue;
+    const n = p.attempt ?? 1;
+    const lastFailure = failureView(converter, p.lastFailure);
+    stage.attempts = earlierAttempts(n, lastFailure);
+    const started = p.state === PendingState.PENDING_ACTIVITY_STATE_STARTED || p.state === PendingState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED;
+    const attempt: AttemptView = { attempt: n, outcome: started ? 'running' : 'waiting' };
+    const startedAt = ms(p.lastStartedTime);
+    if (started && startedAt !== undefined) {
+      attempt.startedAt = iso(startedAt);
+      attempt.durationMs = Date.now() - startedAt;
+    }
+    if (!started) {
+      const next = ms(p.nextAttemptScheduleTime);
+      attempt.note = next !== undefined ? `next attempt at ${iso(next)}` : 'waiting for a worker (for runPrompt: a free GPU slot)';
+    }
+    const heartbeat = decodeFirst(converter, p.heartbeatDetails);
+    if (heartbeat !== undefined) {
+      stage.heartbeat = heartbeat;
+      const pid = str(obj(heartbeat).promptId);
+      if (pid) attempt.promptId = pid;
+    }
+    stage.attempts.push(attempt);
+    stage.outcome = started ? 'running' : 'scheduled';
+    if (p.state === PendingState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED) stage.cancelRequested = true;
+  }
+}
