@@ -3,6 +3,7 @@ import { getProfile } from '../models/registry.ts';
 import { planRender } from '../models/plan.ts';
 import type { RenderActivities } from './types.ts';
 import type { ActivityDeps } from './index.ts';
+import { MAX_PROMPT_ATTEMPTS } from '../workflows/attempts.ts';
 import { FailureType } from '../workflows/failure-types.ts';
 
 /** Profile + request → one ComfyUI graph per output item; the result is recorded in history. */
@@ -17,7 +18,7 @@ export function createBuildGraph(deps: ActivityDeps): RenderActivities['buildGra
         stallTimeoutMs: deps.config.STALL_TIMEOUT_MS ?? profile.stallTimeoutMs,
         deadlineMs: profile.deadlineMs,
         heartbeatTimeoutMs: deps.config.HEARTBEAT_TIMEOUT_MS,
-        maxAttempts: 4,
+        maxAttempts: MAX_PROMPT_ATTEMPTS,
       },
     };
   };

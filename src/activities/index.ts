@@ -8,6 +8,7 @@ import type { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
+import type { BackendHealth } from '../worker/backend-health.ts';
 import type { RenderActivities } from './types.ts';
 import { createBuildGraph } from './build-graph.ts';
 import { createChooseBackend } from './choose-backend.ts';
@@ -21,6 +22,8 @@ export interface ActivityDeps {
   backends: Backend[];
   clients: Map<string, ComfyClient>;
   logger: Logger;
+  /** Unhealthy-backend marks: written by runPrompt's escalation, read by chooseBackend and /health. */
+  health: BackendHealth;
 }
 
 export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend): ComfyClient {

@@ -13,8 +13,19 @@ export interface RunPromptInput {
   backend: Backend;
   renderId: string;
   item: number;
+  /**
+   * 1-based attempt for this item, counted by the workflow (each attempt is its own activity, so every
+   * attempt and its failure is in history). Part of the deterministic prompt id; ids of attempts 1..n-1 are
+   * re-derived to re-attach to a prompt an earlier attempt left running. Absent: Temporal's attempt number.
+   */
+  attempt?: number;
   graph: ComfyGraph;
   stallTimeoutMs: number;
+  /**
+   * The render's input images (blob references, a few hundred bytes each): uploaded again when ComfyUI
+   * reports a LoadImage file missing (it was restarted on a fresh input folder).
+   */
+  uploads?: InputUpload[];
 }
 
 /** What `runPrompt` heartbeats: enough for a retried attempt to re-attach, and for live progress. */
@@ -25,6 +36,8 @@ export interface PromptHeartbeat {
   value?: number;
   max?: number;
   lastEventAt: number;
+  /** Attempt that heartbeated (the prompt id derives from it). */
+  attempt?: number;
 }
 
 export interface RenderActivities {

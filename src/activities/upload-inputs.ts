@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import type { Backend, InputUpload } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
@@ -10,29 +11,32 @@ import { BlobNotFoundError } from '../blobs/store.ts';
  * hashes and writes nothing for identical bytes, so a retry is a no-op.
  */
 export function createUploadInputs(deps: ActivityDeps): RenderActivities['uploadInputs'] {
-  return async ({ backend, uploads }) => {
-    const client = clientFor(deps, backend);
-    for (const u of uploads) {
-      let bytes: Buffer;
-      try {
-        bytes = await deps.blobs.get(u.blob.sha256);
-      } catch (err) {
-        if (err instanceof BlobNotFoundError) throw ApplicationFailure.nonRetryable(err.message, FailureType.InvalidRender);
-        throw err;
-      }
-      try {
-        const res = await client.uploadImage({ bytes, filename: u.filename, subfolder: u.subfolder, type: 'input', mime: u.blob.mime });
-        if (res.name !== u.filename) {
-          // Another file with different bytes holds our content-addressed name: graphs would read the wrong
-          // image. Not retryable: someone must clean ComfyUI's input folder.
-          throw ApplicationFailure.nonRetryable(
-            `ComfyUI stored ${u.subfolder}/${u.filename} as ${res.name}: a different file already has that name`,
-            FailureType.InvalidRender,
-          );
-        }
-      } catch (err) {
-        throw toFailure(err);
-      }
+  return ({ backend, uploads }) => uploadAll(deps, backend, uploads);
+}
+
+/** Also used by runPrompt when ComfyUI lost its input files (restarted on a fresh input folder). */
+export async function uploadAll(deps: Pick<ActivityDeps, 'blobs' | 'clients'>, backend: Backend, uploads: readonly InputUpload[]): Promise<void> {
+  const client = clientFor(deps, backend);
+  for (const u of uploads) {
+    let bytes: Buffer;
+    try {
+      bytes = await deps.blobs.get(u.blob.sha256);
+    } catch (err) {
+      if (err instanceof BlobNotFoundError) throw ApplicationFailure.nonRetryable(err.message, FailureType.InvalidRender);
+      throw err;
     }
-  };
+    try {
+      const res = await client.uploadImage({ bytes, filename: u.filename, subfolder: u.subfolder, type: 'input', mime: u.blob.mime });
+      if (res.name !== u.filename) {
+        // Another file with different bytes holds our content-addressed name: graphs would read the wrong
+        // image. Not retryable: someone must clean ComfyUI's input folder.
+        throw ApplicationFailure.nonRetryable(
+          `ComfyUI stored ${u.subfolder}/${u.filename} as ${res.name}: a different file already has that name`,
+          FailureType.InvalidRender,
+        );
+      }
+    } catch (err) {
+      throw toFailure(err);
+    }
+  }
 }

@@ -23,7 +23,10 @@ export interface HealthDeps {
   backends: Backend[];
   /** Probe one ComfyUI: resolves when `/system_stats` answers. */
   probeComfy(backend: Backend): Promise<unknown>;
-  /** Backends marked unhealthy by the worker (stalls that interrupts could not clear). */
+  /**
+   * Backends marked unhealthy by the worker (a stalled prompt that survived interrupt and /free): marker
+   * files in DATA_DIR, so an `api`-only front sees them too (src/worker/backend-health.ts).
+   */
   unhealthy?: () => Map<string, string>;
 }
 

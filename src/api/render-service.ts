@@ -5,15 +5,19 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancelledFailure,
+  ServiceError,
   TerminatedFailure,
   TimeoutFailure,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
+  isGrpcServiceError,
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { renderDuration, rendersCompleted, rendersFailed, rendersStarted } from '../metrics/metrics.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
+import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import type { render } from '../workflows/render.ts';
 import { bodyFingerprint, newRenderId, renderIdForKey } from './render-ids.ts';
@@ -29,6 +33,20 @@ export interface StartedRender {
   handle: WorkflowHandle<typeof render>;
   /** True when an Idempotency-Key attached this call to an earlier render. */
   attached: boolean;
+  /** Model and start time, for the render metrics (only a render this call started is counted). */
+  model?: string;
+  startedAt?: number;
+}
+
+/**
+ * Where ComfyUI says the problem is, for the client's error body: node id and class, input name, and
+ * ComfyUI's own message (validation errors and node exceptions both carry them).
+ */
+export interface FailureFields {
+  node?: string;
+  node_type?: string;
+  input?: string;
+  comfy_message?: string;
 }
 
 /** A render that ended without images, classified for the HTTP layer. */
@@ -40,6 +58,7 @@ export class RenderFailedError extends Error {
     readonly kind: string,
     message: string,
     readonly details?: unknown,
+    readonly fields: FailureFields = {},
   ) {
     super(message);
   }
@@ -56,13 +75,16 @@ function memoFor(request: RenderRequest, fingerprint?: string): Record<string, u
     steps: request.steps,
     seed: request.seed,
     images: request.batchSize * request.nIter,
+    // Replays are linked to their original in the memo too (shown by the Temporal UI without a query).
+    ...(request.replayOf ? { replayOf: request.replayOf } : {}),
     ...(fingerprint ? { bodyFingerprint: fingerprint } : {}),
   };
 }
 
 export class RenderService {
   constructor(
-    private readonly client: Client,
+    /** Public for the operator routes (list, show, replay), which share this process's connection. */
+    readonly client: Client,
     private readonly taskQueue: string,
   ) {}
 
@@ -84,7 +106,8 @@ export class RenderService {
         // A key maps to one render for good: a retry after it finished must return the same images.
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
       });
-      return { renderId, handle, attached: false };
+      rendersStarted.inc({ model: request.model });
+      return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError) || fingerprint === undefined) throw err;
       const handle = this.client.workflow.getHandle<typeof render>(renderId);
@@ -99,18 +122,87 @@ export class RenderService {
     }
   }
 
-  async wait(started: StartedRender): Promise<RenderResult> {
-    try {
-      return await started.handle.result();
-    } catch (err) {
-      throw classifyFailure(started.renderId, err);
+  /**
+   * The render's result. Temporal being briefly unreachable (restarted, network blip) is not the render's
+   * failure: keep waiting, since the workflow goes on on the server, for up to `transientBudgetMs`.
+   */
+  async wait(started: StartedRender, opts: { transientBudgetMs?: number } = {}): Promise<RenderResult> {
+    const budget = opts.transientBudgetMs ?? TRANSIENT_WAIT_BUDGET_MS;
+    let firstTransientAt: number | undefined;
+    let delay = 250;
+    for (;;) {
+      try {
+        const result = await started.handle.result();
+        this.observe(started, 'completed');
+        return result;
+      } catch (err) {
+        if (isTransient(err)) {
+          firstTransientAt ??= Date.now();
+          if (Date.now() - firstTransientAt < budget) {
+            await new Promise((r) => setTimeout(r, delay));
+            delay = Math.min(delay * 2, 5_000);
+            continue;
+          }
+        }
+        const failure = classifyFailure(started.renderId, err);
+        this.observe(started, 'failed', failure.kind);
+        throw failure;
+      }
     }
+  }
+
+  private observe(started: StartedRender, outcome: 'completed' | 'failed', reason?: string): void {
+    // Attached waits (Idempotency-Key retries) are the same render: counting them would double it.
+    if (started.attached || started.model === undefined) return;
+    const model = started.model;
+    if (outcome === 'completed') rendersCompleted.inc({ model });
+    else rendersFailed.inc({ model, reason: reason ?? 'Error' });
+    if (started.startedAt !== undefined) renderDuration.observe({ model, outcome }, (Date.now() - started.startedAt) / 1000);
   }
 
   handle(renderId: string): WorkflowHandle<typeof render> {
     return this.client.workflow.getHandle<typeof render>(renderId);
   }
 }
+
+/** How long `wait` rides out Temporal being unreachable before answering 502. */
+const TRANSIENT_WAIT_BUDGET_MS = 120_000;
+
+/** gRPC codes that mean "try again": UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, UNKNOWN (a dropped connection). */
+const TRANSIENT_GRPC_CODES = new Set([14, 4, 8, 10, 2]);
+
+function isTransient(err: unknown): boolean {
+  if (err instanceof WorkflowFailedError) return false;
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e)) return TRANSIENT_GRPC_CODES.has(e.code);
+    if (e instanceof ServiceError) continue;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(code)) return true;
+  }
+  return err instanceof ServiceError;
+}
+
+/**
+ * HTTP status per failure type: the client's request was fine but ComfyUI cannot run it as configured
+ * (422); ComfyUI or the GPU is unavailable or out of resources, try later (503); it took too long (504);
+ * a node raised (500, with node and message).
+ */
+const STATUS_BY_TYPE: Record<string, number> = {
+  ComfyValidation: 422,
+  InvalidRender: 422,
+  ComfyExecution: 500,
+  NoOutputs: 500,
+  ComfyOutOfMemory: 503,
+  ComfyBackendUnhealthy: 503,
+  ComfyUnavailable: 503,
+  ComfyPromptLost: 503,
+  ComfyProtocol: 503,
+  ComfyInterrupted: 503,
+  WorkerShutdown: 503,
+  ComfyRequest: 502,
+  ComfyStall: 504,
+  Timeout: 504,
+};
 
 /** Map a workflow failure to an HTTP status and a message naming what ComfyUI said. */
 export function classifyFailure(renderId: string, err: unknown): RenderFailedError {
@@ -125,17 +217,68 @@ export function classifyFailure(renderId: string, err: unknown): RenderFailedErr
   if (cause instanceof TerminatedFailure) {
     return new RenderFailedError(renderId, 409, 'Terminated', `render ${renderId} was terminated`);
   }
+  // The workflow gave up on an item after several attempts: its message sums them up (and its details list
+  // every attempt); the status and fields come from the last attempt's own failure.
+  let summary: ApplicationFailure | undefined;
+  if (cause instanceof ApplicationFailure && cause.type === GaveUpFailureType) {
+    summary = cause;
+    cause = cause.cause;
+    while (cause instanceof ActivityFailure && cause.cause) cause = cause.cause;
+  }
+  const attempts = summary?.details?.[0];
   if (cause instanceof TimeoutFailure) {
-    return new RenderFailedError(renderId, 504, 'Timeout', `render ${renderId} timed out (${cause.timeoutType})`);
+    const message = summary?.message ?? `timed out (${cause.timeoutType})`;
+    return new RenderFailedError(renderId, 504, 'Timeout', `render ${renderId} failed: ${message}`, attempts);
   }
   if (cause instanceof ApplicationFailure) {
     const type = cause.type ?? 'Error';
     const details = cause.details?.[0];
-    // ComfyUI rejected the graph: the request was fine by our schema but not renderable as configured
-    // (missing model file, node not installed). That is the server's configuration, hence 422, not 5xx.
-    const status = type === 'ComfyValidation' || type === 'InvalidRender' ? 422 : 500;
-    return new RenderFailedError(renderId, status, type, `render ${renderId} failed: ${cause.message}`, details);
+    const message = summary?.message ?? cause.message;
+    const merged = attempts && typeof attempts === 'object' ? { ...(details && typeof details === 'object' ? details : { detail: details }), ...attempts } : details;
+    return new RenderFailedError(renderId, STATUS_BY_TYPE[type] ?? 500, type, `render ${renderId} failed: ${message}`, merged, failureFields(details));
+  }
+  if (cause instanceof CancelledFailure || summary) {
+    const message = summary?.message ?? (cause instanceof Error ? cause.message : String(cause));
+    return new RenderFailedError(renderId, 503, 'WorkerShutdown', `render ${renderId} failed: ${message}`, attempts);
   }
   const message = err.cause?.message ?? err.message;
   return new RenderFailedError(renderId, 500, 'Error', `render ${renderId} failed: ${message}`);
+}
+
+const rec = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+
+/** Node, input and ComfyUI's message from a failure's details (ComfyValidation node_errors, ComfyExecution info). */
+export function failureFields(details: unknown): FailureFields {
+  const d = rec(details);
+  if (!d) return {};
+  const out: FailureFields = {};
+  const nodeErrors = rec(d.nodeErrors);
+  if (nodeErrors) {
+    const first = Object.entries(nodeErrors)[0];
+    if (first) {
+      const [nodeId, ne] = first;
+      out.node = nodeId;
+      const n = rec(ne);
+      const cls = text(n?.class_type);
+      if (cls) out.node_type = cls;
+      const e = rec(Array.isArray(n?.errors) ? n.errors[0] : undefined);
+      const input = text(rec(e?.extra_info)?.input_name);
+      if (input) out.input = input;
+      const msg = [text(e?.message), text(e?.details)].filter(Boolean).join(': ');
+      if (msg) out.comfy_message = msg;
+    }
+  }
+  const nodeId = text(d.nodeId);
+  if (nodeId && !out.node) out.node = nodeId;
+  const nodeType = text(d.nodeType);
+  if (nodeType && !out.node_type) out.node_type = nodeType;
+  const exceptionMessage = text(d.exceptionMessage);
+  if (exceptionMessage && !out.comfy_message) out.comfy_message = `${text(d.exceptionType) ?? 'Exception'}: ${exceptionMessage.split('\n')[0]}`;
+  if (!out.comfy_message) {
+    const err = rec(d.error);
+    const msg = [text(err?.message), text(err?.details)].filter(Boolean).join(': ');
+    if (msg) out.comfy_message = msg;
+  }
+  return out;
 }

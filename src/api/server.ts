@@ -14,6 +14,7 @@ import type { RenderService } from './render-service.ts';
 import { registerA1111Discovery } from './routes/a1111-discovery.ts';
 import { registerA1111Render } from './routes/a1111-render.ts';
 import { registerOps } from './routes/ops.ts';
+import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
 
 export interface ApiDeps {
@@ -29,7 +30,8 @@ export interface ApiContext extends ApiDeps {
   inFlight: InFlight;
 }
 
-const OPEN_ROUTES = new Set(['/health', '/internal/ping']);
+// The gallery page and its assets hold no data (it asks for the token itself), so a browser can load it.
+const OPEN_ROUTES = new Set(['/health', '/internal/ping', '/', '/gallery/app.js', '/gallery/style.css', '/gallery/favicon.svg']);
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
@@ -83,5 +85,6 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);
   registerOps(app, ctx);
+  registerRenders(app, ctx);
   return app;
 }

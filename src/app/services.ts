@@ -18,8 +18,11 @@ import { findTemporalBinary } from '../temporal/binary.ts';
 import { connectClient } from '../temporal/client.ts';
 import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
 import { ensureSearchAttributes } from '../temporal/ensure-search-attributes.ts';
-import { backendsFromUrls } from '../worker/backends.ts';
-import { createWorkers, type WorkerSet } from '../worker/worker.ts';
+import { backendsFromUrls, gpuBackends } from '../worker/backends.ts';
+import { BackendHealth } from '../worker/backend-health.ts';
+import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker/worker.ts';
+import { setBackendHealthSource } from '../metrics/metrics.ts';
+import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
 export type Mode = 'start' | 'worker' | 'api';
@@ -66,22 +69,35 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
   const clients = comfyClients(backends, logger);
   const blobs = new FsBlobStore(config.blobDir);
+  // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
+  // in `api` mode sees what the worker's escalation decided.
+  const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
+  setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE);
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
 
   let workers: WorkerSet | undefined;
   let workersDone: Promise<void> = new Promise(() => undefined);
+  let stopProbing: (() => void) | undefined;
+  let metricsServer: MetricsServer | undefined;
   if (mode === 'start' || mode === 'worker') {
-    const activities = createActivities({ config, blobs, backends, clients, logger: logger.child({ component: 'activities' }) });
+    const activities = createActivities({ config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }) });
     workers = await createWorkers({
       address,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      backends,
+      backends: gpuBackends(backends, config.GPU_BACKENDS),
       activities,
+      workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp')),
       logger,
+      shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     });
     workersDone = workers.run();
+    // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
+    stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
+    if (mode === 'worker' && config.METRICS_PORT !== undefined) {
+      metricsServer = await startMetricsServer({ host: config.HOST, port: config.METRICS_PORT, logger });
+    }
   }
 
   let api: FastifyInstance | undefined;
@@ -102,6 +118,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         backends,
         probeComfy: (b) => clients.get(b.id)!.systemStats(),
+        unhealthy: () => health.unhealthy(backends),
       },
     });
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
@@ -115,11 +132,28 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
     stop: async () => {
       // Order matters: stop taking requests, drain workers (in-flight activities get the grace time and
       // are retried elsewhere if cut), then stop the embedded server.
-      await api?.close();
+      if (api) await closeFront(api);
+      stopProbing?.();
       await workers?.shutdown();
       await workersDone.catch(() => undefined);
+      await metricsServer?.close();
       await connection.close().catch(() => undefined);
       await devServer?.stop();
     },
   };
+}
+
+/**
+ * Stop taking requests and wait for the ones in flight (clients waiting on renders get their images).
+ * `server.close()` only drops connections idle at that moment: a waiting client's keep-alive connection goes
+ * idle once it has its answer and would then hold the drain for the whole keep-alive timeout (72 s).
+ */
+async function closeFront(api: FastifyInstance): Promise<void> {
+  const closing = api.close();
+  const sweep = setInterval(() => api.server.closeIdleConnections(), 200);
+  try {
+    await closing;
+  } finally {
+    clearInterval(sweep);
+  }
 }

@@ -7,12 +7,13 @@ import { loadConfig, ConfigError } from '../config/config.ts';
 import { createLogger } from '../log.ts';
 import { runServices, type Mode } from '../app/services.ts';
 
-const USAGE = `usage: comfy-durable <start|worker|api|contract URL>
+const USAGE = `usage: comfy-durable <start|worker|api|contract URL|renders …>
 
   start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), worker and HTTP front
   worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   api        HTTP front only
   contract   run the ComfyUI contract checks against URL (a real or fake ComfyUI)
+  renders    operators: list, show, outputs, replay, cancel renders ('renders help' for details)
 `;
 
 async function runMode(mode: Mode): Promise<void> {
@@ -79,6 +80,11 @@ async function main(argv: string[]): Promise<void> {
     case 'worker':
     case 'api':
       return runMode(command);
+    case 'renders': {
+      const { runRenders } = await import('./renders.ts');
+      process.exitCode = await runRenders(rest);
+      return;
+    }
     case 'contract': {
       const { runContract } = await import('./contract.ts');
       process.exitCode = await runContract(rest);

@@ -103,6 +103,8 @@ export interface SubmitPromptResult {
 export interface QueueEntry {
   number: number;
   promptId: string;
+  /** `extra_data.client_id`: the socket this prompt's events go to (re-attach uses it, see follow.ts). */
+  clientId: string | undefined;
   raw: unknown[];
 }
 
@@ -345,7 +347,11 @@ export class ComfyClient {
   /** `GET /queue`. `queue_pending` is an unsorted heap copy; `pending` here is sorted by number (run order). */
   async getQueue(opts?: CallOptions): Promise<QueueSnapshot> {
     const q = await this.getJson('/queue', queueResponseSchema, opts);
-    const entry = (raw: [number, string, ...unknown[]]): QueueEntry => ({ number: raw[0], promptId: raw[1], raw });
+    const entry = (raw: [number, string, ...unknown[]]): QueueEntry => {
+      const extra = raw[3];
+      const cid = extra && typeof extra === 'object' ? (extra as Record<string, unknown>)['client_id'] : undefined;
+      return { number: raw[0], promptId: raw[1], clientId: typeof cid === 'string' && cid !== '' ? cid : undefined, raw };
+    };
     const running = q.queue_running.map(entry);
     const pending = q.queue_pending.map(entry).sort((a, b) => a.number - b.number);
     return { running, pending, runningIds: running.map((e) => e.promptId), pendingIds: pending.map((e) => e.promptId) };
@@ -503,12 +509,14 @@ export class ComfyClient {
    * Open a WebSocket with a fresh client id and wait until ComfyUI registered it. Submit prompts with
    * `session.clientId`, then `followPrompt({session, ...})`. The caller closes the session.
    */
-  openEventStream(opts?: { signal?: AbortSignal; replayBufferSize?: number }): Promise<EventSession> {
+  openEventStream(opts?: { signal?: AbortSignal; replayBufferSize?: number; clientId?: string }): Promise<EventSession> {
     const o: Parameters<typeof openEventStream>[0] = {
       wsBaseUrl: this.wsBaseUrl,
       openTimeoutMs: this.timeouts.wsOpenMs,
       pingIntervalMs: this.timeouts.wsPingIntervalMs,
     };
+    // A given id is only for reclaiming a prompt's events once its old socket is known closed (follow.ts).
+    if (opts?.clientId) o.clientId = opts.clientId;
     if (opts?.signal) o.signal = opts.signal;
     if (opts?.replayBufferSize !== undefined) o.replayBufferSize = opts.replayBufferSize;
     return openEventStream(o);

@@ -19,6 +19,11 @@ export interface CloseInfo {
   reason: string;
   /** True when `close()` was called on our side. */
   byUs: boolean;
+  /**
+   * True when we terminated the socket because a ping went unanswered: the connection may be half-open and
+   * ComfyUI may still hold it registered, so its client id must not be reused (Gotcha 11).
+   */
+  pingTimeout?: boolean;
 }
 
 export interface EventListener {
@@ -77,6 +82,7 @@ class WsEventSession implements EventSession {
   private closingByUs = false;
   private pingTimer: NodeJS.Timeout | undefined;
   private awaitingPong = false;
+  private pingTimedOut = false;
   private resolveClosed!: (info: CloseInfo) => void;
 
   constructor(ws: WebSocket, clientId: string, pingIntervalMs: number, ringSize: number) {
@@ -99,6 +105,7 @@ class WsEventSession implements EventSession {
     if (pingIntervalMs > 0) {
       this.pingTimer = setInterval(() => {
         if (this.awaitingPong) {
+          this.pingTimedOut = true;
           ws.terminate();
           return;
         }
@@ -137,7 +144,7 @@ class WsEventSession implements EventSession {
   private onClose(code: number, reason: string): void {
     if (this.closeInfo) return;
     if (this.pingTimer) clearInterval(this.pingTimer);
-    this.closeInfo = { code, reason, byUs: this.closingByUs };
+    this.closeInfo = { code, reason, byUs: this.closingByUs, pingTimeout: this.pingTimedOut };
     for (const l of [...this.listeners]) l.onClose?.(this.closeInfo);
     this.listeners.clear();
     this.resolveClosed(this.closeInfo);

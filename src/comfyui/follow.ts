@@ -8,6 +8,11 @@
  * - A dropped socket is replaced by one with a FRESH client id (Gotcha 11). ComfyUI sends a prompt's
  *   events only to the socket named by its `client_id` (Gotcha 2), so the new socket only sees broadcast
  *   `status` frames; each one triggers an immediate status check, which keeps completion prompt.
+ * - Progress, though, only ever goes to the prompt's own client id, and without it a long render would look
+ *   stalled. So once the owning socket is known closed on ComfyUI's side (it closed the connection; not a
+ *   ping timeout, where a half-open socket may still be registered) and a settle delay has let ComfyUI's
+ *   cleanup of the old socket run, the follower reclaims the prompt's client id with a new socket. If that
+ *   goes wrong (Gotcha 11: the new socket silently unregistered) we are no worse off than with a fresh id.
  * - Stall ≠ slow: we reject with ComfyStallError only when no event for our prompt arrived AND the queue
  *   did not move for `stallTimeoutMs`. Any event for our prompt (progress, executing, ...) resets it.
  */
@@ -50,6 +55,11 @@ export interface FollowOptions {
   session?: EventSession;
   /** `client_id` the prompt was submitted with; defaults to `session.clientId`. */
   clientId?: string;
+  /**
+   * Re-attach only: the prompt's `client_id` (from `/queue`), whose socket belonged to an earlier attempt
+   * that has ended. The follower reclaims it after the settle delay to receive the prompt's progress again.
+   */
+  ownerClientId?: string;
   signal?: AbortSignal;
   stallTimeoutMs: number;
   pollIntervalMs: number;
@@ -73,6 +83,16 @@ export interface FollowResult {
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+/** Time for ComfyUI to run the cleanup of a closed socket before its client id is registered again. */
+const REOWN_SETTLE_MS = 1_000;
+/**
+ * Re-attach: the attempt that owned the socket may still be alive (Temporal gave up on it, e.g. while the
+ * server was unreachable); it learns so at its next heartbeat (throttled to 2 s, worker.ts) and closes its
+ * socket. Reclaiming the id before that would get the new socket unregistered when the old one closes.
+ */
+const REOWN_AFTER_REATTACH_MS = 3_500;
+/** Reclaims per follow: enough for a few drops, bounded so a flapping server does not loop. */
+const MAX_REOWNS = 5;
 /** Retries of `/history/{id}` after `executing:null`; it should already be written, this covers proxies. */
 const HISTORY_RETRY_MS = [25, 50, 100, 200, 400];
 
@@ -163,6 +183,11 @@ class Follower {
   private reconnectDelay = RECONNECT_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private reconnecting = false;
+  /** The prompt's own client id, when we know it and may reclaim it (see the file comment). */
+  private readonly ownerId: string | undefined;
+  private reowns = 0;
+  private reownTimer: NodeJS.Timeout | undefined;
+  private reowning = false;
 
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
@@ -177,6 +202,8 @@ class Follower {
     this.id = opts.promptId;
     this.lastActivityAt = this.startAt;
     this.lastPollAt = this.startAt;
+    const submittedWith = opts.clientId ?? opts.session?.clientId;
+    this.ownerId = opts.ownerClientId || submittedWith || undefined;
   }
 
   run(): Promise<FollowResult> {
@@ -197,6 +224,8 @@ class Follower {
     } else {
       this.scheduleReconnect(0);
     }
+    // Re-attaching: the prompt's socket belonged to an attempt that has ended; take its id back.
+    if (!this.socketIsOwner && this.opts.ownerClientId) this.scheduleReown(REOWN_AFTER_REATTACH_MS);
     // With the owning socket, events tell us everything (incl. replayed ones); otherwise look now, since the
     // prompt may have progressed or finished while nobody was listening (re-attach, dropped socket).
     if (!this.socketIsOwner) this.requestCheck();
@@ -210,6 +239,7 @@ class Follower {
     this.settled = true;
     clearTimeout(this.timer);
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.reownTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     this.unsubscribe?.();
     this.unsubscribe = undefined;
@@ -266,11 +296,15 @@ class Follower {
         onClose: (info) => {
           if (this.settled || this.socket !== session) return;
           this.opts.logger?.info({ promptId: this.id, clientId: session.clientId, code: info.code }, 'ComfyUI socket closed while following');
+          const wasOwner = this.socketIsOwner;
           this.unsubscribe = undefined;
           this.socket = undefined;
           this.socketIsOwner = false;
           this.requestCheck();
           this.scheduleReconnect(this.reconnectDelay);
+          // Closed by ComfyUI (not by us, not a ping timeout): its registration is going away, so the id can
+          // be taken back once the cleanup has run.
+          if (wasOwner && !info.byUs && !info.pingTimeout) this.scheduleReown();
         },
       },
       { replay: true },
@@ -487,13 +521,52 @@ class Follower {
       return;
     }
     this.reconnecting = false;
-    if (this.settled) {
+    // Settled, or the prompt's own id was reclaimed meanwhile (a better socket than this one).
+    if (this.settled || (this.socket && this.socketIsOwner)) {
       void session.close();
       return;
     }
     this.reconnectDelay = RECONNECT_MIN_MS;
     // A fresh id never owns the prompt (it was submitted with another client_id): only broadcasts arrive.
     this.attach(session, true, false);
+    this.requestCheck();
+  }
+
+  // ------------------------------------------------------------ reclaiming the prompt's client id
+
+  private scheduleReown(delayMs = REOWN_SETTLE_MS): void {
+    if (this.settled || !this.ownerId || this.opts.reconnect === false || this.reowning || this.reowns >= MAX_REOWNS) return;
+    this.reowns++;
+    this.reowning = true;
+    clearTimeout(this.reownTimer);
+    this.reownTimer = setTimeout(() => void this.reown(), delayMs);
+  }
+
+  private async reown(): Promise<void> {
+    const clientId = this.ownerId!;
+    let session: EventSession;
+    try {
+      session = await this.client.openEventStream({ ...this.callOpts(), clientId });
+    } catch (e) {
+      this.reowning = false;
+      if (this.settled) return;
+      this.opts.logger?.debug({ promptId: this.id, err: e }, 'reclaiming the prompt socket failed');
+      this.scheduleReown();
+      return;
+    }
+    this.reowning = false;
+    if (this.settled || (this.socket && this.socketIsOwner)) {
+      void session.close();
+      return;
+    }
+    const old = this.socket;
+    const oldOwned = this.socketOwned;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    if (old && oldOwned) void old.close();
+    this.opts.logger?.info({ promptId: this.id, clientId }, 'reclaimed the prompt socket: progress events flow again');
+    this.attach(session, true, true);
+    // Events sent while nobody owned the id were dropped by ComfyUI: look at the prompt once.
     this.requestCheck();
   }
 }

@@ -25,6 +25,14 @@ const envSchema = z.object({
     .default('http://127.0.0.1:8188')
     .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.url({ protocol: /^https?$/ })).min(1)),
+  /**
+   * Backend ids (`comfyui-<index in COMFYUI_URL>`) whose prompts this worker runs; default all. Lets one worker
+   * per GPU box serve its own ComfyUI while every process shares the full COMFYUI_URL list.
+   */
+  GPU_BACKENDS: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean))),
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('renders'),
@@ -32,6 +40,11 @@ const envSchema = z.object({
   /** Ports of the embedded dev server (ignored when TEMPORAL_ADDRESS is set). */
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  /**
+   * Base URL of the Temporal Web UI, for the gallery's links to each render. Default: the embedded dev
+   * server's UI (`http://127.0.0.1:<TEMPORAL_UI_PORT>`) when TEMPORAL_ADDRESS is unset, else no links.
+   */
+  TEMPORAL_UI_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
   /** JSON file with per-model overrides (file names, defaults): operators change files without code. */
   MODELS_CONFIG: optionalString,
@@ -52,6 +65,16 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Cancel the render when a synchronous client disconnects (default: keep rendering). */
   CANCEL_ON_DISCONNECT: bool.default(false),
+  /**
+   * `worker` mode only: serve the worker's Prometheus metrics (prompt attempts, stalls, escalations) on this
+   * port at `/metrics`. The front serves its own; in `start` mode both share the front's `/metrics`.
+   */
+  METRICS_PORT: port.optional(),
+  /**
+   * On SIGTERM, how long a running prompt may finish before the worker hands it back to Temporal (the next
+   * attempt re-attaches to the prompt, which keeps running in ComfyUI).
+   */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -120,10 +120,15 @@ export interface FakeStats {
   filesWritten: string[];
   interrupts: number;
   freeMemory: number;
+  /**
+   * How each run of a prompt ended, in order (`success`, `error`, `interrupted`): fault tests prove that a
+   * render's item succeeded exactly once. A run abandoned by a reset or a dead worker has no entry.
+   */
+  outcomes: Record<string, Array<'success' | 'error' | 'interrupted'>>;
 }
 
 export function emptyStats(): FakeStats {
-  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0 };
+  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {} };
 }
 
 interface RunOutcome {
@@ -447,6 +452,9 @@ export class Worker {
           stats.executions[item.promptId] = (stats.executions[item.promptId] ?? 0) + 1;
           const outcome = await executor.execute(item, control);
           if (control.aborted) return;
+          const last = outcome.messages.at(-1)?.[0];
+          const ended = outcome.success ? 'success' : last === 'execution_interrupted' ? 'interrupted' : 'error';
+          (stats.outcomes[item.promptId] ??= []).push(ended);
           queue.taskDone(itemId, outcome.result, {
             status_str: outcome.success ? 'success' : 'error',
             completed: outcome.success,

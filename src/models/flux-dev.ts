@@ -1,4 +1,4 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, type ModelProfile } from './profile.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
 import { FLUX_TEXT_FILES } from './families/flux.ts';
 
 export const fluxDev: ModelProfile = {
@@ -12,6 +12,6 @@ export const fluxDev: ModelProfile = {
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
   files: { unet: 'flux1-dev-Q8_0.gguf', ...FLUX_TEXT_FILES },
-  stallTimeoutMs: 240_000,
+  stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
 };

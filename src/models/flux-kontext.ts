@@ -1,4 +1,4 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, type ModelProfile } from './profile.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
 import { FLUX_TEXT_FILES } from './families/flux.ts';
 
 /** Instruction edit only: references arrive as `extra_images`, stitched side by side (up to 4). */
@@ -13,6 +13,6 @@ export const fluxKontext: ModelProfile = {
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 4,
   files: { unet: 'flux1-kontext-dev-Q8_0.gguf', ...FLUX_TEXT_FILES },
-  stallTimeoutMs: 240_000,
+  stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
 };

@@ -1,4 +1,4 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, type ModelProfile } from './profile.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
 import { FLUX_TEXT_FILES } from './families/flux.ts';
 
 /** Schnell is timestep-distilled without a guidance embedding: no `guidance`, so no FluxGuidance node. */
@@ -13,6 +13,6 @@ export const fluxSchnell: ModelProfile = {
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
   files: { unet: 'flux1-schnell-Q8_0.gguf', ...FLUX_TEXT_FILES },
-  stallTimeoutMs: 240_000,
+  stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 600_000,
 };

@@ -70,5 +70,16 @@ export interface ModelProfile {
  */
 export const IMAGE_SIZE_LIMITS = { grid: 16, minSide: 64, maxSide: 2048, maxPixels: 1536 * 1536 } as const;
 
+/**
+ * Stall timeout of the image profiles (DESIGN §4: stall ≠ slow). It must exceed the longest SILENT node:
+ * ComfyUI sends no event while a node loads weights, and the GGUF loaders map files lazily, so the biggest
+ * single read happens at the sampler's start — the ~20 GB Qwen-Image Q8 unet (Flux Q8 is ~13 GB). 180 s
+ * covers 20 GB at 115 MB/s, i.e. a slow HDD or network share with a cold page cache (NVMe does it in ~10 s);
+ * sampler steps and node starts are events and reset the clock. And it keeps a hang cheap: interrupted at
+ * ~3 min (+ at most 2 × 15 s of interrupt/free escalation), the retry starts well before the 10-minute mark
+ * at which the old shim's clients gave up, leaving it ~6 min to reload and render.
+ */
+export const IMAGE_STALL_TIMEOUT_MS = 180_000;
+
 /** A1111 clients send 512×512-era defaults; DESIGN §5: size-less requests render 512×512. */
 export const DEFAULT_SIZE = { width: 512, height: 512 } as const;

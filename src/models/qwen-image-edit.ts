@@ -1,4 +1,4 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, type ModelProfile } from './profile.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
 import { QWEN_SHARED_FILES } from './families/qwen.ts';
 
 /**
@@ -18,6 +18,6 @@ export const qwenImageEdit: ModelProfile = {
   // TextEncodeQwenImageEditPlus has exactly three image inputs.
   maxExtraImages: 3,
   files: { unet: 'qwen-image-edit-2509-Q8_0.gguf', ...QWEN_SHARED_FILES },
-  stallTimeoutMs: 300_000,
+  stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 1_200_000,
 };

@@ -1,4 +1,4 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, type ModelProfile } from './profile.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
 import { QWEN_SHARED_FILES } from './families/qwen.ts';
 
 export const qwenImage: ModelProfile = {
@@ -13,6 +13,6 @@ export const qwenImage: ModelProfile = {
   maxExtraImages: 0,
   files: { unet: 'qwen-image-Q8_0.gguf', ...QWEN_SHARED_FILES },
   // A 20 GB unet plus a 7B text encoder load silently for a long time on a cold start.
-  stallTimeoutMs: 300_000,
+  stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 1_200_000,
 };

@@ -73,12 +73,21 @@ export function rootCause(view: FailureView): FailureView {
   return v;
 }
 
-/** `runPrompt: ComfyExecution: ComfyUI node sampler (KSampler) failed: RuntimeError: …` */
+const WRAPPERS = new Set(['ActivityFailure', 'ChildWorkflowFailure']);
+
+/**
+ * One line saying why: the outermost failure that is not a mere wrapper ("Activity task failed"), prefixed
+ * with the activity it came from, e.g. `runPrompt: ComfyExecution: ComfyUI node sampler (KSampler) failed: …`
+ * or `RenderAttemptsExhausted: item 0 did not render within 4 attempts; last attempt: ComfyStall: …`.
+ */
 export function failureReason(view: FailureView): string {
   let activity: string | undefined;
-  for (let v: FailureView | undefined = view; v; v = v.cause) if (v.activityType) activity = v.activityType;
-  const root = rootCause(view);
-  const kind = root.type === 'Timeout' && root.timeoutType ? `Timeout (${root.timeoutType.toLowerCase().replaceAll('_', '-')})` : root.type;
-  const text = [kind, root.message].filter((s) => s && s.length > 0).join(': ');
+  let v: FailureView = view;
+  while (v.type !== undefined && WRAPPERS.has(v.type) && v.cause) {
+    if (v.activityType) activity = v.activityType;
+    v = v.cause;
+  }
+  const kind = v.type === 'Timeout' && v.timeoutType ? `Timeout (${v.timeoutType.toLowerCase().replaceAll('_', '-')})` : v.type;
+  const text = [kind, v.message].filter((s) => s && s.length > 0).join(': ');
   return activity ? `${activity}: ${text}` : text;
 }

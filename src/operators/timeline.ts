@@ -4,13 +4,15 @@
  * blob references; why it ended. A pure function of the history (and, for a running render, of
  * `describe()`'s pending activities), so it is unit-tested on recorded histories.
  *
- * What Temporal records about retries: an activity's history holds its schedule, then — only once the
- * activity finishes — the *last* attempt's start (with its number and the previous attempt's failure) and
- * its outcome. Earlier attempts beyond that are counted but their errors are not kept; the timeline says so
- * instead of inventing them. A running render's current attempt comes from `describe()`.
+ * Attempts come in two shapes, both shown as one stage with its attempts:
+ * - the workflow retries a prompt itself: each attempt is its own activity (input `attempt`), with its own
+ *   start, end and failure in history — every attempt is complete;
+ * - Temporal retries an activity: history holds its schedule, then (only once it finishes) the *last*
+ *   attempt's start, number and the previous attempt's failure. Earlier attempts are counted but their
+ *   errors are not kept; the timeline says so instead of inventing them.
+ * A running render's current attempt comes from `describe()`.
  */
 import type { PayloadConverter } from '@temporalio/common';
-import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 // @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
 import proto from '@temporalio/proto';
 import type { google, temporal as T } from '@temporalio/proto';
@@ -31,7 +33,11 @@ export interface LiveState {
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
-const ms = (ts: google.protobuf.ITimestamp | null | undefined): number | undefined => optionalTsToMs(ts);
+/** Seconds come as a Long from gRPC but as a plain number from `historyFromJSON`: accept both. */
+const ms = (ts: google.protobuf.ITimestamp | null | undefined): number | undefined => {
+  if (!ts || ts.seconds === null || ts.seconds === undefined) return undefined;
+  return Number(ts.seconds.toString()) * 1_000 + Math.floor((ts.nanos ?? 0) / 1_000_000);
+};
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -115,18 +121,19 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
     workflowTaskFailures: [],
     historyEvents: events.length,
   };
-  const byScheduledId = new Map<number, StageView>();
-  const current = new Map<StageView, AttemptView>();
+  /** One entry per scheduled activity; several may share a stage (one per workflow-driven attempt). */
+  const executions = new Map<number, Execution>();
   let closedStatus: RenderStatusName | undefined;
   let startMs: number | undefined;
   let closeMs: number | undefined;
   const collectedOutputs: BlobRef[] = [];
 
-  const finishAttempt = (stage: StageView, at: number | undefined, outcome: AttemptView['outcome'], error?: FailureView): void => {
-    let attempt = current.get(stage);
+  const finishAttempt = (ex: Execution, at: number | undefined, outcome: AttemptView['outcome'], error?: FailureView): void => {
+    const { stage } = ex;
+    let attempt = ex.current;
     if (!attempt) {
-      // Ended without a recorded start (e.g. a schedule-to-start timeout).
-      attempt = { attempt: stage.attempts.length + 1, outcome };
+      // Ended without a recorded start (cancelled while scheduled, a schedule-to-start timeout).
+      attempt = { attempt: ex.workflowAttempt ?? stage.attempts.length + 1, outcome };
       stage.attempts.push(attempt);
     }
     attempt.outcome = outcome;
@@ -140,7 +147,9 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       const pid = promptIdOf(error);
       if (pid && !attempt.promptId) attempt.promptId = pid;
     }
-    current.delete(stage);
+    ex.current = undefined;
+    ex.closed = true;
+    stage.outcome = outcome === 'completed' ? 'completed' : outcome === 'running' || outcome === 'waiting' ? 'running' : outcome;
     stage.endedAt = iso(at);
     if (at !== undefined && stage.scheduledAt) stage.durationMs = at - Date.parse(stage.scheduledAt);
   };
@@ -169,57 +178,64 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       const activityType = a.activityType?.name ?? 'activity';
       const input = obj(decodeFirst(converter, a.input));
       const { name, item } = stageName(activityType, input);
-      const stage: StageView = { name, activityType, activityId: a.activityId ?? '', outcome: 'scheduled', attempts: [] };
-      if (item !== undefined) stage.item = item;
-      if (a.taskQueue?.name) stage.taskQueue = a.taskQueue.name;
-      if (at !== undefined) stage.scheduledAt = iso(at);
+      const workflowAttempt = num(input.attempt);
+      // A workflow-driven retry of a stage that has not completed: another attempt of the same stage.
+      let stage = workflowAttempt !== undefined ? tl.stages.findLast((s) => s.name === name && s.outcome !== 'completed') : undefined;
+      if (!stage) {
+        stage = { name, activityType, activityId: a.activityId ?? '', outcome: 'scheduled', attempts: [] };
+        if (item !== undefined) stage.item = item;
+        if (a.taskQueue?.name) stage.taskQueue = a.taskQueue.name;
+        if (at !== undefined) stage.scheduledAt = iso(at);
+        tl.stages.push(stage);
+      } else {
+        stage.outcome = 'scheduled';
+        stage.activityId = a.activityId ?? stage.activityId;
+        delete stage.error;
+      }
       const max = a.retryPolicy?.maximumAttempts;
-      if (max) stage.maxAttempts = max;
-      tl.stages.push(stage);
-      byScheduledId.set(eventId, stage);
+      if (max && max > 1) stage.maxAttempts = max;
+      const ex: Execution = { stage, activityId: a.activityId ?? '', closed: false };
+      if (workflowAttempt !== undefined) ex.workflowAttempt = workflowAttempt;
+      executions.set(eventId, ex);
     } else if (ev.activityTaskStartedEventAttributes) {
       const a = ev.activityTaskStartedEventAttributes;
-      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
-      if (!stage) continue;
+      const ex = executions.get(Number(a.scheduledEventId ?? 0));
+      if (!ex) continue;
       const n = a.attempt ?? 1;
-      stage.attempts.push(...earlierAttempts(n, failureView(converter, a.lastFailure)));
-      const attempt: AttemptView = { attempt: n, outcome: 'running' };
+      if (ex.workflowAttempt === undefined) ex.stage.attempts.push(...earlierAttempts(n, failureView(converter, a.lastFailure)));
+      const attempt: AttemptView = { attempt: ex.workflowAttempt ?? n, outcome: 'running' };
       if (at !== undefined) attempt.startedAt = iso(at);
-      stage.attempts.push(attempt);
-      current.set(stage, attempt);
-      stage.outcome = 'running';
+      ex.stage.attempts.push(attempt);
+      ex.current = attempt;
+      ex.stage.outcome = 'running';
     } else if (ev.activityTaskCompletedEventAttributes) {
       const a = ev.activityTaskCompletedEventAttributes;
-      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
-      if (!stage) continue;
-      const result = decodeFirst(converter, a.result);
-      finishAttempt(stage, at, 'completed');
-      stage.outcome = 'completed';
-      recordResult(tl, stage, result, collectedOutputs);
+      const ex = executions.get(Number(a.scheduledEventId ?? 0));
+      if (!ex) continue;
+      finishAttempt(ex, at, 'completed');
+      delete ex.stage.error;
+      recordResult(tl, ex.stage, decodeFirst(converter, a.result), collectedOutputs);
     } else if (ev.activityTaskFailedEventAttributes) {
       const a = ev.activityTaskFailedEventAttributes;
-      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
-      if (!stage) continue;
+      const ex = executions.get(Number(a.scheduledEventId ?? 0));
+      if (!ex) continue;
       const error = failureView(converter, a.failure);
-      finishAttempt(stage, at, 'failed', error);
-      stage.outcome = 'failed';
-      if (error) stage.error = withRetryState(error, a.retryState);
+      finishAttempt(ex, at, 'failed', error);
+      if (error) ex.stage.error = withRetryState(error, a.retryState);
     } else if (ev.activityTaskTimedOutEventAttributes) {
       const a = ev.activityTaskTimedOutEventAttributes;
-      const stage = byScheduledId.get(Number(a.scheduledEventId ?? 0));
-      if (!stage) continue;
+      const ex = executions.get(Number(a.scheduledEventId ?? 0));
+      if (!ex) continue;
       const error = failureView(converter, a.failure);
-      finishAttempt(stage, at, 'timed-out', error);
-      stage.outcome = 'timed-out';
-      if (error) stage.error = withRetryState(error, a.retryState);
+      finishAttempt(ex, at, 'timed-out', error);
+      if (error) ex.stage.error = withRetryState(error, a.retryState);
     } else if (ev.activityTaskCancelRequestedEventAttributes) {
-      const stage = byScheduledId.get(Number(ev.activityTaskCancelRequestedEventAttributes.scheduledEventId ?? 0));
-      if (stage) stage.cancelRequested = true;
+      const ex = executions.get(Number(ev.activityTaskCancelRequestedEventAttributes.scheduledEventId ?? 0));
+      if (ex) ex.stage.cancelRequested = true;
     } else if (ev.activityTaskCanceledEventAttributes) {
-      const stage = byScheduledId.get(Number(ev.activityTaskCanceledEventAttributes.scheduledEventId ?? 0));
-      if (!stage) continue;
-      finishAttempt(stage, at, 'cancelled');
-      stage.outcome = 'cancelled';
+      const ex = executions.get(Number(ev.activityTaskCanceledEventAttributes.scheduledEventId ?? 0));
+      if (!ex) continue;
+      finishAttempt(ex, at, 'cancelled');
     } else if (ev.workflowTaskFailedEventAttributes) {
       const f = failureView(converter, ev.workflowTaskFailedEventAttributes.failure);
       if (f) tl.workflowTaskFailures.push(f);
@@ -254,7 +270,13 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
     }
   }
 
-  if (closedStatus) tl.status = closedStatus;
+  if (closedStatus) {
+    tl.status = closedStatus;
+    // The render ended while these were pending: Temporal records no outcome for them.
+    for (const stage of tl.stages) {
+      if (stage.outcome === 'scheduled' || stage.outcome === 'running') stage.outcome = stage.cancelRequested ? 'cancelled' : 'abandoned';
+    }
+  }
   // A failed render keeps the images of the items that finished before the failure.
   if (tl.outputs.length === 0 && collectedOutputs.length > 0) tl.outputs = collectedOutputs;
   tl.startedAt = iso(startMs);
@@ -262,7 +284,18 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   if (startMs !== undefined && closeMs !== undefined) tl.durationMs = closeMs - startMs;
   if (tl.failure) tl.reason = failureReason(tl.failure);
   else if (closedStatus === 'cancelled') tl.reason = 'cancelled';
-  if (!closedStatus && live.pendingActivities) mergePending(tl, live.pendingActivities, converter);
+  if (!closedStatus && live.pendingActivities) mergePending([...executions.values()], live.pendingActivities, converter);
+  // Prompts of failed attempts too: they are what to look for in ComfyUI's logs.
+  for (const stage of tl.stages) {
+    if (stage.activityType !== 'runPrompt') continue;
+    for (const a of stage.attempts) {
+      if (!a.promptId) continue;
+      const known = tl.prompts.find((p) => p.promptId === a.promptId);
+      if (known) known.outcome = a.outcome;
+      else tl.prompts.push({ item: stage.item ?? 0, promptId: a.promptId, attempt: a.attempt, outcome: a.outcome });
+    }
+  }
+  tl.prompts.sort((x, y) => x.item - y.item || (x.attempt ?? 0) - (y.attempt ?? 0));
   return tl;
 }
 
@@ -304,15 +337,17 @@ function recordResult(tl: RenderTimeline, stage: StageView, result: unknown, col
 }
 
 /** A running render: its pending activities say which attempt runs now, since when, and its heartbeat. */
-function mergePending(tl: RenderTimeline, pending: PendingActivity[], converter: PayloadConverter): void {
+function mergePending(executions: Execution[], pending: PendingActivity[], converter: PayloadConverter): void {
   for (const p of pending) {
-    const stage = tl.stages.find((s) => s.activityId === p.activityId && s.outcome !== 'completed');
-    if (!stage) continue;
+    const ex = executions.find((e) => e.activityId === p.activityId && !e.closed);
+    if (!ex) continue;
+    const { stage } = ex;
     const n = p.attempt ?? 1;
-    const lastFailure = failureView(converter, p.lastFailure);
-    stage.attempts = earlierAttempts(n, lastFailure);
+    // History holds no start for a pending activity: its attempts so far come from describe() alone.
+    if (ex.current) stage.attempts.splice(stage.attempts.indexOf(ex.current), 1);
+    if (ex.workflowAttempt === undefined) stage.attempts.push(...earlierAttempts(n, failureView(converter, p.lastFailure)));
     const started = p.state === PendingState.PENDING_ACTIVITY_STATE_STARTED || p.state === PendingState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED;
-    const attempt: AttemptView = { attempt: n, outcome: started ? 'running' : 'waiting' };
+    const attempt: AttemptView = { attempt: ex.workflowAttempt ?? n, outcome: started ? 'running' : 'waiting' };
     const startedAt = ms(p.lastStartedTime);
     if (started && startedAt !== undefined) {
       attempt.startedAt = iso(startedAt);
@@ -329,7 +364,17 @@ function mergePending(tl: RenderTimeline, pending: PendingActivity[], converter:
       if (pid) attempt.promptId = pid;
     }
     stage.attempts.push(attempt);
+    ex.current = attempt;
     stage.outcome = started ? 'running' : 'scheduled';
     if (p.state === PendingState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED) stage.cancelRequested = true;
   }
+}
+
+interface Execution {
+  stage: StageView;
+  activityId: string;
+  /** The workflow's attempt number (input `attempt`) when the workflow, not Temporal, retries. */
+  workflowAttempt?: number;
+  current?: AttemptView;
+  closed: boolean;
 }

@@ -70,7 +70,8 @@ export interface AttemptView {
   note?: string;
 }
 
-export type StageOutcome = 'scheduled' | 'running' | 'completed' | 'failed' | 'timed-out' | 'cancelled';
+/** `abandoned`: still pending when the render ended (terminated, timed out). */
+export type StageOutcome = 'scheduled' | 'running' | 'completed' | 'failed' | 'timed-out' | 'cancelled' | 'abandoned';
 
 /** One activity execution: `buildGraph`, `chooseBackend`, `uploadInputs`, `runPrompt[i]`, `collectOutputs[i]`. */
 export interface StageView {
@@ -98,6 +99,7 @@ export interface PromptView {
   attempt?: number;
   startedAt?: string;
   finishedAt?: string;
+  outcome?: AttemptOutcome;
 }
 
 export interface GraphView {

@@ -1,4 +1,8 @@
-/** Backends come from COMFYUI_URL: one ComfyUI each, with its own single-slot task queue. */
+/**
+ * Backends come from COMFYUI_URL: one ComfyUI each, with its own single-slot task queue. Every process gets
+ * the same full list (ids are positional, so they must agree); GPU_BACKENDS picks the ones whose prompts
+ * this worker runs — in production one worker per GPU box, next to its ComfyUI.
+ */
 import type { Backend } from '../render/types.ts';
 
 export function backendsFromUrls(urls: string[], taskQueue: string): Backend[] {
@@ -6,4 +10,14 @@ export function backendsFromUrls(urls: string[], taskQueue: string): Backend[] {
     const id = `comfyui-${i}`;
     return { id, url: url.replace(/\/+$/, ''), taskQueue: `${taskQueue}.${id}` };
   });
+}
+
+/** The backends this worker serves prompts for: all by default, else the ids listed (unknown ids are an error). */
+export function gpuBackends(all: Backend[], ids: string[] | undefined): Backend[] {
+  if (!ids) return all;
+  const unknown = ids.filter((id) => !all.some((b) => b.id === id));
+  if (unknown.length > 0) {
+    throw new Error(`GPU_BACKENDS names unknown backends ${unknown.join(', ')}; known: ${all.map((b) => `${b.id}=${b.url}`).join(', ')}`);
+  }
+  return all.filter((b) => ids.includes(b.id));
 }

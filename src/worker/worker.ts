@@ -2,8 +2,11 @@
  * Temporal workers of one process: the general queue (workflows and I/O activities) and, per ComfyUI
  * backend, a queue with exactly one activity slot that runs prompts — one GPU, one render.
  */
+import { execFile } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
@@ -11,6 +14,20 @@ import type { RenderActivities } from '../activities/types.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
+const BUNDLER = path.join(here, 'bundle-workflows.ts');
+
+/**
+ * Build the workflow bundle in a child process (same node flags, so the TypeScript loader is there too) and
+ * return its path. Always rebuilt at start: a stale bundle would run old workflow code.
+ */
+export async function bundleWorkflowsInChild(outDir: string): Promise<string> {
+  removeStaleBundles(outDir);
+  const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
+  await promisify(execFile)(process.execPath, [...process.execArgv, BUNDLER, WORKFLOWS_PATH, out], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return out;
+}
 
 export interface WorkerSetOptions {
   address: string;
@@ -20,6 +37,8 @@ export interface WorkerSetOptions {
   activities: RenderActivities;
   logger: Logger;
   shutdownGraceMs?: number;
+  /** A prebuilt bundle (bundleWorkflowsInChild); without it the worker bundles in-process. */
+  workflowBundlePath?: string;
 }
 
 export interface WorkerSet {
@@ -36,7 +55,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    workflowsPath: WORKFLOWS_PATH,
+    ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: ioActivities,
     shutdownGraceTime,
   });
@@ -68,4 +87,23 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
       for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
     },
   };
+}
+
+/** Bundles left by workers that are gone (killed, so they could not clean up). */
+function removeStaleBundles(dir: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^workflow-bundle-(\d+)\.js$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      rmSync(path.join(dir, name), { force: true });
+    }
+  }
 }

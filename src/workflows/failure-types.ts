@@ -13,3 +13,18 @@ export const FailureType = {
 } as const;
 
 export const NON_RETRYABLE_TYPES: string[] = Object.values(FailureType);
+
+/** Failure types that a later attempt may fix; named here so the workflow and the front agree. */
+export const RetryableFailureType = {
+  /** No event and no queue movement for the stall timeout (the prompt was interrupted, see details.stop). */
+  ComfyStall: 'ComfyStall',
+  /** The backend is marked unhealthy: a stalled prompt survived interrupt and /free. Retried after a delay. */
+  BackendUnhealthy: 'ComfyBackendUnhealthy',
+  /** ComfyUI restarted and lost the prompt. */
+  ComfyPromptLost: 'ComfyPromptLost',
+  ComfyOutOfMemory: 'ComfyOutOfMemory',
+  ComfyUnavailable: 'ComfyUnavailable',
+} as const;
+
+/** The workflow gave up on an item: attempts or the item's deadline exhausted (details list every attempt). */
+export const GaveUpFailureType = 'RenderAttemptsExhausted';

@@ -2,19 +2,42 @@
  * The `render` workflow: deterministic orchestration only, every effect is an activity.
  * build graph → choose backend → upload inputs → run each prompt (submit + follow) → collect outputs.
  * Payloads are small JSON (graphs and blob references); image bytes never enter history.
+ *
+ * Prompt attempts are paced here, not by Temporal's activity retry policy: each attempt is its own
+ * `runPrompt` activity (maximumAttempts 1), so history shows every attempt with its own failure (a
+ * retried activity keeps only the last one), and the attempt number in the deterministic prompt id is the
+ * workflow's count. Attempts are bounded by the profile's `maxAttempts` and per-item `deadlineMs`.
  */
 import {
+  ActivityCancellationType,
+  ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  TimeoutFailure,
   defineQuery,
   proxyActivities,
   setHandler,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { RenderActivities } from '../activities/types.ts';
-import type { BlobRef, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
+import type { RenderActivities, RunPromptInput } from '../activities/types.ts';
+import type { BlobRef, PromptRun, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
 import { RENDER_BACKEND } from '../temporal/search-attributes.ts';
-import { NON_RETRYABLE_TYPES } from './failure-types.ts';
+import { attemptBackoffMs } from './attempts.ts';
+import { GaveUpFailureType, NON_RETRYABLE_TYPES } from './failure-types.ts';
+
+/** One runPrompt attempt as the status query reports it (history has the full failure). */
+export interface PromptAttempt {
+  item: number;
+  attempt: number;
+  outcome: 'completed' | 'failed';
+  promptId?: string;
+  /** Failure type (ComfyStall, ComfyPromptLost, Timeout, WorkerShutdown, ...) and message. */
+  type?: string;
+  message?: string;
+}
 
 export interface RenderStatus {
   stage: 'building' | 'choosing-backend' | 'uploading' | 'rendering' | 'collecting' | 'done';
@@ -22,6 +45,7 @@ export interface RenderStatus {
   items: number;
   backend?: string;
   promptIds: string[];
+  attempts: PromptAttempt[];
 }
 
 export const renderStatusQuery = defineQuery<RenderStatus>('status');
@@ -31,10 +55,13 @@ const io = proxyActivities<RenderActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8, nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
 });
 
+/** An attempt needs at least this much of the item's deadline left to be worth starting. */
+const MIN_ATTEMPT_MS = 1_000;
+
 export async function render(request: RenderRequest): Promise<RenderResult> {
   const renderId = workflowInfo().workflowId;
   const timings: StageTiming[] = [];
-  const status: RenderStatus = { stage: 'building', item: 0, items: request.batchSize * request.nIter, promptIds: [] };
+  const status: RenderStatus = { stage: 'building', item: 0, items: request.batchSize * request.nIter, promptIds: [], attempts: [] };
   setHandler(renderStatusQuery, () => status);
 
   const timed = async <T>(stage: string, fn: () => Promise<T>): Promise<T> => {
@@ -53,34 +80,62 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
   status.backend = backend.id;
   upsertSearchAttributes([{ key: RENDER_BACKEND, value: backend.id }]);
 
-  // Prompts run on the backend's own task queue, which has exactly one slot per ComfyUI: waiting happens
-  // in Temporal's durable queue, never in ComfyUI's in-memory one.
-  const gpu = proxyActivities<RenderActivities>({
-    taskQueue: backend.taskQueue,
-    startToCloseTimeout: limits.deadlineMs,
-    scheduleToCloseTimeout: limits.deadlineMs,
-    heartbeatTimeout: limits.heartbeatTimeoutMs,
-    retry: {
-      initialInterval: '1s',
-      backoffCoefficient: 2,
-      maximumInterval: '30s',
-      maximumAttempts: limits.maxAttempts,
-      nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
-    },
-  });
-
   if (plan.uploads.length > 0) {
     status.stage = 'uploading';
     await timed('uploadInputs', () => io.uploadInputs({ backend, uploads: plan.uploads }));
   }
 
+  /** Attempts of one item until it renders, fails for good, or runs out of attempts or time. */
+  const runItem = async (input: Omit<RunPromptInput, 'attempt'>): Promise<PromptRun> => {
+    const deadline = Date.now() + limits.deadlineMs;
+    for (let attempt = 1; ; attempt++) {
+      // Prompts run on the backend's own task queue, which has exactly one slot per ComfyUI: waiting happens
+      // in Temporal's durable queue, never in ComfyUI's in-memory one.
+      const gpu = proxyActivities<RenderActivities>({
+        taskQueue: backend.taskQueue,
+        startToCloseTimeout: Math.max(MIN_ATTEMPT_MS, deadline - Date.now()),
+        heartbeatTimeout: limits.heartbeatTimeoutMs,
+        retry: { maximumAttempts: 1 },
+        // A cancelled render ends only once runPrompt has stopped its prompt in ComfyUI. Spelled out: the
+        // SDK documents this as the default, but an unset option reaches Core as 0 = TRY_CANCEL, which
+        // ends the workflow at once while the GPU keeps rendering.
+        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      });
+      try {
+        const run = await gpu.runPrompt({ ...input, attempt });
+        status.attempts.push({ item: input.item, attempt, outcome: 'completed', promptId: run.promptId });
+        return run;
+      } catch (err) {
+        // The render itself was cancelled: runPrompt has stopped the prompt; end as cancelled.
+        if (CancellationScope.current().consideredCancelled) throw err;
+        const f = describeFailure(err);
+        status.attempts.push({ item: input.item, attempt, outcome: 'failed', type: f.type, message: f.message });
+        if (!f.retryable) throw err;
+        const delay = f.retryAfterMs ?? attemptBackoffMs(attempt);
+        const outOfTime = Date.now() + delay + MIN_ATTEMPT_MS > deadline;
+        if (attempt >= limits.maxAttempts || outOfTime) {
+          const why = outOfTime ? `its ${Math.round(limits.deadlineMs / 1000)} s deadline` : `${attempt} attempts`;
+          throw ApplicationFailure.create({
+            type: GaveUpFailureType,
+            message: `item ${input.item} did not render within ${why}; last attempt: ${f.type}: ${f.message}`,
+            nonRetryable: true,
+            details: [{ item: input.item, attempts: status.attempts.filter((a) => a.item === input.item) }],
+            cause: err instanceof Error ? err : undefined,
+          });
+        }
+        await sleep(delay);
+      }
+    }
+  };
+
   const outputs: BlobRef[] = [];
   for (const item of plan.items) {
     status.stage = 'rendering';
     status.item = item.index;
-    const run = await timed(`runPrompt[${item.index}]`, () =>
-      gpu.runPrompt({ backend, renderId, item: item.index, graph: item.graph, stallTimeoutMs: limits.stallTimeoutMs }),
-    );
+    const runInput: Omit<RunPromptInput, 'attempt'> = { backend, renderId, item: item.index, graph: item.graph, stallTimeoutMs: limits.stallTimeoutMs };
+    // Only LoadImage graphs need them; runPrompt re-uploads them if ComfyUI lost its input folder.
+    if (plan.uploads.length > 0) runInput.uploads = plan.uploads;
+    const run = await timed(`runPrompt[${item.index}]`, () => runItem(runInput));
     status.promptIds.push(run.promptId);
     status.stage = 'collecting';
     const refs = await timed(`collectOutputs[${item.index}]`, () =>
@@ -102,4 +157,30 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
     promptIds: status.promptIds,
     timings,
   };
+}
+
+function describeFailure(err: unknown): { type: string; message: string; retryable: boolean; retryAfterMs?: number } {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure) {
+    const type = cause.type ?? 'Error';
+    const d = cause.details?.[0];
+    const retryAfter = d && typeof d === 'object' ? (d as { retryAfterMs?: unknown }).retryAfterMs : undefined;
+    const r: ReturnType<typeof describeFailure> = {
+      type,
+      message: cause.message,
+      retryable: !cause.nonRetryable && !NON_RETRYABLE_TYPES.includes(type),
+    };
+    if (typeof retryAfter === 'number' && retryAfter > 0) r.retryAfterMs = retryAfter;
+    return r;
+  }
+  if (cause instanceof TimeoutFailure) {
+    // Heartbeat timeout: the worker died mid-prompt. The next attempt re-attaches to the prompt it left.
+    return { type: `Timeout:${cause.timeoutType ?? 'unknown'}`, message: cause.message, retryable: true };
+  }
+  if (cause instanceof CancelledFailure) {
+    // Not a cancellation of the render (checked before): a worker shut down and handed the attempt back.
+    return { type: 'WorkerShutdown', message: cause.message, retryable: true };
+  }
+  const e = cause instanceof Error ? cause : new Error(String(cause));
+  return { type: e.name || 'Error', message: e.message, retryable: true };
 }

@@ -1,7 +1,7 @@
 /**
  * Records real `render` workflow histories for the replay test (test/unit/replay.test.ts):
  *
- *   npx tsx test/histories/record.ts
+ *   npx tsx test/histories/record.ts [scenario...]
  *
  * Starts the real stack (Temporal dev server, fake ComfyUI, comfy-durable as a child process), runs one
  * render per scenario and writes `test/histories/<scenario>.json` (`historyToJSON` of `fetchHistory()`).
@@ -19,7 +19,8 @@ import type { FaultsBody } from '../../src/fake-comfyui/faults.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
+/** Where the JSON files go: this directory, or HISTORIES_DIR (to look at a recording without replacing these). */
+const outDir = process.env.HISTORIES_DIR ?? path.dirname(fileURLToPath(import.meta.url));
 
 interface Scenario {
   name: string;
@@ -89,7 +90,7 @@ async function runScenario(s: Scenario, svc: TestService, fake: FakeComfyUI, cli
   });
   if (described.status.name !== s.status) throw new Error(`${s.name}: expected ${s.status}, got ${described.status.name} (HTTP ${status})`);
   const history = await handle.fetchHistory();
-  const file = path.join(here, `${s.name}.json`);
+  const file = path.join(outDir, `${s.name}.json`);
   writeFileSync(file, `${historyToJSON(history)}\n`);
   process.stdout.write(`${s.name}: ${workflowId} ${described.status.name}, ${history.events?.length ?? 0} events -> ${path.relative(process.cwd(), file)}\n`);
 }

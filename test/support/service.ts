@@ -6,11 +6,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePort } from './ports.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+/**
+ * tsx's loader in the service process itself, NOT the `tsx` CLI: the CLI runs the script in a child process,
+ * so SIGKILL (the crash tests) would kill only the wrapper and leave the real service running as an orphan.
+ */
+const tsxLoader = path.join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs');
 
 export interface ServiceOptions {
   mode?: 'start' | 'worker' | 'api';
@@ -46,7 +50,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
   let child!: ChildProcess;
 
   const launch = async (): Promise<void> => {
-    child = spawn(process.execPath, [tsxCli, path.join(root, 'src', 'cli', 'main.ts'), mode], {
+    child = spawn(process.execPath, ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts'), mode], {
       cwd: root,
       env: {
         ...process.env,
@@ -56,19 +60,26 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
         PORT: String(port),
         HOST: '127.0.0.1',
         TEMPORAL_TASK_QUEUE: taskQueue,
-        LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? 'warn',
+        // A worker has no /health to poll: readiness is its 'comfy-durable ready' log line, logged at info.
+        LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? (mode === 'worker' ? 'info' : 'warn'),
         ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // Readiness must come from THIS launch: after restart() the old output still holds the old ready line.
+    let ready = false;
+    let tail = '';
     const keep = (b: Buffer): void => {
-      out = (out + b.toString()).slice(-200_000);
+      const text = b.toString();
+      tail = (tail + text).slice(-4_000);
+      if (tail.includes('comfy-durable ready') || tail.includes('comfy-durable listening on')) ready = true;
+      out = (out + text).slice(-200_000);
       if (process.env.TEST_SERVICE_ECHO) process.stderr.write(b);
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     if (mode === 'worker' || opts.waitHealthy === false) {
-      await waitFor(() => out.includes('comfy-durable ready'), 60_000, () => out, child);
+      await waitFor(() => ready, 60_000, () => out, child);
       return;
     }
     await waitFor(

@@ -10,8 +10,11 @@ import { RequestError } from '../a1111/errors.ts';
 import { knownModelNames, listProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../server.ts';
+import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
 
 const optionsPatchSchema = z.record(z.string(), z.unknown());
+/** Clients poll progress about once a second: a late answer is worth less than a partial one. */
+const PROGRESS_TIMEOUT_MS = 3_000;
 
 export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/sdapi/v1/sd-models', async () =>
@@ -64,26 +67,32 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
   app.get('/sdapi/v1/cmd-flags', async () => ({}));
   app.post('/sdapi/v1/refresh-checkpoints', async () => null);
 
-  app.get('/sdapi/v1/progress', async () => {
-    const running = ctx.inFlight.list();
-    const jobCount = running.length;
-    return {
-      progress: 0,
-      eta_relative: 0,
-      state: {
-        skipped: false,
-        interrupted: false,
-        stopping_generation: false,
-        job: jobCount > 0 ? running[0]!.renderId : '',
-        job_count: jobCount,
-        job_timestamp: '0',
-        job_no: 0,
-        sampling_step: 0,
-        sampling_steps: 0,
-      },
-      current_image: null,
-      textinfo: null,
-    };
+  // Live progress from Temporal (heartbeats of the running prompt), not from this process: see
+  // src/operators/progress.ts. SillyTavern and others treat `job_count === 0` as idle, so idle is all zeros.
+  const live = new LiveProgress({
+    client: ctx.renders.client,
+    namespace: ctx.config.TEMPORAL_NAMESPACE,
+    taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+    logger: ctx.logger.child({ component: 'progress' }),
+  });
+  app.get('/sdapi/v1/progress', async (req) => {
+    let snapshot: ProgressSnapshot;
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const slow = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer in ${PROGRESS_TIMEOUT_MS} ms`)), PROGRESS_TIMEOUT_MS);
+      });
+      try {
+        snapshot = await Promise.race([live.snapshot(ctx.inFlight.list().map((r) => r.renderId)), slow]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (err) {
+      // Temporal unreachable: still answer (clients poll this in a loop), with what this front knows.
+      req.log.warn({ err: (err as Error).message }, 'progress: Temporal did not answer');
+      snapshot = { jobCount: ctx.inFlight.size };
+    }
+    return a1111Progress(snapshot);
   });
 
   // A1111 interrupts the job on the GPU: here that is the oldest render this front is waiting on.
@@ -97,3 +106,28 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
   });
   app.post('/sdapi/v1/skip', async () => null);
 }
+
+/** A1111's `/sdapi/v1/progress` body. `job_timestamp` is A1111's `YYYYMMDDhhmmss` of the job start. */
+export function a1111Progress(s: ProgressSnapshot): Record<string, unknown> {
+  const c = s.current;
+  const started = c?.itemStartedAt !== undefined ? new Date(c.itemStartedAt).toISOString().replace(/[-:T]/g, '').slice(0, 14) : '0';
+  return {
+    progress: c ? round(c.progress, 4) : 0,
+    eta_relative: c ? round(c.etaSeconds, 2) : 0,
+    state: {
+      skipped: false,
+      interrupted: false,
+      stopping_generation: false,
+      job: c?.renderId ?? '',
+      job_count: s.jobCount,
+      job_timestamp: started,
+      job_no: c?.item ?? 0,
+      sampling_step: c?.value ?? 0,
+      sampling_steps: c?.max ?? 0,
+    },
+    current_image: null,
+    textinfo: null,
+  };
+}
+
+const round = (v: number, digits: number): number => Math.round(v * 10 ** digits) / 10 ** digits;

@@ -3,7 +3,7 @@
  * it fully passes), store input images as blobs, start the render workflow, wait, answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeRequest } from '../a1111/normalize.ts';
+import { normalizeRequest, type DecodedImage } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
@@ -26,9 +26,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-    for (const img of normalized.images) {
-      await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
-    }
+    await storeImages(ctx, normalized.images);
 
     const idempotencyKey = headerValue(req.headers['idempotency-key']);
     let started;
@@ -40,6 +38,10 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       }
       throw err;
     }
+    // The images are in the blob store and the workflow has the request: drop the base64 body and the decoded
+    // bytes, or every client waiting for its render pins ~2.4× its image size (DESIGN §9 memory budget).
+    normalized.images.length = 0;
+    req.body = undefined;
     reply.header('X-Render-Id', started.renderId);
     req.log.info({ renderId: started.renderId, model: normalized.request.model, attached: started.attached }, 'render started');
 
@@ -71,7 +73,13 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     } catch (err) {
       if (err instanceof RenderFailedError) {
         req.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);
-        return sendError(reply, err.status, errorBody(err.kind, err.message, { render_id: err.renderId, details: err.details }));
+        // A1111's envelope: `detail` is our sentence, `errors` ComfyUI's own message; node and input say where.
+        const { comfy_message: comfyMessage, ...where } = err.fields;
+        return sendError(
+          reply,
+          err.status,
+          errorBody(err.kind, err.message, { errors: comfyMessage ?? err.message, render_id: err.renderId, ...where, details: err.details }),
+        );
       }
       throw err;
     } finally {
@@ -82,6 +90,16 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
 
   app.post('/sdapi/v1/txt2img', handler('txt2img'));
   app.post('/sdapi/v1/img2img', handler('img2img'));
+}
+
+/**
+ * In its own function on purpose: a loop variable in the route handler stays in the suspended async frame
+ * (a stale generator register) for the whole render, pinning the last decoded image per waiting client.
+ */
+async function storeImages(ctx: ApiContext, images: DecodedImage[]): Promise<void> {
+  for (const img of images) {
+    await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
+  }
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

@@ -1,5 +1,9 @@
-/** Operational routes: health and the ping A1111's UI mode serves (clients use it as a liveness probe). */
+/**
+ * Operational routes: health, Prometheus metrics, and the ping A1111's UI mode serves (clients use it as a
+ * liveness probe). `/metrics` stays behind API_TOKEN when one is set: scrapers can send a bearer token.
+ */
 import type { FastifyInstance } from 'fastify';
+import { renderMetrics } from '../../metrics/metrics.ts';
 import { checkHealth } from '../health.ts';
 import type { ApiContext } from '../server.ts';
 
@@ -7,6 +11,11 @@ export function registerOps(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/health', async (_req, reply) => {
     const result = await checkHealth(ctx.health);
     return reply.code(result.ok ? 200 : 503).send({ status: result.ok ? 'ok' : 'unavailable', checks: result.checks });
+  });
+
+  app.get('/metrics', async (_req, reply) => {
+    const { contentType, body } = await renderMetrics();
+    return reply.type(contentType).send(body);
   });
 
   app.get('/internal/ping', async () => ({}));

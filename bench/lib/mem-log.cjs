@@ -1,0 +1,19 @@
+// Preload (NODE_OPTIONS=--require) for the comfy-durable service process: appends process.memoryUsage()
+// as a JSON line to BENCH_MEM_LOG.<pid> every 250 ms. With BENCH_MEM_GC=1 it forces a full GC before
+// each sample (every second) so the figures show what is retained rather than garbage not yet collected.
+'use strict';
+const fs = require('node:fs');
+if (process.argv.some((a) => a.endsWith('src/cli/main.ts')) && process.env.BENCH_MEM_LOG) {
+  const file = `${process.env.BENCH_MEM_LOG}.${process.pid}`;
+  let gc;
+  if (process.env.BENCH_MEM_GC === '1') {
+    require('node:v8').setFlagsFromString('--expose_gc');
+    gc = require('node:vm').runInNewContext('gc');
+  }
+  const t = setInterval(() => {
+    if (gc) gc();
+    const m = process.memoryUsage();
+    fs.appendFileSync(file, `${JSON.stringify({ at: Date.now(), ...m })}\n`);
+  }, gc ? 1000 : 250);
+  t.unref();
+}

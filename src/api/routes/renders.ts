@@ -1,0 +1,160 @@
+/**
+ * Operator routes over HTTP — the same operations as `comfy-durable renders …` (src/operators):
+ *   GET  /renders                      list (status, model, kind, since, until, replayOf, limit, cursor)
+ *   GET  /renders/{id}                 timeline (stages, attempts, request, graphs, prompts, outputs, reason)
+ *   GET  /renders/{id}/outputs/{n}     output image n (0-based) from the blob store
+ *   POST /renders/{id}/replay          {newSeed?: boolean} → 202 the new render, linked to the original
+ *   POST /renders/{id}/cancel          → 202, or 409 when the render is not running
+ * and the gallery page at `/` (src/api/gallery: static HTML + vanilla JS, no build step).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { z } from 'zod';
+import { BlobNotFoundError } from '../../blobs/store.ts';
+import type { Config } from '../../config/config.ts';
+import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../../operators/operators.ts';
+import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
+import { RequestError } from '../a1111/errors.ts';
+import { errorBody, sendError } from '../http-errors.ts';
+import type { ApiContext } from '../server.ts';
+
+const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
+
+const listQuerySchema = renderFiltersSchema.extend({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: cursorSchema.optional(),
+  /** `0` skips reading the outcome (reason, outputs) of closed renders: a faster, visibility-only list. */
+  outcome: z.enum(['0', '1']).default('1'),
+});
+// Temporal accepts any workflow id; ours are `render-…`. Bound the length and refuse control characters.
+const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a render id') });
+const outputParams = idParams.extend({ n: z.coerce.number().int().min(0).max(10_000) });
+const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish();
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const field = issue?.path.map(String).join('.') || where;
+  throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
+}
+
+/** The Temporal UI base URL for links, or undefined when there is none to link to. */
+export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_PORT'>): string | undefined {
+  if (config.TEMPORAL_UI_URL) return config.TEMPORAL_UI_URL.replace(/\/+$/, '');
+  // The embedded dev server serves its UI on TEMPORAL_UI_PORT (src/app/services.ts).
+  return config.TEMPORAL_ADDRESS ? undefined : `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`;
+}
+
+const escapeHtml = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+// Scripts and styles only from this origin, no inline code: even a prompt that slipped past the page's
+// escaping could not run. Images may be blob: URLs (thumbnails fetched with a bearer token).
+const GALLERY_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function notFound(reply: FastifyReply, message: string, field = 'id'): FastifyReply {
+  return sendError(reply, 404, errorBody('HTTPException', message, { field }));
+}
+
+export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
+  const ops = new RenderOperators({
+    client: ctx.renders.client,
+    namespace: ctx.config.TEMPORAL_NAMESPACE,
+    blobs: ctx.blobs,
+    logger: ctx.logger.child({ component: 'operators' }),
+  });
+
+  const mapError = (reply: FastifyReply, err: unknown): FastifyReply => {
+    if (err instanceof RenderNotFoundError) return notFound(reply, err.message);
+    if (err instanceof OutputNotFoundError) return notFound(reply, err.message, 'n');
+    if (err instanceof BlobNotFoundError) return notFound(reply, `output image is missing from the blob store: ${err.message}`, 'n');
+    if (err instanceof RenderNotRunningError) return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'id', status: err.status }));
+    if (err instanceof NotReplayableError) return sendError(reply, 422, errorBody('HTTPException', err.message, { field: 'id' }));
+    throw err;
+  };
+
+  app.get('/renders', async (req) => {
+    const q = parse(listQuerySchema, req.query ?? {}, 'query');
+    const { limit, cursor, outcome, ...filters } = q;
+    const page = await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1' });
+    return page;
+  });
+
+  app.get('/renders/:id', async (req, reply) => {
+    const { id } = parse(idParams, req.params, 'id');
+    try {
+      return await ops.show(id);
+    } catch (err) {
+      return mapError(reply, err);
+    }
+  });
+
+  app.get('/renders/:id/outputs/:n', async (req, reply) => {
+    const { id, n } = parse(outputParams, req.params, 'id');
+    try {
+      const { ref, bytes } = await ops.output(id, n);
+      // Content-addressed: the bytes behind a sha256 never change.
+      return reply
+        .type(ref.mime)
+        .header('ETag', `"${ref.sha256}"`)
+        .header('Cache-Control', 'private, max-age=86400')
+        .header('Content-Disposition', `inline; filename="${id}-${n}.png"`)
+        .send(bytes);
+    } catch (err) {
+      return mapError(reply, err);
+    }
+  });
+
+  app.post('/renders/:id/replay', async (req, reply) => {
+    const { id } = parse(idParams, req.params, 'id');
+    const body = parse(replayBody, req.body, 'body');
+    try {
+      const started = await ops.replay(id, { newSeed: body?.newSeed ?? false });
+      req.log.info({ renderId: started.renderId, replayOf: id }, 'replay started');
+      return reply.code(202).header('X-Render-Id', started.renderId).send(started);
+    } catch (err) {
+      return mapError(reply, err);
+    }
+  });
+
+  app.post('/renders/:id/cancel', async (req, reply) => {
+    const { id } = parse(idParams, req.params, 'id');
+    try {
+      const res = await ops.cancel(id);
+      return reply.code(202).send(res);
+    } catch (err) {
+      return mapError(reply, err);
+    }
+  });
+
+  // The gallery: read once at start-up; no build step, no templating beyond two escaped attributes.
+  const html = readFileSync(path.join(galleryDir, 'index.html'), 'utf8')
+    .replace('{{TEMPORAL_UI_URL}}', escapeHtml(temporalUiUrl(ctx.config) ?? ''))
+    .replace('{{TEMPORAL_NAMESPACE}}', escapeHtml(ctx.config.TEMPORAL_NAMESPACE));
+  const assets: Record<string, { type: string; body: string }> = {
+    'app.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(path.join(galleryDir, 'app.js'), 'utf8') },
+    'style.css': { type: 'text/css; charset=utf-8', body: readFileSync(path.join(galleryDir, 'style.css'), 'utf8') },
+    'favicon.svg': { type: 'image/svg+xml', body: readFileSync(path.join(galleryDir, 'favicon.svg'), 'utf8') },
+  };
+  app.get('/', async (_req, reply) =>
+    reply.type('text/html; charset=utf-8').header('Content-Security-Policy', GALLERY_CSP).header('Cache-Control', 'no-cache').send(html),
+  );
+  app.get('/gallery/:file', async (req, reply) => {
+    const file = (req.params as { file: string }).file;
+    const asset = Object.hasOwn(assets, file) ? assets[file] : undefined;
+    if (!asset) return notFound(reply, 'no such file', 'file');
+    return reply.type(asset.type).header('Cache-Control', 'no-cache').send(asset.body);
+  });
+}

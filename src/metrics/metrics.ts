@@ -1,0 +1,112 @@
+/**
+ * Prometheus metrics (prom-client), one registry per process.
+ *
+ * Who counts what: the HTTP front counts renders (started, completed, failed by reason, duration) because
+ * it is where a render starts and where its outcome is classified for the client; the worker counts what
+ * happens on the GPU (prompt attempts by outcome, stalls, escalations, re-uploads). In `start` mode both
+ * live in one process and `GET /metrics` shows everything; with `api` and `worker` as separate processes
+ * the worker serves its own registry on `METRICS_PORT` (see src/app/services.ts), and the front's backend
+ * gauge reads the unhealthy markers the worker writes into the shared DATA_DIR (src/worker/backend-health.ts).
+ *
+ * Module-level on purpose: prom-client metrics are registered once per name, and every component of a
+ * process must increment the same counter objects.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+export const rendersStarted = new Counter({
+  name: 'comfy_durable_renders_started_total',
+  help: 'Renders started by this front (an Idempotency-Key retry that attaches is not a new render)',
+  labelNames: ['model'] as const,
+  registers: [registry],
+});
+
+export const rendersCompleted = new Counter({
+  name: 'comfy_durable_renders_completed_total',
+  help: 'Renders this front saw complete with images',
+  labelNames: ['model'] as const,
+  registers: [registry],
+});
+
+export const rendersFailed = new Counter({
+  name: 'comfy_durable_renders_failed_total',
+  help: 'Renders this front saw end without images, by reason (failure type: ComfyValidation, ComfyStall, Cancelled, ...)',
+  labelNames: ['model', 'reason'] as const,
+  registers: [registry],
+});
+
+export const renderDuration = new Histogram({
+  name: 'comfy_durable_render_duration_seconds',
+  help: 'Time from workflow start to its outcome, as seen by the front',
+  labelNames: ['model', 'outcome'] as const,
+  // Renders take seconds (schnell, small) to many minutes (Qwen at 2 MP, retries after a stall).
+  buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 180, 300, 600, 900, 1200],
+  registers: [registry],
+});
+
+export const promptAttempts = new Counter({
+  name: 'comfy_durable_prompt_attempts_total',
+  help: 'runPrompt attempts on a ComfyUI backend, by outcome (success, stall, lost, oom, execution_error, validation, unavailable, interrupted, cancelled, worker_shutdown, backend_unhealthy, error)',
+  labelNames: ['backend', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const promptReattached = new Counter({
+  name: 'comfy_durable_prompt_reattached_total',
+  help: 'Attempts that re-attached to a prompt an earlier attempt had submitted instead of rendering again',
+  labelNames: ['backend'] as const,
+  registers: [registry],
+});
+
+export const promptStalls = new Counter({
+  name: 'comfy_durable_prompt_stalls_total',
+  help: 'Prompts that showed no event and no queue movement for the stall timeout, by the state they stalled in',
+  labelNames: ['backend', 'state'] as const,
+  registers: [registry],
+});
+
+export const backendEscalations = new Counter({
+  name: 'comfy_durable_backend_escalations_total',
+  help: 'Escalation steps after an interrupt did not stop a stalled prompt: free (POST /free), unhealthy (backend marked)',
+  labelNames: ['backend', 'step'] as const,
+  registers: [registry],
+});
+
+export const inputReuploads = new Counter({
+  name: 'comfy_durable_input_reuploads_total',
+  help: 'Times ComfyUI had lost an uploaded input image (LoadImage "Invalid image file") and it was uploaded again',
+  labelNames: ['backend'] as const,
+  registers: [registry],
+});
+
+/** Source of the backend gauge: which backends this process knows, and which are marked unhealthy. */
+export interface BackendHealthSource {
+  backends(): readonly { id: string }[];
+  unhealthy(): Map<string, string>;
+}
+
+let healthSource: BackendHealthSource | undefined;
+
+/** Set by the composition root; the gauge is computed at scrape time, so it is never stale. */
+export function setBackendHealthSource(source: BackendHealthSource | undefined): void {
+  healthSource = source;
+}
+
+new Gauge({
+  name: 'comfy_durable_backend_healthy',
+  help: '1 when the ComfyUI backend is usable, 0 while it is marked unhealthy (a stalled prompt survived interrupt and /free)',
+  labelNames: ['backend'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    if (!healthSource) return;
+    const marked = healthSource.unhealthy();
+    for (const b of healthSource.backends()) this.set({ backend: b.id }, marked.has(b.id) ? 0 : 1);
+  },
+});
+
+export async function renderMetrics(): Promise<{ contentType: string; body: string }> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}

@@ -1,0 +1,179 @@
+/**
+ * Live progress for `/sdapi/v1/progress`, from Temporal rather than from this process: any front sees
+ * renders started by any other, and a restarted front still sees the one on the GPU.
+ *
+ * - job_count: running render workflows on the task queue (each is running on a GPU or waiting for a
+ *   slot), from visibility. Visibility is eventually consistent, so the oldest few (the one on the GPU is
+ *   among them) are re-checked with `describe()` (strongly consistent), and renders this front has just
+ *   started are counted even before they become visible.
+ * - the current render: the one whose `runPrompt` is started, with its live heartbeat
+ *   (`PromptHeartbeat` {node, value, max}) from `describe().raw.pendingActivities`, and its item / items
+ *   from the workflow's `status` query.
+ *
+ * Clients poll about once a second; one answer is cached briefly and concurrent polls share it.
+ */
+import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
+// @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
+import proto from '@temporalio/proto';
+import type { google } from '@temporalio/proto';
+import type { PromptHeartbeat } from '../activities/types.ts';
+import type { Logger } from '../log.ts';
+import { renderStatusQuery, type RenderStatus } from '../workflows/render.ts';
+import { decodeFirst } from './failure.ts';
+
+const { temporal } = proto;
+const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+
+export interface CurrentRender {
+  renderId: string;
+  /** Output item being rendered (0-based) and the number of items. */
+  item: number;
+  items: number;
+  /** Sampler step and steps of the current prompt (0 when not known yet). */
+  value: number;
+  max: number;
+  node?: string;
+  promptId?: string;
+  /** (item + value / max) / items, in 0..1. */
+  progress: number;
+  /** Seconds left, extrapolated from the current item's pace (0 until the first step). */
+  etaSeconds: number;
+  /** When the current item's prompt started (ms since the epoch). */
+  itemStartedAt?: number;
+}
+
+export interface ProgressSnapshot {
+  /** Running + waiting renders. */
+  jobCount: number;
+  current?: CurrentRender;
+}
+
+export interface LiveProgressOptions {
+  client: Client;
+  namespace: string;
+  taskQueue: string;
+  logger?: Logger;
+  cacheMs?: number;
+  /** How many running renders to describe per refresh (the one on the GPU is among the oldest). */
+  maxDescribe?: number;
+  now?: () => number;
+}
+
+const QUERY_TIMEOUT_MS = 2_000;
+/** Beyond this many running renders, count them instead of listing them all. */
+const MAX_LISTED = 1_000;
+
+const tsMs = (ts: google.protobuf.ITimestamp | null | undefined): number | undefined =>
+  ts?.seconds === null || ts?.seconds === undefined ? undefined : Number(ts.seconds.toString()) * 1_000 + Math.floor((ts.nanos ?? 0) / 1e6);
+
+export class LiveProgress {
+  private cached: { at: number; value: Promise<ProgressSnapshot> } | undefined;
+  private readonly opts: Required<Omit<LiveProgressOptions, 'logger'>> & { logger?: Logger };
+  private readonly queryable: boolean;
+
+  constructor(opts: LiveProgressOptions) {
+    this.opts = { cacheMs: 500, maxDescribe: 10, now: Date.now, ...opts };
+    // The name is quoted into a visibility query, which has no parameter binding.
+    this.queryable = /^[A-Za-z0-9._:/@+-]{1,200}$/.test(opts.taskQueue);
+    if (!this.queryable) opts.logger?.warn({ taskQueue: opts.taskQueue }, 'progress: task queue name cannot be queried; counting only this front’s renders');
+  }
+
+  get runningQuery(): string {
+    return `WorkflowType = 'render' AND TaskQueue = '${this.opts.taskQueue}' AND ExecutionStatus = 'Running'`;
+  }
+
+  /** `justStarted`: ids of renders this front started that visibility may not show yet. */
+  snapshot(justStarted: string[] = []): Promise<ProgressSnapshot> {
+    if (!this.queryable) return Promise.resolve({ jobCount: justStarted.length });
+    const now = this.opts.now();
+    if (this.cached && now - this.cached.at < this.opts.cacheMs) return this.cached.value;
+    const value = this.compute(justStarted);
+    this.cached = { at: now, value };
+    // A failed refresh must not be served from the cache.
+    value.catch(() => {
+      if (this.cached?.value === value) this.cached = undefined;
+    });
+    return value;
+  }
+
+  private async compute(justStarted: string[]): Promise<ProgressSnapshot> {
+    const { client, namespace } = this.opts;
+    // All running renders (ids and start times; cheap), because visibility lists newest first while the
+    // render on the GPU is among the oldest.
+    const listed: { id: string; startedAt: number }[] = [];
+    let token: Uint8Array | null | undefined;
+    do {
+      const page = await client.workflowService.listWorkflowExecutions({ namespace, query: this.runningQuery, pageSize: 100, nextPageToken: token ?? null });
+      for (const e of page.executions ?? []) {
+        if (e.execution?.workflowId) listed.push({ id: e.execution.workflowId, startedAt: tsMs(e.startTime) ?? 0 });
+      }
+      token = page.nextPageToken;
+    } while (token && token.length > 0 && listed.length < MAX_LISTED);
+    const total = token && token.length > 0 ? (await client.workflow.count(this.runningQuery)).count : listed.length;
+    if (total === 0 && justStarted.length === 0) return { jobCount: 0 };
+
+    const oldest = listed
+      .sort((a, b) => a.startedAt - b.startedAt)
+      .slice(0, this.opts.maxDescribe)
+      .map((r) => r.id);
+    const ids = [...new Set([...oldest, ...justStarted])];
+    const described = (await Promise.all(ids.map((id) => client.workflow.getHandle(id).describe().catch(() => undefined)))).filter(
+      (d): d is WorkflowExecutionDescription => d !== undefined,
+    );
+    const running = described.filter((d) => d.status.name === 'RUNNING');
+    // Listed as running but already closed: visibility has not caught up with them yet.
+    const stale = oldest.filter((id) => !running.some((d) => d.workflowId === id)).length;
+    const jobCount = Math.max(total - stale, running.length);
+    if (jobCount === 0) return { jobCount: 0 };
+
+    const onGpu = running
+      .map((d) => ({ d, activity: d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED) }))
+      .filter((x) => x.activity !== undefined)
+      .sort((a, b) => a.d.startTime.getTime() - b.d.startTime.getTime())[0];
+    if (!onGpu) return { jobCount };
+
+    const converter = client.options.loadedDataConverter.payloadConverter;
+    const beat = (decodeFirst(converter, onGpu.activity!.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
+    const status = await this.status(onGpu.d.workflowId);
+    const memoImages = typeof onGpu.d.memo?.images === 'number' ? onGpu.d.memo.images : 1;
+    const items = Math.max(1, status?.items ?? memoImages);
+    const item = Math.min(items - 1, Math.max(0, status?.item ?? 0));
+    const value = typeof beat.value === 'number' && beat.value >= 0 ? beat.value : 0;
+    const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
+    const fraction = max > 0 ? Math.min(1, value / max) : 0;
+    const progress = Math.min(1, (item + fraction) / items);
+    const itemStartedAt = tsMs(onGpu.activity!.lastStartedTime);
+    let etaSeconds = 0;
+    if (fraction > 0 && itemStartedAt !== undefined) {
+      // Pace from the heartbeat's own time, so a heartbeat that is a few seconds old (they are throttled)
+      // does not stretch the estimate while it waits for the next one.
+      const beatAt = typeof beat.lastEventAt === 'number' && beat.lastEventAt > itemStartedAt ? beat.lastEventAt : this.opts.now();
+      const perItemMs = (beatAt - itemStartedAt) / fraction;
+      const finishAt = itemStartedAt + perItemMs * (items - item);
+      etaSeconds = Math.max(0, (finishAt - this.opts.now()) / 1_000);
+    }
+    const current: CurrentRender = { renderId: onGpu.d.workflowId, item, items, value, max, progress, etaSeconds };
+    if (beat.node) current.node = beat.node;
+    if (beat.promptId) current.promptId = beat.promptId;
+    if (itemStartedAt !== undefined) current.itemStartedAt = itemStartedAt;
+    return { jobCount, current };
+  }
+
+  private async status(renderId: string): Promise<RenderStatus | undefined> {
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), QUERY_TIMEOUT_MS);
+      });
+      try {
+        return await Promise.race([this.opts.client.workflow.getHandle(renderId).query(renderStatusQuery), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (err) {
+      // No workflow worker to answer (or the render just ended): progress falls back to item 0.
+      this.opts.logger?.debug({ renderId, err: (err as Error).message }, 'status query failed');
+      return undefined;
+    }
+  }
+}

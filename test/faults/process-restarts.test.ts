@@ -1,0 +1,237 @@
+/**
+ * Fault suite, the restart matrix for our own processes: front (`api`) and worker run as separate child
+ * processes on one task queue and data dir, as in production. The worker is SIGKILLed mid-render and
+ * restarted (the new attempt re-attaches to the running prompt), drained with SIGTERM (the prompt keeps
+ * running and is re-attached, not rendered again), the front is drained, stopped at once by a second signal,
+ * and SIGKILLed while a client waits (the client retries with its Idempotency-Key). Plus the Idempotency-Key
+ * contract, and health and metrics across the two processes.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
+import { renderIdForKey } from '../../src/api/render-ids.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { BackendHealth } from '../../src/worker/backend-health.ts';
+import { freePort } from '../support/ports.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
+import {
+  SCHNELL,
+  a1111,
+  expectRenderedOnce,
+  fakeStats,
+  metricValue,
+  resetFake,
+  scenario,
+  setFaults,
+  waitFor,
+  waitProgress,
+  waitRunning,
+} from './helpers.ts';
+import { runPromptAttempts } from './history.ts';
+
+let temporal: TestTemporal;
+let fake: FakeComfyUI;
+let worker: TestService;
+let front: TestService;
+let client: Client;
+let metricsPort: number;
+
+const ENV = { STALL_TIMEOUT_MS: '6000', HEARTBEAT_TIMEOUT_MS: '4000', POLL_INTERVAL_MS: '200', SHUTDOWN_GRACE_MS: '1000' };
+/** 60 steps of 200 ms: a 12 s render, long enough to kill and restart a worker in the middle of it. */
+const LONG = { ...SCHNELL, steps: 60 };
+/** 6 s: enough to stop the front while a client waits. */
+const MEDIUM = { ...SCHNELL, steps: 30 };
+
+beforeAll(async () => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cd-faults-procs-'));
+  const taskQueue = `renders-procs-${Date.now().toString(36)}`;
+  [temporal, fake, metricsPort] = await Promise.all([
+    startTestTemporal(),
+    startFakeComfyUI({ port: 0, dataDir: path.join(dataDir, 'comfyui'), stepMs: 50, logLevel: 'silent' }),
+    freePort(),
+  ]);
+  const common = { temporalAddress: temporal.address, comfyUrl: fake.url, dataDir, taskQueue };
+  worker = await startService({ ...common, mode: 'worker', env: { ...ENV, METRICS_PORT: String(metricsPort) } });
+  front = await startService({ ...common, mode: 'api', env: ENV });
+  client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([front?.kill('SIGKILL'), worker?.kill('SIGKILL')]);
+  await fake?.close();
+  await client?.connection.close();
+  await temporal?.stop();
+});
+
+beforeEach(async () => {
+  // A scenario that failed half-way may have left a process down: the next one starts from a running pair.
+  if (worker.child.exitCode !== null || worker.child.signalCode !== null) await worker.restart();
+  if (front.child.exitCode !== null || front.child.signalCode !== null) await front.restart();
+  await resetFake(fake.url);
+  await setFaults(fake.url, { slow: { stepMs: 200 } });
+}, 60_000);
+
+/** Waits for a child to exit on its own; returns its exit code and how long it took. */
+async function exitOf(svc: TestService, timeoutMs: number): Promise<{ code: number | null; ms: number }> {
+  const t0 = Date.now();
+  const child = svc.child;
+  if (child.exitCode !== null) return { code: child.exitCode, ms: 0 };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`process did not exit within ${timeoutMs} ms`)), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, ms: Date.now() - t0 });
+    });
+  });
+}
+
+describe('worker restarts', () => {
+  scenario(
+    'worker SIGKILLed mid-render, restarted -> the new attempt re-attaches, rendered once',
+    async () => {
+      const key = `kill-worker-${Date.now()}`;
+      const pending = a1111(front.url, 'txt2img', { ...LONG, prompt: 'kill the worker', seed: 21 }, { key });
+      const promptId = await waitRunning(fake.url);
+      await waitProgress(fake.url, promptId, 3);
+      await worker.kill('SIGKILL');
+      await worker.restart();
+      const r = await pending;
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      const stats = await fakeStats(fake.url);
+      expectRenderedOnce(stats, { prompts: 1 });
+      expect(stats.interrupts).toBe(0);
+      const attempts = await runPromptAttempts(client, renderIdForKey(key));
+      expect(attempts.map((a) => a.outcome)).toEqual(['timed-out', 'completed']);
+      expect(attempts[1]!.promptId).toBe(promptId);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metricValue(metrics, 'comfy_durable_prompt_reattached_total', { backend: 'comfyui-0' })).toBe(1);
+    },
+    60_000,
+  );
+
+  scenario(
+    'worker SIGTERM drains: the running prompt is handed over, not interrupted, and re-attached',
+    async () => {
+      const key = `drain-worker-${Date.now()}`;
+      const pending = a1111(front.url, 'txt2img', { ...LONG, prompt: 'drain the worker', seed: 22 }, { key });
+      const promptId = await waitRunning(fake.url);
+      await waitProgress(fake.url, promptId, 3);
+      worker.child.kill('SIGTERM');
+      const exit = await exitOf(worker, 15_000);
+      expect(exit.code).toBe(0);
+      // Handed over: still running in ComfyUI, nobody interrupted it.
+      const during = await fakeStats(fake.url);
+      expect(during.queue.running).toEqual([promptId]);
+      expect(during.interrupts).toBe(0);
+      await worker.restart();
+      const r = await pending;
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
+      const attempts = await runPromptAttempts(client, renderIdForKey(key));
+      expect(attempts.at(-1)).toMatchObject({ outcome: 'completed', promptId });
+      expect(attempts).toHaveLength(2);
+    },
+    60_000,
+  );
+});
+
+describe('front restarts', () => {
+  scenario('front SIGTERM drains: a waiting client still gets its images, then the front exits', async () => {
+    const pending = a1111(front.url, 'txt2img', { ...SCHNELL, steps: 15, prompt: 'drain the front', seed: 23 });
+    const promptId = await waitRunning(fake.url);
+    front.child.kill('SIGTERM');
+    const [r, exit] = await Promise.all([pending, exitOf(front, 30_000)]);
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(exit.code).toBe(0);
+    expect((await fakeStats(fake.url)).outcomes[promptId]).toEqual(['success']);
+    await front.restart();
+  });
+
+  scenario('a second signal exits at once, the render goes on; the client retries with its Idempotency-Key', async () => {
+    const key = `second-signal-${Date.now()}`;
+    const body = { ...MEDIUM, prompt: 'second signal', seed: 24 };
+    const pending = a1111(front.url, 'txt2img', body, { key }).catch((e: unknown) => e);
+    const promptId = await waitRunning(fake.url);
+    front.child.kill('SIGTERM');
+    // Signals within a second are one Ctrl+C delivered twice; a later one means "now".
+    await new Promise((r) => setTimeout(r, 1_300));
+    const t0 = Date.now();
+    front.child.kill('SIGTERM');
+    const exit = await exitOf(front, 5_000);
+    expect(exit.code).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(await pending).toBeInstanceOf(Error); // the connection died with the front
+    await front.restart();
+    const r = await a1111(front.url, 'txt2img', body, { key });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(r.renderId).toBe(renderIdForKey(key));
+    const stats = await fakeStats(fake.url);
+    expectRenderedOnce(stats, { prompts: 1 });
+    expect(stats.outcomes[promptId]).toEqual(['success']);
+  });
+
+  scenario('front SIGKILLed while a client waits; the client retries with its Idempotency-Key and gets the same render', async () => {
+    const key = `kill-front-${Date.now()}`;
+    const body = { ...MEDIUM, prompt: 'kill the front', seed: 25 };
+    const pending = a1111(front.url, 'txt2img', body, { key }).catch((e: unknown) => e);
+    await waitRunning(fake.url);
+    await front.kill('SIGKILL');
+    expect(await pending).toBeInstanceOf(Error);
+    await front.restart();
+    const r = await a1111(front.url, 'txt2img', body, { key });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(r.json.images).toHaveLength(1);
+    expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
+  });
+});
+
+describe('Idempotency-Key', () => {
+  scenario('attach while running, same images after it finished, 409 for a different body', async () => {
+    const key = `idem-${Date.now()}`;
+    const body = { ...SCHNELL, steps: 15, prompt: 'idempotent', seed: 26 };
+    const first = a1111(front.url, 'txt2img', body, { key });
+    await waitRunning(fake.url);
+    const second = a1111(front.url, 'txt2img', body, { key });
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.status, JSON.stringify(a.json)).toBe(200);
+    expect(b.status, JSON.stringify(b.json)).toBe(200);
+    expect(b.renderId).toBe(a.renderId);
+    expect(b.json.images).toEqual(a.json.images);
+    const stats = await fakeStats(fake.url);
+    expectRenderedOnce(stats, { prompts: 1 });
+
+    const t0 = Date.now();
+    const c = await a1111(front.url, 'txt2img', body, { key });
+    expect(c.status).toBe(200);
+    expect(c.json.images).toEqual(a.json.images);
+    expect(Date.now() - t0).toBeLessThan(2_000); // no render: the finished workflow's result
+    expect((await fakeStats(fake.url)).submissions).toEqual(stats.submissions);
+
+    const d = await a1111(front.url, 'txt2img', { ...body, seed: 27 }, { key });
+    expect(d.status).toBe(409);
+    expect(d.json.field).toBe('Idempotency-Key');
+    expect((await fakeStats(fake.url)).submissions).toEqual(stats.submissions);
+  });
+});
+
+describe('health and metrics across processes', () => {
+  scenario("the front's /health and gauge see the worker's unhealthy mark in DATA_DIR; the worker's probe clears it", async () => {
+    // Written the way the worker's escalation writes it: the front is another process and reads the file.
+    const backend = { id: 'comfyui-0', url: fake.url };
+    new BackendHealth(front.dataDir).markUnhealthy(backend, { reason: 'test: a prompt ignored interrupt and /free', stuckPromptId: '00000000-0000-8000-8000-000000000000' });
+    const h = await fetch(`${front.url}/health`);
+    expect(h.status).toBe(503);
+    expect(JSON.stringify(await h.json())).toMatch(/ignored interrupt/);
+    expect(metricValue(await (await fetch(`${front.url}/metrics`)).text(), 'comfy_durable_backend_healthy', { backend: 'comfyui-0' })).toBe(0);
+    // That prompt is not in ComfyUI's queue: the worker's probe finds the backend usable and clears the mark.
+    await waitFor('the worker to clear the mark', async () => (await fetch(`${front.url}/health`)).status === 200, 15_000, 200);
+    expect(metricValue(await (await fetch(`${front.url}/metrics`)).text(), 'comfy_durable_backend_healthy', { backend: 'comfyui-0' })).toBe(1);
+    const frontMetrics = await (await fetch(`${front.url}/metrics`)).text();
+    expect(metricValue(frontMetrics, 'comfy_durable_renders_started_total', { model: 'imagegen-flux-schnell' })).toBeGreaterThanOrEqual(1);
+    const workerMetrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metricValue(workerMetrics, 'comfy_durable_prompt_attempts_total', { backend: 'comfyui-0', outcome: 'success' })).toBeGreaterThanOrEqual(1);
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * `/sdapi/v1/progress` from Temporal state: the A1111 body (idle is exactly all zeros, which SillyTavern
+ * relies on) and LiveProgress's arithmetic against a stub Temporal client (visibility + describe + query).
+ */
+import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { msNumberToTs } from '@temporalio/common/lib/time.js';
+import proto from '@temporalio/proto';
+import { describe, expect, it } from 'vitest';
+import { a1111Progress } from '../../src/api/routes/a1111-discovery.ts';
+import { LiveProgress } from '../../src/operators/progress.ts';
+
+const { temporal } = proto;
+const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+const SCHEDULED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED;
+
+const IDLE = {
+  progress: 0,
+  eta_relative: 0,
+  state: {
+    skipped: false,
+    interrupted: false,
+    stopping_generation: false,
+    job: '',
+    job_count: 0,
+    job_timestamp: '0',
+    job_no: 0,
+    sampling_step: 0,
+    sampling_steps: 0,
+  },
+  current_image: null,
+  textinfo: null,
+};
+
+interface StubRender {
+  id: string;
+  status?: string;
+  startTime: number;
+  /** runPrompt pending state, heartbeat and start. */
+  gpu?: { state: number; beat?: object; startedAt?: number };
+  query?: { item: number; items: number };
+  /** Still listed by visibility although describe() says it closed. */
+  listedOnly?: boolean;
+  /** Just started: describe() knows it, visibility does not yet. */
+  invisible?: boolean;
+}
+
+function stubClient(renders: StubRender[], calls: string[] = []): Client {
+  const visible = renders.filter((r) => !r.invisible && (r.status === undefined || r.status === 'RUNNING' || r.listedOnly));
+  return {
+    options: { loadedDataConverter: { payloadConverter: defaultPayloadConverter } },
+    workflowService: {
+      listWorkflowExecutions: async (req: { query: string }) => {
+        calls.push(req.query);
+        // Newest first, as visibility lists.
+        const sorted = [...visible].sort((a, b) => b.startTime - a.startTime);
+        return { executions: sorted.map((r) => ({ execution: { workflowId: r.id }, startTime: msNumberToTs(r.startTime) })) };
+      },
+    },
+    workflow: {
+      count: async () => {
+        throw new Error('only needed beyond 1000 running renders');
+      },
+      getHandle: (id: string) => {
+        const r = renders.find((x) => x.id === id)!;
+        return {
+          describe: async () => ({
+            workflowId: id,
+            status: { name: r.status ?? 'RUNNING' },
+            startTime: new Date(r.startTime),
+            memo: { images: r.query?.items ?? 1 },
+            raw: {
+              pendingActivities: r.gpu
+                ? [
+                    {
+                      activityType: { name: 'runPrompt' },
+                      state: r.gpu.state,
+                      ...(r.gpu.startedAt ? { lastStartedTime: msNumberToTs(r.gpu.startedAt) } : {}),
+                      ...(r.gpu.beat ? { heartbeatDetails: { payloads: [defaultPayloadConverter.toPayload(r.gpu.beat)] } } : {}),
+                    },
+                  ]
+                : [],
+            },
+          }),
+          query: async () => r.query ?? { item: 0, items: 1 },
+        };
+      },
+    },
+  } as unknown as Client;
+}
+
+const NOW = 1_800_000_000_000;
+
+describe('A1111 progress body', () => {
+  it('idle is all zeros, exactly', () => {
+    expect(a1111Progress({ jobCount: 0 })).toEqual(IDLE);
+  });
+
+  it('a running render fills progress, eta, job and sampling steps', () => {
+    const body = a1111Progress({
+      jobCount: 3,
+      current: { renderId: 'render-1', item: 1, items: 2, value: 5, max: 20, progress: 0.625, etaSeconds: 4.567, itemStartedAt: Date.UTC(2026, 4, 1, 22, 10, 5) },
+    });
+    expect(body).toMatchObject({
+      progress: 0.625,
+      eta_relative: 4.57,
+      state: { job: 'render-1', job_count: 3, job_no: 1, sampling_step: 5, sampling_steps: 20, job_timestamp: '20260501221005' },
+    });
+  });
+});
+
+describe('LiveProgress', () => {
+  const live = (renders: StubRender[], calls?: string[]) =>
+    new LiveProgress({ client: stubClient(renders, calls), namespace: 'default', taskQueue: 'renders', now: () => NOW, cacheMs: 0 });
+
+  it('no running render: job_count 0 and nothing else', async () => {
+    const calls: string[] = [];
+    expect(await live([], calls).snapshot()).toEqual({ jobCount: 0 });
+    expect(calls).toEqual(["WorkflowType = 'render' AND TaskQueue = 'renders' AND ExecutionStatus = 'Running'"]);
+  });
+
+  it('the render on the GPU: (item + step/steps) / items, eta from the item’s pace; waiting ones count', async () => {
+    const newer = Array.from({ length: 12 }, (_, i): StubRender => ({ id: `w${i}`, startTime: NOW - 500 + i }));
+    const snap = await live([
+      // More waiting renders than are described: the oldest (on the GPU) must still be found.
+      ...newer,
+      { id: 'a', startTime: NOW - 60_000, query: { item: 1, items: 2 }, gpu: { state: STARTED, startedAt: NOW - 10_000, beat: { backend: 'b', promptId: 'p', node: 'sampler', value: 5, max: 20, lastEventAt: NOW } } },
+      { id: 'b', startTime: NOW - 5_000, gpu: { state: SCHEDULED } },
+      { id: 'c', startTime: NOW - 1_000 },
+    ]).snapshot();
+    expect(snap.jobCount).toBe(15);
+    expect(snap.current).toMatchObject({ renderId: 'a', item: 1, items: 2, value: 5, max: 20, node: 'sampler', promptId: 'p', progress: (1 + 5 / 20) / 2 });
+    // 10 s for a quarter of item 1: 30 s left of it, and it is the last item.
+    expect(snap.current!.etaSeconds).toBeCloseTo(30, 5);
+  });
+
+  it('before the first step: progress from finished items only, no eta', async () => {
+    const snap = await live([{ id: 'a', startTime: NOW - 1_000, query: { item: 2, items: 4 }, gpu: { state: STARTED, startedAt: NOW - 500, beat: { backend: 'b', promptId: '', lastEventAt: NOW } } }]).snapshot();
+    expect(snap.current).toMatchObject({ progress: 0.5, value: 0, max: 0, etaSeconds: 0 });
+  });
+
+  it('renders visibility still lists as running but describe() says closed are not counted', async () => {
+    const snap = await live([
+      { id: 'done', status: 'COMPLETED', listedOnly: true, startTime: NOW - 9_000 },
+      { id: 'a', startTime: NOW - 1_000, gpu: { state: SCHEDULED } },
+    ]).snapshot();
+    expect(snap).toEqual({ jobCount: 1 });
+  });
+
+  it('a render this front just started counts before visibility shows it', async () => {
+    const snap = await live([{ id: 'new', startTime: NOW, invisible: true }]).snapshot(['new']);
+    expect(snap.jobCount).toBe(1);
+  });
+
+  it('caches briefly and shares one refresh between concurrent polls', async () => {
+    const calls: string[] = [];
+    let t = NOW;
+    const p = new LiveProgress({ client: stubClient([], calls), namespace: 'default', taskQueue: 'renders', now: () => t, cacheMs: 500 });
+    await Promise.all([p.snapshot(), p.snapshot(), p.snapshot()]);
+    t += 499;
+    await p.snapshot();
+    expect(calls).toHaveLength(1);
+    t += 2;
+    await p.snapshot();
+    expect(calls).toHaveLength(2);
+  });
+});

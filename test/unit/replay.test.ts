@@ -1,0 +1,98 @@
+/**
+ * Replay determinism: workflow histories recorded from real runs (test/histories/*.json, made by
+ * `npx tsx test/histories/record.ts`) must replay against the current workflow code. A change to
+ * src/workflows that would break renders already running in production — a new, removed or reordered
+ * activity, timer or search-attribute upsert — fails here with a nondeterminism error. Such changes must be
+ * guarded with `patched()` (old histories then still replay), and the histories re-recorded.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTimeline } from '../../src/operators/timeline.ts';
+import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dir = path.join(root, 'test', 'histories');
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
+const SCENARIOS = ['cancel.json', 'failure.json', 'stall-retry.json', 'success.json'];
+
+// The replayer logs every workflow task it fails on purpose (the mutant below): keep the output readable.
+Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
+
+const load = (f: string): ReturnType<typeof historyFromJSON> => historyFromJSON(JSON.parse(readFileSync(path.join(dir, f), 'utf8')));
+
+async function replayAll(workflowsPath: string): Promise<Map<string, ReplayResult>> {
+  const results = new Map<string, ReplayResult>();
+  const histories = files.map((f) => ({ workflowId: f, history: load(f) }));
+  // One bundle of the workflow code for all histories (bundling is the slow part).
+  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test' }, histories)) results.set(r.workflowId, r);
+  return results;
+}
+
+const describeError = (r: ReplayResult | undefined): string | undefined => (r?.error ? `${r.error.name}: ${r.error.message}` : undefined);
+
+describe('recorded render histories replay against the current workflow code', () => {
+  let results: Map<string, ReplayResult>;
+
+  beforeAll(async () => {
+    results = await replayAll(WORKFLOWS_PATH);
+  }, 60_000);
+
+  it('has a history for each scenario: success, retry after a stall, failure, cancel', () => {
+    expect(files).toEqual(expect.arrayContaining(SCENARIOS));
+    // The stall scenario really holds a retried prompt: a stalled attempt, then one that rendered.
+    const run = buildTimeline('stall-retry', load('stall-retry.json'), defaultPayloadConverter).stages.find((s) => s.name === 'runPrompt[0]');
+    expect(run?.attempts.map((a) => a.outcome)).toEqual(['failed', 'completed']);
+    expect(run?.attempts[0]?.error?.type).toBe('ComfyStall');
+  });
+
+  it.each(files)('%s', (file) => {
+    expect(results.has(file), `${file} was not replayed`).toBe(true);
+    // The error names the event where the code diverged from the history.
+    expect(describeError(results.get(file))).toBeUndefined();
+  });
+});
+
+describe('the replay check can fail', () => {
+  // A "deploy" of the current workflow that schedules one more activity first: exactly the kind of change
+  // that breaks running renders. Built as a wrapper so it tracks the real workflow as it evolves.
+  let mutantDir: string;
+  let results: Map<string, ReplayResult>;
+
+  beforeAll(async () => {
+    mutantDir = mkdtempSync(path.join(os.tmpdir(), 'cd-replay-mutant-'));
+    // Outside node_modules (the bundler only transpiles TypeScript there), yet resolving our dependencies.
+    symlinkSync(path.join(root, 'node_modules'), path.join(mutantDir, 'node_modules'), 'dir');
+    writeFileSync(
+      path.join(mutantDir, 'index.ts'),
+      [
+        `import { proxyActivities } from '@temporalio/workflow';`,
+        `import { render as current } from ${JSON.stringify(path.join(root, 'src', 'workflows', 'render.ts'))};`,
+        `import type { RenderRequest } from ${JSON.stringify(path.join(root, 'src', 'render', 'types.ts'))};`,
+        `const extra = proxyActivities<{ chooseBackend(input: { model: string }): Promise<unknown> }>({ startToCloseTimeout: '1 minute' });`,
+        `export async function render(request: RenderRequest) {`,
+        `  await extra.chooseBackend({ model: request.model });`,
+        `  return current(request);`,
+        `}`,
+      ].join('\n'),
+    );
+    results = await replayAll(path.join(mutantDir, 'index.ts'));
+  }, 60_000);
+
+  afterAll(() => {
+    if (mutantDir) rmSync(mutantDir, { recursive: true, force: true });
+  });
+
+  it.each(files)('%s fails to replay against a workflow with an extra activity', (file) => {
+    const r = results.get(file);
+    expect(r?.error?.name).toBe('DeterminismViolationError');
+    expect(r?.error?.message).toMatch(/TMPRL1100|[Nn]ondetermin/);
+  });
+});
