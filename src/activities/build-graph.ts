@@ -11,7 +11,14 @@ export function createBuildGraph(deps: ActivityDeps): RenderActivities['buildGra
   return async ({ request, renderId }) => {
     const profile = getProfile(request.model);
     if (!profile) throw ApplicationFailure.nonRetryable(`unknown model ${request.model}`, FailureType.InvalidRender);
-    const plan = planRender(request, { renderId });
+    let plan;
+    try {
+      plan = planRender(request, { renderId });
+    } catch (err) {
+      // The builders are pure: an error here (a file role the profile lacks, a kind the family cannot build)
+      // fails the same way on every retry.
+      throw ApplicationFailure.nonRetryable(`cannot build the graph: ${(err as Error).message}`, FailureType.InvalidRender);
+    }
     return {
       plan,
       limits: {

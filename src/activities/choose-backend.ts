@@ -45,7 +45,16 @@ export function createChooseBackend(deps: ActivityDeps): RenderActivities['choos
     reachable.sort(
       (a, b) => Number(!a.served) - Number(!b.served) || Number(a.unhealthy) - Number(b.unhealthy) || a.load - b.load || a.tie - b.tie,
     );
-    return reachable[0]!.backend;
+    const best = reachable[0]!;
+    if (!best.served) {
+      // Sorted served-first: no worker polls any reachable backend's GPU queue, so a prompt sent there would
+      // wait forever. Retried (a worker may be starting), then the render fails saying why.
+      throw ApplicationFailure.retryable(
+        `no worker serves the GPU queue of any reachable backend (${reachable.map((l) => l.backend.taskQueue).join(', ')}): is a worker running with these backends in GPU_BACKENDS?`,
+        'NoWorker',
+      );
+    }
+    return best.backend;
   };
 }
 

@@ -14,6 +14,7 @@ import { createBuildGraph } from './build-graph.ts';
 import { createChooseBackend } from './choose-backend.ts';
 import { createCollectOutputs } from './collect-outputs.ts';
 import { createRunPrompt } from './run-prompt.ts';
+import { createStopPrompts } from './stop-prompts.ts';
 import { createUploadInputs } from './upload-inputs.ts';
 
 export interface ActivityDeps {
@@ -39,5 +40,6 @@ export function createActivities(deps: ActivityDeps): RenderActivities {
     uploadInputs: createUploadInputs(deps),
     runPrompt: createRunPrompt(deps),
     collectOutputs: createCollectOutputs(deps),
+    stopPrompts: createStopPrompts(deps),
   };
 }

@@ -46,4 +46,10 @@ export interface RenderActivities {
   uploadInputs(input: { backend: Backend; uploads: InputUpload[] }): Promise<void>;
   runPrompt(input: RunPromptInput): Promise<PromptRun>;
   collectOutputs(input: { backend: Backend; files: ComfyFileRef[]; request: RenderRequest; itemIndex: number }): Promise<BlobRef[]>;
+  /**
+   * Stop whatever ComfyUI may still run for attempts 1..attempts of an item (cancel while running, dequeue
+   * while pending, no-op once finished or unknown). Used when a render ends — cancelled, or out of
+   * attempts/time — while an attempt's prompt may have been left running for a re-attach that never comes.
+   */
+  stopPrompts(input: { backend: Backend; item: number; attempts: number }): Promise<void>;
 }

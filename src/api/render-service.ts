@@ -103,8 +103,9 @@ export class RenderService {
         args: [request],
         memo: memoFor(request, fingerprint),
         typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
-        // A key maps to one render for good: a retry after it finished must return the same images.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // A key attaches to its render while it runs and after it completed (same images, no new render);
+        // only after a failure may the same key start it again.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       });
       rendersStarted.inc({ model: request.model });
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };

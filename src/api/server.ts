@@ -2,6 +2,7 @@
  * The HTTP front (Fastify): A1111 routes and operations. It validates and resolves requests, stores input
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
+import { timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Config } from '../config/config.ts';
@@ -50,12 +51,21 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     jsonParser(req, String(body), done);
   });
 
+  // A1111 clients are servers and send no Origin. A browser does, and its cross-site "simple" POSTs (text/plain
+  // bodies) would otherwise let any web page start, cancel or replay renders on this loopback service.
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+    if (isCrossOrigin(req.headers.origin, req.headers.host)) {
+      return sendError(reply, 403, errorBody('HTTPException', `cross-origin request from ${req.headers.origin} refused`, { field: 'origin' }));
+    }
+  });
+
   if (deps.config.API_TOKEN) {
-    const expected = `Bearer ${deps.config.API_TOKEN}`;
+    const token = deps.config.API_TOKEN;
     app.addHook('onRequest', async (req, reply) => {
       if (OPEN_ROUTES.has(req.url.split('?')[0] ?? '')) return;
-      if (req.headers.authorization !== expected) {
-        return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid bearer token', { field: 'authorization' }));
+      if (!authorized(req.headers.authorization, token)) {
+        return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', { field: 'authorization' }));
       }
     });
   }
@@ -87,4 +97,35 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerOps(app, ctx);
   registerRenders(app, ctx);
   return app;
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * `Bearer <token>`, or `Basic` whose password (or whole credential) is the token: Open WebUI and SillyTavern
+ * can only send Basic auth, and A1111's own `--api-auth` is Basic.
+ */
+export function authorized(header: string | undefined, token: string): boolean {
+  if (!header) return false;
+  const [scheme, value = ''] = header.split(/\s+/, 2);
+  if (scheme?.toLowerCase() === 'bearer') return sameSecret(value, token);
+  if (scheme?.toLowerCase() === 'basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const password = decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : decoded;
+    return sameSecret(password, token);
+  }
+  return false;
+}
+
+export function isCrossOrigin(origin: string | undefined, host: string | undefined): boolean {
+  if (!origin || origin === 'null') return origin === 'null';
+  try {
+    return new URL(origin).host !== host;
+  } catch {
+    return true;
+  }
 }

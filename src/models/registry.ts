@@ -96,6 +96,14 @@ export function parseModelOverrides(json: unknown, source = 'model overrides'): 
         throw new Error(`${source}: ${id}.files.${role}: unknown file role (valid: ${roles.join(', ')})`);
       }
     }
+    // DESIGN §5: an edit model needs the full vision-language encoder; a language-only GGUF encoder loads,
+    // then fails inside the vision projector on the first render. Refuse it at start instead.
+    const encoder = entry.files?.textEncoder;
+    if (base.family === 'qwen-edit' && encoder !== undefined && /\.gguf$/i.test(encoder)) {
+      throw new Error(
+        `${source}: ${id}.files.textEncoder: "${encoder}" is a GGUF (language-only) encoder; Qwen-Image-Edit needs the full VL encoder (e.g. qwen_2.5_vl_7b_fp8_scaled.safetensors)`,
+      );
+    }
     const d = entry.defaults;
     if (d?.sampler !== undefined && !isComfySampler(d.sampler)) {
       throw new Error(`${source}: ${id}.defaults.sampler: "${d.sampler}" is not a ComfyUI sampler name`);

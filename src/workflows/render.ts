@@ -55,6 +55,9 @@ const io = proxyActivities<RenderActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8, nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
 });
 
+/** How long an attempt may wait for the backend's GPU slot before it counts as failed (queue unserved). */
+const GPU_QUEUE_WAIT_MS = 60 * 60_000;
+
 /** An attempt needs at least this much of the item's deadline left to be worth starting. */
 const MIN_ATTEMPT_MS = 1_000;
 
@@ -85,15 +88,22 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
     await timed('uploadInputs', () => io.uploadInputs({ backend, uploads: plan.uploads }));
   }
 
+  /** The item whose attempts may have left a prompt running in ComfyUI, and how many attempts it had. */
+  const started = { item: -1, attempts: 0 };
+
   /** Attempts of one item until it renders, fails for good, or runs out of attempts or time. */
   const runItem = async (input: Omit<RunPromptInput, 'attempt'>): Promise<PromptRun> => {
     const deadline = Date.now() + limits.deadlineMs;
     for (let attempt = 1; ; attempt++) {
+      started.item = input.item;
+      started.attempts = attempt;
       // Prompts run on the backend's own task queue, which has exactly one slot per ComfyUI: waiting happens
       // in Temporal's durable queue, never in ComfyUI's in-memory one.
       const gpu = proxyActivities<RenderActivities>({
         taskQueue: backend.taskQueue,
         startToCloseTimeout: Math.max(MIN_ATTEMPT_MS, deadline - Date.now()),
+        // A GPU queue nobody serves (its worker died, or GPU_BACKENDS is wrong) must not hold a client forever.
+        scheduleToStartTimeout: GPU_QUEUE_WAIT_MS,
         heartbeatTimeout: limits.heartbeatTimeoutMs,
         retry: { maximumAttempts: 1 },
         // A cancelled render ends only once runPrompt has stopped its prompt in ComfyUI. Spelled out: the
@@ -129,22 +139,24 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
   };
 
   const outputs: BlobRef[] = [];
-  for (const item of plan.items) {
-    status.stage = 'rendering';
-    status.item = item.index;
-    const runInput: Omit<RunPromptInput, 'attempt'> = { backend, renderId, item: item.index, graph: item.graph, stallTimeoutMs: limits.stallTimeoutMs };
-    // Only LoadImage graphs need them; runPrompt re-uploads them if ComfyUI lost its input folder.
-    if (plan.uploads.length > 0) runInput.uploads = plan.uploads;
-    const run = await timed(`runPrompt[${item.index}]`, () => runItem(runInput));
-    status.promptIds.push(run.promptId);
-    status.stage = 'collecting';
-    const refs = await timed(`collectOutputs[${item.index}]`, () =>
-      io.collectOutputs({ backend, files: run.files, request, itemIndex: item.index }),
-    );
-    if (refs.length === 0) {
-      throw ApplicationFailure.nonRetryable(`prompt ${run.promptId} produced no images`, 'NoOutputs');
+  try {
+    await renderItems();
+  } catch (err) {
+    // Cancelled, or out of attempts or time: an attempt that timed out or was handed back by a stopping
+    // worker left its prompt running for a re-attach that will now never come. Stop it, even though this
+    // workflow is being cancelled, so the GPU is free for the next render.
+    // (A ComfyUI failure that ended the render — validation, a node exception — left nothing running.)
+    const mayBeLive = CancellationScope.current().consideredCancelled || (err instanceof ApplicationFailure && err.type === GaveUpFailureType);
+    if (started.attempts > 0 && mayBeLive) {
+      const { item, attempts } = started;
+      await CancellationScope.nonCancellable(() => io.stopPrompts({ backend, item, attempts }));
     }
-    outputs.push(...refs);
+    // A cancel that arrives together with a failed attempt (a worker handed its attempt back just as the render
+    // was cancelled) surfaces as that activity's failure: end the render as cancelled all the same.
+    if (CancellationScope.current().consideredCancelled && !(err instanceof CancelledFailure)) {
+      throw new CancelledFailure('render cancelled', [], err instanceof Error ? err : undefined);
+    }
+    throw err;
   }
   status.stage = 'done';
 
@@ -157,6 +169,28 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
     promptIds: status.promptIds,
     timings,
   };
+
+  async function renderItems(): Promise<void> {
+    for (const item of plan.items) {
+      status.stage = 'rendering';
+      status.item = item.index;
+      const runInput: Omit<RunPromptInput, 'attempt'> = { backend, renderId, item: item.index, graph: item.graph, stallTimeoutMs: limits.stallTimeoutMs };
+      // Only LoadImage graphs need them; runPrompt re-uploads them if ComfyUI lost its input folder.
+      if (plan.uploads.length > 0) runInput.uploads = plan.uploads;
+      const run = await timed(`runPrompt[${item.index}]`, () => runItem(runInput));
+      // The prompt finished: nothing of this item is left running in ComfyUI.
+      started.attempts = 0;
+      status.promptIds.push(run.promptId);
+      status.stage = 'collecting';
+      const refs = await timed(`collectOutputs[${item.index}]`, () =>
+        io.collectOutputs({ backend, files: run.files, request, itemIndex: item.index }),
+      );
+      if (refs.length === 0) {
+        throw ApplicationFailure.nonRetryable(`prompt ${run.promptId} produced no images`, 'NoOutputs');
+      }
+      outputs.push(...refs);
+    }
+  }
 }
 
 function describeFailure(err: unknown): { type: string; message: string; retryable: boolean; retryAfterMs?: number } {

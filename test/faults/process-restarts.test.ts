@@ -138,6 +138,29 @@ describe('worker restarts', () => {
   );
 });
 
+describe('renders that end while a handed-over prompt still runs', () => {
+  scenario('a render cancelled while its prompt was handed back by a stopping worker: the prompt is stopped, not left on the GPU', async () => {
+    const key = `cancel-handed-over-${Date.now()}`;
+    const pending = a1111(front.url, 'txt2img', { ...LONG, prompt: 'cancel the orphan', seed: 31 }, { key });
+    const promptId = await waitRunning(fake.url);
+    await waitProgress(fake.url, promptId, 3);
+    worker.child.kill('SIGTERM');
+    expect((await exitOf(worker, 15_000)).code).toBe(0);
+    // No worker: the attempt was handed back and the prompt keeps running in ComfyUI. Cancel the render now,
+    // before any attempt can re-attach.
+    await client.workflow.getHandle(renderIdForKey(key)).cancel();
+    await worker.restart();
+    const r = await pending;
+    expect(r.status, JSON.stringify(r.json)).toBe(409);
+    const stats = await waitFor('the handed-over prompt to be stopped', async () => {
+      const st = await fakeStats(fake.url);
+      return st.queue.running.length === 0 && st.queue.pending.length === 0 ? st : undefined;
+    });
+    expect(stats.outcomes[promptId]).not.toContain('success');
+    expect(Object.keys(stats.executions)).toEqual([promptId]);
+  });
+});
+
 describe('front restarts', () => {
   scenario('front SIGTERM drains: a waiting client still gets its images, then the front exits', async () => {
     const pending = a1111(front.url, 'txt2img', { ...SCHNELL, steps: 15, prompt: 'drain the front', seed: 23 });

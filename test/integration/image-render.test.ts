@@ -205,6 +205,7 @@ describe('bad input is a clear 4xx naming the field, and starts no workflow', ()
     ['size not on the grid', '/sdapi/v1/txt2img', { prompt: 'x', height: 513 }, 400, 'height'],
     ['batch over the limit', '/sdapi/v1/txt2img', { prompt: 'x', batch_size: 50 }, 400, 'batch_size'],
     ['img2img without init_images', '/sdapi/v1/img2img', { prompt: 'x' }, 404, 'init_images'],
+    ['prompt over the length limit', '/sdapi/v1/txt2img', { prompt: 'x'.repeat(20_000) }, 422, 'prompt'],
     ['URL images are not fetched', '/sdapi/v1/img2img', { prompt: 'x', init_images: ['http://127.0.0.1:1/x.png'] }, 400, 'init_images.0'],
   ];
 

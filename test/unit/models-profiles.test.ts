@@ -172,3 +172,11 @@ describe('model overrides', () => {
     expect(() => loadModelOverrides(file)).toThrow(/bad\.json/);
   });
 });
+
+describe('Qwen-Image-Edit encoder rule', () => {
+  it('refuses a GGUF text encoder override: edit needs the full VL encoder', async () => {
+    const { parseModelOverrides } = await import('../../src/models/registry.ts');
+    expect(() => parseModelOverrides({ 'imagegen-qwen-image-edit': { files: { textEncoder: 'Qwen2.5-VL-7B-Q8_0.gguf' } } })).toThrow(/full VL encoder/);
+    expect(() => parseModelOverrides({ 'imagegen-qwen-image': { files: { textEncoder: 'Qwen2.5-VL-7B-Q8_0.gguf' } } })).not.toThrow();
+  });
+});

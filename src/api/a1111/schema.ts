@@ -77,6 +77,20 @@ function laxStr() {
   );
 }
 
+/**
+ * Prompts are copied into every item's graph and into workflow history: without a cap, a batch of long
+ * prompts would exceed Temporal's 2 MB payload limit. 16 KiB is far beyond what text encoders read (T5 takes
+ * 512 tokens) while fitting any real prompt.
+ */
+export const MAX_PROMPT_CHARS = 16 * 1024;
+
+function promptStr() {
+  return z.preprocess(
+    (v) => (v === null ? undefined : typeof v === 'number' && Number.isFinite(v) ? String(v) : v),
+    z.string({ error: STRING_ERROR }).max(MAX_PROMPT_CHARS, { error: `must be at most ${MAX_PROMPT_CHARS} characters` }).optional(),
+  );
+}
+
 function strList() {
   return z.preprocess(
     (v) => (v === null ? undefined : typeof v === 'string' ? [v] : v),
@@ -94,8 +108,8 @@ function list() {
 
 /** Fields shared by txt2img and img2img (A1111 `StableDiffusionProcessing`, plus extensions). */
 const commonShape = {
-  prompt: laxStr(),
-  negative_prompt: laxStr(),
+  prompt: promptStr(),
+  negative_prompt: promptStr(),
   styles: strList(),
   seed: laxInt(),
   subseed: laxInt(),
