@@ -4,7 +4,7 @@
  * `parameters` infotext, which depends only on the resolved request: same request and seed, same bytes.
  */
 import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
-import { infotextFor } from '../api/a1111/response.ts';
+import { infotextFor } from '../render/infotext.ts';
 import type { BlobRef } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import type { RenderActivities } from './types.ts';
