@@ -5,7 +5,7 @@
  * the reference latent is the VAE encoding of that scaled image. The output latent has the requested size.
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, sampleDecodeSave, type BuildInput, type FamilyBuilder } from './common.ts';
+import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
 import { FLUX_FILE_ROLES, fluxBase } from './flux.ts';
 
 /** Kontext's recommended guidance when the request carries none. */
@@ -48,11 +48,8 @@ export const fluxKontextBuilder: FamilyBuilder = {
       conditioning: withRef,
       guidance: request.guidance ?? KONTEXT_GUIDANCE,
     });
-    const latent = g.add('latent', 'EmptySD3LatentImage', 'Empty latent', {
-      width: request.width,
-      height: request.height,
-      batch_size: 1,
-    });
+    // An edit renders from an empty latent of the requested size: the references condition, not initialise.
+    const latent = sourceLatent(g, input, vae);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
   },

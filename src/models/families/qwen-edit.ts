@@ -7,7 +7,7 @@
  * The template's CFGNorm node is left out: it is not among the nodes the service validates against.
  */
 import type { ComfyGraph, InputValue } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, sampleDecodeSave, type BuildInput, type FamilyBuilder } from './common.ts';
+import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
 import { QWEN_FILE_ROLES, qwenBase } from './qwen.ts';
 
 export const QWEN_EDIT_MAX_IMAGES = 3;
@@ -39,11 +39,8 @@ export const qwenEditBuilder: FamilyBuilder = {
       vae,
       ...imageInputs,
     });
-    const latent = g.add('latent', 'EmptySD3LatentImage', 'Empty latent', {
-      width: request.width,
-      height: request.height,
-      batch_size: 1,
-    });
+    // An edit renders from an empty latent of the requested size: the references condition, not initialise.
+    const latent = sourceLatent(g, input, vae);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
   },
