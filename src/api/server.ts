@@ -51,6 +51,16 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     jsonParser(req, String(body), done);
   });
 
+  // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
+  // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.
+  if (isLoopbackHost(deps.config.HOST)) {
+    app.addHook('onRequest', async (req, reply) => {
+      if (!isLoopbackHost(hostnameOf(req.headers.host))) {
+        return sendError(reply, 403, errorBody('HTTPException', `host ${req.headers.host ?? '(none)'} is not served here; use 127.0.0.1 or localhost`, { field: 'host' }));
+      }
+    });
+  }
+
   // A1111 clients are servers and send no Origin. A browser does, and its cross-site "simple" POSTs (text/plain
   // bodies) would otherwise let any web page start, cancel or replay renders on this loopback service.
   app.addHook('onRequest', async (req, reply) => {
@@ -128,4 +138,19 @@ export function isCrossOrigin(origin: string | undefined, host: string | undefin
   } catch {
     return true;
   }
+}
+
+/** The host name of a Host header value (`name:port`, `[v6]:port`). */
+export function hostnameOf(host: string | undefined): string {
+  if (!host) return '';
+  try {
+    return new URL(`http://${host}`).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return '';
+  }
+}
+
+export function isLoopbackHost(name: string): boolean {
+  const n = name.toLowerCase();
+  return n === 'localhost' || n.endsWith('.localhost') || n === '::1' || /^127(\.\d{1,3}){3}$/.test(n);
 }

@@ -3,6 +3,7 @@
  * process, driven over HTTP like an A1111 client.
  */
 import { execFile } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -246,6 +247,30 @@ describe('discovery routes clients call around renders', () => {
     expect((await get('/internal/ping')).json).toEqual({});
     const health = await get('/health');
     expect(health.status).toBe(200);
+  });
+});
+
+describe('browser attacks on the loopback front', () => {
+  const raw = (method: string, route: string, headers: Record<string, string>, body?: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = http.request(`${svc.url}${route}`, { method, headers }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  it('a DNS-rebinding page (foreign Host) is refused; loopback names are served', async () => {
+    expect(await raw('GET', '/sdapi/v1/options', { host: 'evil.example:7860' })).toBe(403);
+    expect(await raw('GET', '/sdapi/v1/options', { host: `localhost:${svc.port}` })).toBe(200);
+  });
+
+  it('a cross-site POST (text/plain, foreign Origin) starts nothing', async () => {
+    const before = await workflowsStarted();
+    const status = await raw('POST', '/sdapi/v1/txt2img', { 'content-type': 'text/plain', origin: 'https://evil.example' }, JSON.stringify({ prompt: 'csrf' }));
+    expect(status).toBe(403);
+    expect(await workflowsStarted()).toBe(before);
   });
 });
 

@@ -34,3 +34,15 @@ describe('cross-origin guard', () => {
     expect(isCrossOrigin('::::', '127.0.0.1:7860')).toBe(true);
   });
 });
+
+describe('DNS-rebinding guard (loopback-bound front)', () => {
+  it('knows loopback host names', async () => {
+    const { hostnameOf, isLoopbackHost } = await import('../../src/api/server.ts');
+    for (const h of ['127.0.0.1:7860', 'localhost:7860', '[::1]:7860', '127.1.2.3', 'app.localhost:80']) {
+      expect(isLoopbackHost(hostnameOf(h)), h).toBe(true);
+    }
+    for (const h of ['evil.example:7860', '192.168.1.5:7860', '', '127.0.0.1.evil.example', '0.0.0.0:7860']) {
+      expect(isLoopbackHost(hostnameOf(h)), h).toBe(false);
+    }
+  });
+});
