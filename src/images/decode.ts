@@ -5,6 +5,7 @@
  * would let any client make the server reach into its own network.
  */
 import { createHash } from 'node:crypto';
+import { PNG } from 'pngjs';
 import { imageSize } from 'image-size';
 import { RequestError } from '../api/a1111/errors.ts';
 import type { BlobRef } from '../render/types.ts';
@@ -97,6 +98,32 @@ export function checkImageBytes(bytes: Buffer, field: string, limits: ImageLimit
       limit: limits.maxImagePixels,
     });
   }
+  assertComplete(bytes, mime, field);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   return { ref: { sha256, size: bytes.length, mime, width, height }, bytes };
+}
+
+/**
+ * A readable header is not a readable image: a truncated or corrupt file would pass the checks above, be
+ * stored and uploaded, and then fail inside ComfyUI's LoadImage as a 500 after a workflow started (the
+ * fuzzer found exactly that). PNGs are decoded in full (CRCs and the zlib stream); JPEG and WebP, which we
+ * cannot decode here, are checked for their end marker and their declared length.
+ */
+function assertComplete(bytes: Buffer, mime: string, field: string): void {
+  const corrupt = (why: string): RequestError => new RequestError(400, field, `${field}: corrupt ${mime} image (${why})`);
+  if (mime === 'image/png') {
+    try {
+      PNG.sync.read(bytes);
+    } catch (err) {
+      throw corrupt((err as Error).message);
+    }
+  } else if (mime === 'image/jpeg') {
+    // End-of-image marker, allowing the trailing padding some encoders write.
+    const tail = bytes.subarray(Math.max(0, bytes.length - 256));
+    if (tail.lastIndexOf(Buffer.from([0xff, 0xd9])) === -1) throw corrupt('truncated: no end-of-image marker');
+    if (bytes.indexOf(Buffer.from([0xff, 0xda])) === -1) throw corrupt('no image data');
+  } else if (mime === 'image/webp') {
+    const declared = bytes.length >= 8 ? bytes.readUInt32LE(4) + 8 : Infinity;
+    if (declared > bytes.length) throw corrupt(`truncated: ${bytes.length} of ${declared} bytes`);
+  }
 }

@@ -120,3 +120,15 @@ describe('normalizeMask (white = repaint, A1111 semantics)', () => {
     });
   });
 });
+
+describe('truncated images are refused before anything is stored (found by the fuzzer)', () => {
+  it.each([
+    ['PNG cut inside IHDR', Buffer.from('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQ', 'base64')],
+    ['PNG cut inside IDAT', makePng(16, 16).subarray(0, 60)],
+    ['JPEG without its end marker', JPEG_1X1.subarray(0, JPEG_1X1.length - 40)],
+    ['WebP shorter than its RIFF size', makeWebp(8, 8).subarray(0, 24)],
+  ])('%s', (_name, bytes) => {
+    const err = thrown(() => decodeImageInput(bytes.toString('base64'), 'extra_images.0', LIMITS));
+    expect(err).toMatchObject({ status: 400, field: 'extra_images.0' });
+  });
+});
