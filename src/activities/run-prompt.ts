@@ -19,7 +19,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
 import { followPrompt, submitAndFollow, type FollowProgress, type FollowResult } from '../comfyui/follow.ts';
-import { derivePromptId } from '../comfyui/prompt-id.ts';
+import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
 import { validateGraph } from '../comfyui/validate.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
@@ -62,7 +62,7 @@ export function createRunPrompt(deps: ActivityDeps): RenderActivities['runPrompt
 
   return async (input: RunPromptInput): Promise<PromptRun> => {
     const ctx = Context.current();
-    const attempt = input.attempt ?? ctx.info.attempt;
+    const { attempt } = input;
     const workflowExecution = ctx.info.workflowExecution ?? { workflowId: input.renderId, runId: '' };
     const backend = input.backend;
     const client = clientFor(deps, backend);
@@ -91,7 +91,7 @@ export function createRunPrompt(deps: ActivityDeps): RenderActivities['runPrompt
       await waitReachable(client, input.stallTimeoutMs, deps.config.POLL_INTERVAL_MS, signal);
       await ensureBackendUsable(deps.health, backend, client, input.stallTimeoutMs);
 
-      const previous = await findLivePrompt(client, previousPromptIds(ctx.info.heartbeatDetails, workflowExecution, input.item, attempt), signal);
+      const previous = await findLivePrompt(client, previousPromptIds(workflowExecution, input.item, attempt), signal);
       let result: FollowResult;
       if (previous) {
         promptId = previous;
@@ -104,7 +104,7 @@ export function createRunPrompt(deps: ActivityDeps): RenderActivities['runPrompt
         const ownerClientId = await queuedClientId(client, promptId, signal);
         result = await followPrompt(client, { ...follow, promptId, ...(ownerClientId ? { ownerClientId } : {}) });
       } else {
-        promptId = derivePromptId([workflowExecution.workflowId, workflowExecution.runId, input.item, attempt]);
+        promptId = attemptPromptId(workflowExecution, input.item, attempt);
         await validateBeforeSubmit(client, input, objectInfo);
         result = await submitWithReupload(deps, client, input, objectInfo, log, {
           ...follow,
@@ -319,15 +319,13 @@ function outcomeLabel(err: unknown): string {
   }
 }
 
-/** Ids earlier attempts may have submitted, newest first: the last heartbeat's, then re-derived ones. */
-function previousPromptIds(details: unknown, exec: { workflowId: string; runId: string }, item: number, attempt: number): string[] {
+/**
+ * Ids earlier attempts may have submitted, newest first. Re-derived rather than read from heartbeat details:
+ * each attempt is a new activity, so no details carry over, and a crash before the first heartbeat is covered.
+ */
+function previousPromptIds(exec: RenderExecution, item: number, attempt: number): string[] {
   const ids: string[] = [];
-  const hb = details as Partial<PromptHeartbeat> | undefined;
-  if (hb && typeof hb.promptId === 'string' && hb.promptId !== '') ids.push(hb.promptId);
-  for (let a = attempt - 1; a >= 1; a--) {
-    const id = derivePromptId([exec.workflowId, exec.runId, item, a]);
-    if (!ids.includes(id)) ids.push(id);
-  }
+  for (let a = attempt - 1; a >= 1; a--) ids.push(attemptPromptId(exec, item, a));
   return ids;
 }
 

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { derivePromptId } from '../comfyui/prompt-id.ts';
+import { attemptPromptId } from './prompt-ids.ts';
 import { toFailure } from './failures.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
@@ -14,7 +14,7 @@ export function createStopPrompts(deps: ActivityDeps): RenderActivities['stopPro
     if (!exec) throw new Error('stopPrompts runs only as a workflow activity');
     const client = clientFor(deps, backend);
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      const promptId = derivePromptId([exec.workflowId, exec.runId, item, attempt]);
+      const promptId = attemptPromptId(exec, item, attempt);
       try {
         const res = await client.cancelJob(promptId, { timeoutMs: 10_000 });
         deps.logger.info({ promptId, item, attempt, res }, 'stopped prompt left by an ended render');

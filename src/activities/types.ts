@@ -16,9 +16,9 @@ export interface RunPromptInput {
   /**
    * 1-based attempt for this item, counted by the workflow (each attempt is its own activity, so every
    * attempt and its failure is in history). Part of the deterministic prompt id; ids of attempts 1..n-1 are
-   * re-derived to re-attach to a prompt an earlier attempt left running. Absent: Temporal's attempt number.
+   * re-derived to re-attach to a prompt an earlier attempt left running.
    */
-  attempt?: number;
+  attempt: number;
   graph: ComfyGraph;
   stallTimeoutMs: number;
   /**
@@ -28,7 +28,7 @@ export interface RunPromptInput {
   uploads?: InputUpload[];
 }
 
-/** What `runPrompt` heartbeats: enough for a retried attempt to re-attach, and for live progress. */
+/** What `runPrompt` heartbeats: live progress for `/sdapi/v1/progress` and the operators (re-attach uses re-derived ids). */
 export interface PromptHeartbeat {
   backend: string;
   promptId: string;
