@@ -12,7 +12,7 @@ import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { ComfyFileRef, ComfyGraph } from './graph.ts';
-import { nodeInfoSchema, type NodeInfo, type ObjectInfo } from './object-info.ts';
+import { parseObjectInfo, type NodeInfo, type ObjectInfo } from './object-info.ts';
 import {
   ComfyAbortError,
   ComfyProtocolError,
@@ -166,6 +166,8 @@ export class ComfyClient {
   /** undefined = not yet known. Learned from the first jobs call; older ComfyUI (v0.3.45..v0.5) lacks it. */
   private jobsApi: boolean | undefined;
   private cancelApi: boolean | undefined;
+  /** `/object_info` problems already logged (node + problem): the cache refetches every minute. */
+  private readonly objectInfoProblems = new Set<string>();
 
   constructor(opts: ComfyClientOptions) {
     const url = new URL(opts.baseUrl);
@@ -464,23 +466,21 @@ export class ComfyClient {
 
   // ---------------------------------------------------------------- server info
 
-  /** All nodes. A node whose info does not validate is skipped and logged: one odd custom node must not
-   *  make every graph unvalidatable. */
+  /** All nodes, read leniently (object-info.ts): no node class is ever dropped. A used part that cannot be
+   *  read is left out and logged once per client, not on every refetch. */
   objectInfo(cls?: undefined, opts?: CallOptions): Promise<ObjectInfo>;
   /** One node class; undefined when unknown (ComfyUI answers `{}`). */
   objectInfo(cls: string, opts?: CallOptions): Promise<NodeInfo | undefined>;
   async objectInfo(cls?: string, opts?: CallOptions): Promise<ObjectInfo | NodeInfo | undefined> {
     const path = cls === undefined ? '/object_info' : `/object_info/${encodeURIComponent(cls)}`;
     const raw = await this.getJson(path, recordSchema, { ...opts, timeoutMs: opts?.timeoutMs ?? this.timeouts.objectInfoMs });
-    const out: ObjectInfo = {};
-    for (const [name, info] of Object.entries(raw)) {
-      const r = nodeInfoSchema.safeParse(info);
-      if (r.success) out[name] = r.data;
-      else this.logger.warn({ node: name, issue: r.error.message.slice(0, 300) }, 'skipping node with unexpected /object_info shape');
-    }
-    if (cls === undefined) return out;
-    if (Object.keys(raw).length > 0 && out[cls] === undefined) throw new ComfyProtocolError(`${this.baseUrl}${path}`, `invalid info for ${cls}`);
-    return out[cls];
+    const out = parseObjectInfo(raw, ({ node, problem }) => {
+      const key = `${node}\0${problem}`;
+      if (this.objectInfoProblems.has(key)) return;
+      this.objectInfoProblems.add(key);
+      this.logger.warn({ node, problem }, 'part of a node\'s /object_info entry is unreadable; the node is kept without it');
+    });
+    return cls === undefined ? out : out[cls];
   }
 
   async systemStats(opts?: CallOptions): Promise<SystemStats> {
