@@ -70,8 +70,9 @@ registerNodes({
 
   SaveVideo: async (n) => {
     const video = need(n, 'video', 'video');
-    // Validation lets a missing DynamicCombo through; the real node then fails reading it.
-    if (n.literal('codec') === undefined) throw new NodeException('KeyError', "'codec'");
+    // Validation drops a missing or unknown DynamicCombo key (`format`, `format.codec`) instead of
+    // refusing it; the real node then fails reading it.
+    if (n.literal('format') === undefined) throw new NodeException('KeyError', "'format'");
     let sp;
     try {
       sp = getSaveImagePath(str(n, 'filename_prefix', 'video/ComfyUI'), n.dirs.output, video.width, video.height);

@@ -357,15 +357,17 @@ describe('caching and rendered files', () => {
   it('SaveVideo writes a placeholder .mp4 reported under images with animated [true]', async () => {
     const g = sdGraph({ seed: 13 });
     g['9'] = { class_type: 'CreateVideo', inputs: { images: ['8', 0], fps: 24 }, _meta: { title: 'Create Video' } };
-    g['10'] = { class_type: 'SaveVideo', inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', codec: 'auto' }, _meta: { title: 'Save Video' } };
+    g['10'] = { class_type: 'SaveVideo', inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', 'format.codec': 'auto' }, _meta: { title: 'Save Video' } };
     const { prompt_id } = await http.submit(g);
     const h = await http.waitForHistory<{ outputs: Record<string, unknown> }>(prompt_id);
     expect(h.outputs['10']).toEqual({ images: [{ filename: 'ComfyUI_00001_.mp4', subfolder: 'video', type: 'output' }], animated: [true] });
     const res = await fetch(`${fake.url}/view?filename=ComfyUI_00001_.mp4&subfolder=video&type=output`);
     expect(res.headers.get('content-type')).toBe('video/mp4');
 
-    // Like v0.30-v0.33: a missing `codec` passes validation and fails at execution.
-    delete g['10']!.inputs.codec;
+    // As on the real server: a missing DynamicCombo (`format`) is dropped by validation, not refused, and
+    // the node fails at execution.
+    delete g['10']!.inputs.format;
+    delete g['10']!.inputs['format.codec'];
     const noCodec = await http.submit(g);
     const h2 = await http.waitForHistory<History>(noCodec.prompt_id);
     expect(h2.status.messages.find((m) => m[0] === 'execution_error')![1]).toMatchObject({ node_type: 'SaveVideo', exception_type: 'KeyError' });
