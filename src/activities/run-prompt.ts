@@ -20,7 +20,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
 import { followPrompt, submitAndFollow, type FollowProgress, type FollowResult } from '../comfyui/follow.ts';
 import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
-import { preflightGraph } from '../comfyui/preflight.ts';
+import { validateBeforeSubmit } from './presubmit.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -342,23 +342,4 @@ async function findLivePrompt(client: ComfyClient, ids: string[], signal: AbortS
     if (status.state === 'pending' || status.state === 'running' || status.state === 'success') return id;
   }
   return undefined;
-}
-
-/**
- * Fail fast, non-retryably, only on definite facts (preflight.ts: a node class or a model file this ComfyUI
- * lacks); ComfyUI judges everything else when the prompt is submitted. A refusal is confirmed against a
- * fresh `/object_info` first: the operator may have just installed the file the cached copy lacks.
- */
-async function validateBeforeSubmit(client: ComfyClient, input: RunPromptInput, cache: ObjectInfoCache): Promise<void> {
-  if (preflightGraph(input.graph, await cache.get(input.backend.id, client)).ok) return;
-  cache.invalidate(input.backend.id);
-  const v = preflightGraph(input.graph, await cache.get(input.backend.id, client));
-  if (v.ok) return;
-  const first = v.problems[0];
-  throw ApplicationFailure.create({
-    message: [`ComfyUI at ${input.backend.url} cannot run this graph:`, ...v.problems.map((p) => `node ${p.nodeId}: ${p.message}`)].join('\n'),
-    type: FailureType.ComfyValidation,
-    nonRetryable: true,
-    details: [{ nodeErrors: v.nodeErrors, error: v.error, nodeId: first?.nodeId, ...(first?.classType ? { nodeType: first.classType } : {}) }],
-  });
 }

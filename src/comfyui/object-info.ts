@@ -63,7 +63,7 @@ export function parseNodeInfo(className: string, raw: unknown, problems: string[
       if (key === 'required' || key === 'optional') {
         const specs = readSpecs(value, `input.${key}`, problems);
         if (specs) input[key] = specs;
-      } else {
+      } else if (key !== 'hidden' || isRecord(value)) {
         input[key] = value;
       }
     }
