@@ -18,7 +18,8 @@ import type { FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { startFakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import type { Frame } from './capture-client.ts';
 import { CaptureHttp, CaptureWs, donePred } from './capture-client.ts';
-import { frameLine } from './compare.ts';
+import { compareCaptures, frameLine } from './compare.ts';
+import type { Capture } from './replay.ts';
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/real-comfyui/${name}`, import.meta.url), 'utf8'));
 const GOLDEN_DIR = new URL('../golden/', import.meta.url);
@@ -79,6 +80,20 @@ describe('verdicts on the golden graphs', () => {
     }
     // They run (and broadcast: no client id); let them finish before the transcripts below.
     await new CaptureHttp(fake.url).drain(60_000);
+  });
+});
+
+describe('verdicts on graphs with missing model files or node classes', () => {
+  it('answers each recorded POST /prompt of verdicts-model-files.json exactly as the real server did', async () => {
+    const recorded = fixture('verdicts-model-files.json') as { steps: Array<{ name: string; request_json: unknown }> };
+    // A ComfyUI checkout ships input/example.png, which these graphs load.
+    writeFileSync(path.join(fake.dataDir, 'input', 'example.png'), renderPng({ width: 64, height: 64, contentKey: 'example' }));
+    const http = new CaptureHttp(fake.url);
+    for (const step of recorded.steps) await http.req(step.name, 'POST', '/prompt', { json: step.request_json });
+    const real: Capture = { base: '', run: 'no-run-tag', steps: recorded.steps.map((s) => ({ ...s, content_type: 'application/json; charset=utf-8', headers: {} })) };
+    const mine: Capture = { base: fake.url, run: 'no-run-tag', steps: http.steps.map((s) => ({ ...s, headers: {} })) };
+    expect(compareCaptures(real, mine, [])).toEqual([]);
+    await http.drain(60_000);
   });
 });
 
