@@ -292,12 +292,14 @@ export function formatTimeline(tl: RenderTimeline): string {
 
   L.push('', 'timeline:');
   for (const s of tl.stages) {
-    L.push(`  ${s.name.padEnd(20)} ${s.outcome.padEnd(10)} ${time(s.scheduledAt).padEnd(22)} ${duration(s.durationMs).padStart(8)}${s.cancelRequested ? '  (cancel requested)' : ''}`);
+    L.push(`  ${s.name.padEnd(20)} ${s.outcome.padEnd(10)} ${time(s.scheduledAt).padEnd(22)} ${duration(s.durationMs).padStart(8)}${s.local ? '  (local)' : ''}${s.cancelRequested ? '  (cancel requested)' : ''}`);
     for (const a of s.attempts) {
       const err = a.error ? `  ${a.error.type ?? 'Error'}: ${clip(a.error.message, 160)}` : '';
       const note = a.note ? `  (${a.note})` : '';
       const prompt = a.promptId ? `  prompt ${a.promptId}` : '';
-      L.push(`    attempt ${String(a.attempt).padEnd(10)} ${a.outcome.padEnd(10)} ${time(a.startedAt).padEnd(22)} ${duration(a.durationMs).padStart(8)}${prompt}${err}${note}`);
+      const on = a.backend ? `  on ${a.backend}` : '';
+      L.push(`    attempt ${String(a.attempt).padEnd(10)} ${a.outcome.padEnd(10)} ${time(a.startedAt).padEnd(22)} ${duration(a.durationMs).padStart(8)}${prompt}${on}${err}${note}`);
+      if (a.steps?.length) L.push(`      ${a.steps.map((t) => `${t.stage} ${duration(t.ms)}`).join(', ')}`);
     }
     if (s.heartbeat) L.push(`    heartbeat ${clip(JSON.stringify(s.heartbeat), 160)}`);
   }

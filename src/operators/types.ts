@@ -67,17 +67,27 @@ export interface AttemptView {
   error?: FailureView;
   /** ComfyUI prompt of this attempt (runPrompt), when known. */
   promptId?: string;
+  /** ComfyUI backend the attempt ran on (late-bound renders: chosen when the attempt started). */
+  backend?: string;
+  /** Where a late-bound attempt's time went (uploadInputs, prompt, collectOutputs), from its result. */
+  steps?: StageTiming[];
   note?: string;
 }
 
 /** `abandoned`: still pending when the render ended (terminated, timed out). */
 export type StageOutcome = 'scheduled' | 'running' | 'completed' | 'failed' | 'timed-out' | 'cancelled' | 'abandoned';
 
-/** One activity execution: `buildGraph`, `chooseBackend`, `uploadInputs`, `runPrompt[i]`, `collectOutputs[i]`. */
+/**
+ * One activity execution: `buildGraph`, then `runPrompt[i]` (late-bound renders: one activity per attempt
+ * that uploads, renders and stores outputs); renders started before that also show `chooseBackend`,
+ * `uploadInputs` and `collectOutputs[i]`.
+ */
 export interface StageView {
   name: string;
   activityType: string;
   activityId: string;
+  /** A local activity (recorded as a marker: its result and timing, no schedule or start events). */
+  local?: boolean;
   item?: number;
   taskQueue?: string;
   scheduledAt?: string;
