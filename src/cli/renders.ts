@@ -244,12 +244,13 @@ const clip = (s: string, n: number): string => {
 };
 
 export function table(renders: RenderSummary[]): string {
-  const head = ['ID', 'STATUS', 'MODEL', 'KIND', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
+  const head = ['ID', 'STATUS', 'MODEL', 'KIND', 'PRIO', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
   const rows = renders.map((r) => [
     r.id,
     r.status,
     r.model ?? '-',
     r.kind ?? '-',
+    r.priority === undefined ? '-' : String(r.priority),
     time(r.startedAt),
     r.status === 'running' ? '-' : duration(r.durationMs),
     r.seed === undefined ? '-' : String(r.seed),
@@ -271,7 +272,7 @@ function graphLines(graph: ComfyGraph): string[] {
 
 export function formatTimeline(tl: RenderTimeline): string {
   const L: string[] = [];
-  L.push(`${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}`);
+  L.push(`${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}${tl.priority !== undefined ? `  priority ${tl.priority}` : ''}`);
   L.push(`  started ${time(tl.startedAt)}  closed ${time(tl.closedAt)}  took ${duration(tl.durationMs)}  (${tl.historyEvents} history events, queue ${tl.taskQueue ?? '?'})`);
   if (tl.replayOf) L.push(`  replay of ${tl.replayOf}`);
   if (tl.cancelRequestedAt) L.push(`  cancel requested at ${time(tl.cancelRequestedAt)}`);

@@ -166,6 +166,7 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       startMs = at;
       tl.runId = a.originalExecutionRunId ?? undefined;
       tl.taskQueue = a.taskQueue?.name ?? undefined;
+      tl.priority = a.priority?.priorityKey || 3;
       const request = decodeFirst(converter, a.input);
       if (request && typeof request === 'object') tl.request = request as RenderRequest;
       for (const [k, p] of Object.entries(a.memo?.fields ?? {})) tl.memo[k] = decodePayload(converter, p);

@@ -28,6 +28,8 @@ export interface RenderSummary {
   steps?: number;
   seed?: number;
   images?: number;
+  /** Priority key it was started with (1 most urgent … 5; 3 when the client gave none). */
+  priority?: number;
   /** Number of output images of a completed render. */
   outputs?: number;
   /** Why a failed, timed-out or terminated render ended, in one line. */
@@ -131,6 +133,8 @@ export interface RenderTimeline {
   closedAt?: string;
   durationMs?: number;
   memo: Record<string, unknown>;
+  /** Temporal priority key of the render (from its start event; 3 = the default). */
+  priority?: number;
   /** The resolved request exactly as the workflow received it. */
   request?: RenderRequest;
   /** The ComfyUI graphs from the buildGraph result, one per output item. */

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequest, type DecodedImage } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { errorBody, sendError } from '../http-errors.ts';
+import { requestPriority } from '../priority.ts';
 import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
 
@@ -13,6 +14,7 @@ type Route = 'txt2img' | 'img2img';
 
 export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void {
   const handler = (route: Route) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const priority = requestPriority(req.headers['x-priority'], req.body);
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
     const normalized = normalizeRequest(route, req.body, {
       defaultModel,
@@ -31,7 +33,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     const idempotencyKey = headerValue(req.headers['idempotency-key']);
     let started;
     try {
-      started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body });
+      started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body, priority });
     } catch (err) {
       if (err instanceof IdempotencyConflictError) {
         return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'Idempotency-Key' }));
