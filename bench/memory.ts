@@ -11,7 +11,7 @@ import type { BenchContext } from './lib/context.ts';
 import { MODEL } from './lib/context.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
 import { hwmBytes, rssBytes } from './lib/proc.ts';
-import { dist, fmtDist, log, mb, sleep, type BenchResult } from './lib/report.ts';
+import { dist, fmtDist, log, mb, sleep, type BenchResult, BEFORE } from './lib/report.ts';
 import { ROOT, postJson, setFaults, startBenchService, startFake, tempDir } from './lib/stack.ts';
 
 export const BUDGET_BYTES = 300 * 1024 * 1024;
@@ -66,7 +66,7 @@ export function prepareMemory(ctx: BenchContext): Promise<{ fake: Awaited<Return
 
 export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   // --quick: fewer clients, so the figure is indicative only (the budget is stated for 100).
-  const clients = ctx.quick ? 30 : 100;
+  const clients = ctx.smoke ? 4 : ctx.quick ? 30 : 100;
   const holdMs = ctx.quick ? 2_000 : 3_000; // per render while the clients pile up; cleared once all are waiting
   const { fake, svc, memLog } = await prepareMemory(ctx);
   const { client: temporalClient } = await ctx.temporal();
@@ -156,6 +156,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   log(`memory: peak RSS ${mb(peak)} (idle ${mb(idle)})`);
   return {
     name: 'memory',
+    before: BEFORE.memory,
     title: `Memory: ${clients} concurrent img2img clients with ${mb(imageBytes)} init images, fake held at ${holdMs} ms/render`,
     figure: `peak RSS ${mb(peak)} front+worker process (idle ${mb(idle)}, +${mb(peak - idle)}; kernel VmHWM ${mb(hwm)})`,
     budget: `≤ ${mb(BUDGET_BYTES)} RSS`,
