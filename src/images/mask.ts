@@ -8,6 +8,7 @@
  */
 import { PNG } from 'pngjs';
 import { RequestError } from '../api/a1111/errors.ts';
+import { readPngBounded } from './png-bounds.ts';
 import { checkImageBytes, type DecodedImage, type ImageLimits } from './decode.ts';
 
 export interface MaskOptions {
@@ -25,7 +26,7 @@ export function normalizeMask(mask: DecodedImage, field: string, opts: MaskOptio
   }
   let png: PNG;
   try {
-    png = PNG.sync.read(mask.bytes);
+    png = readPngBounded(mask.bytes);
   } catch (e) {
     throw new RequestError(400, field, `${field}: corrupt PNG (${(e as Error).message})`);
   }
