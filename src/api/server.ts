@@ -17,6 +17,7 @@ import { registerA1111Render } from './routes/a1111-render.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
+import { assertJsonDepth } from './body-shape.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -79,6 +80,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       }
     });
   }
+
+  // Before any handler reads a body: what recurses over it later (echoes, fingerprints) must not overflow.
+  app.addHook('preValidation', async (req) => {
+    if (req.body !== undefined) assertJsonDepth(req.body);
+  });
 
   app.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
     if (err instanceof RequestError) {

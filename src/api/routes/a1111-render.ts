@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequest, type DecodedImage } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
+import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
@@ -13,6 +14,7 @@ type Route = 'txt2img' | 'img2img';
 
 export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void {
   const handler = (route: Route) => async (req: FastifyRequest, reply: FastifyReply) => {
+    assertBodyShape(req.body, a1111BodyLimits(ctx.config.MAX_IMAGE_BYTES));
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
     const normalized = normalizeRequest(route, req.body, {
       defaultModel,
