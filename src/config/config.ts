@@ -41,8 +41,14 @@ const envSchema = z.object({
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   /**
-   * Base URL of the Temporal Web UI, for the gallery's links to each render. Default: the embedded dev
-   * server's UI (`http://127.0.0.1:<TEMPORAL_UI_PORT>`) when TEMPORAL_ADDRESS is unset, else no links.
+   * Serve the embedded dev server's Web UI (off by default). It has no login and no Host check: any local
+   * process, or a web page using DNS rebinding, could read every render and terminate workflows. When on,
+   * it binds to 127.0.0.1 only and a warning is printed (README, "Temporal Web UI").
+   */
+  TEMPORAL_UI: bool.default(false),
+  /**
+   * Base URL of the Temporal Web UI, for the gallery's links to each render (one behind its own login, in
+   * production). Unset: no links, so the gallery never advertises an open UI.
    */
   TEMPORAL_UI_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),

@@ -41,11 +41,12 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
 }
 
-/** The Temporal UI base URL for links, or undefined when there is none to link to. */
-export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_PORT'>): string | undefined {
-  if (config.TEMPORAL_UI_URL) return config.TEMPORAL_UI_URL.replace(/\/+$/, '');
-  // The embedded dev server serves its UI on TEMPORAL_UI_PORT (src/app/services.ts).
-  return config.TEMPORAL_ADDRESS ? undefined : `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`;
+/**
+ * The Temporal UI base URL for links: only one configured explicitly. The embedded dev server's UI has no
+ * login and no Host check, so the gallery (which anyone who can load it sees) never points at it.
+ */
+export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL'>): string | undefined {
+  return config.TEMPORAL_UI_URL ? config.TEMPORAL_UI_URL.replace(/\/+$/, '') : undefined;
 }
 
 const escapeHtml = (s: string): string =>
