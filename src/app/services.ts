@@ -100,7 +100,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
     // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
     stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
     if (mode === 'worker' && config.METRICS_PORT !== undefined) {
-      metricsServer = await startMetricsServer({ host: config.HOST, port: config.METRICS_PORT, logger });
+      metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, token: config.API_TOKEN, logger });
     }
   }
 

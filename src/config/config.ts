@@ -62,6 +62,16 @@ const envSchema = z.object({
   MAX_EXTRA_IMAGES: positiveInt.default(3),
   /** Whole-request limit; base64 inflates images by 4/3 and a request may carry several. */
   BODY_LIMIT_BYTES: positiveInt.default(100 * 1024 * 1024),
+  /**
+   * Longest time to receive one request's headers and body (408 after): bounds slow-trickle bodies. Renders
+   * may take any time after that; this is not a response timeout.
+   */
+  REQUEST_TIMEOUT_MS: positiveInt.default(120_000),
+  /**
+   * Admission control: most renders waiting or running (all fronts, counted by Temporal). Past it a new
+   * render is refused with 503 and Retry-After, and nothing is started.
+   */
+  MAX_WAITING_RENDERS: positiveInt.default(500),
   /** Heartbeat timeout of the prompt-following activity: how fast a dead worker is noticed. */
   HEARTBEAT_TIMEOUT_MS: positiveInt.default(30_000),
   /** Overrides every profile's stall timeout (tests and operators with slow disks). */
@@ -76,6 +86,8 @@ const envSchema = z.object({
    * port at `/metrics`. The front serves its own; in `start` mode both share the front's `/metrics`.
    */
   METRICS_PORT: port.optional(),
+  /** Where the worker's metrics listen (not HOST: a worker has no front). Loopback unless asked. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * On SIGTERM, how long a running prompt may finish before the worker hands it back to Temporal (the next
    * attempt re-attaches to the prompt, which keeps running in ComfyUI).

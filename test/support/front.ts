@@ -8,8 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
+import { InFlight } from '../../src/api/in-flight.ts';
 import { OptionsStore } from '../../src/api/options-store.ts';
-import { RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/api/render-service.ts';
+import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/api/render-service.ts';
 import { buildServer } from '../../src/api/server.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
@@ -27,10 +28,18 @@ export interface TestFront {
   /** Make the next start fail like Temporal would (e.g. an Idempotency-Key conflict). */
   startError?: Error;
   cancelled: string[];
+  inFlight(): InFlight;
   close(): Promise<void>;
 }
 
-export async function startTestFront(env: Record<string, string> = {}): Promise<TestFront> {
+export interface TestFrontOptions {
+  /** Renders waiting or running, for admission control (default 0). */
+  waitingRenders?: () => Promise<number>;
+  /** What an Idempotency-Key finds (default: nothing, a new render). */
+  keyState?: (key: string) => 'attach' | 'new' | 'conflict';
+}
+
+export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cd-front-'));
   const config = loadConfig({ DATA_DIR: dataDir, COMFYUI_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...env });
   const logger = createLogger('silent');
@@ -47,7 +56,7 @@ export async function startTestFront(env: Record<string, string> = {}): Promise<
         throw e;
       }
       front.starts!.push({ request, opts });
-      const renderId = `render-test-${++n}`;
+      const renderId = opts.idempotencyKey ? `render-key-${opts.idempotencyKey}` : `render-test-${++n}`;
       const handle = {
         workflowId: renderId,
         cancel: async () => {
@@ -57,10 +66,16 @@ export async function startTestFront(env: Record<string, string> = {}): Promise<
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
     },
     wait: (started: StartedRender) => front.outcome!(started),
+    checkKey: async (key: string) => {
+      const state = opts.keyState?.(key) ?? 'new';
+      if (state === 'conflict') throw new IdempotencyConflictError(`Idempotency-Key was already used with a different request body (render render-key-${key})`);
+      return state;
+    },
     handle: () => {
       throw new Error('not in this test');
     },
   } as unknown as RenderService;
+  const inFlight = new InFlight();
   const app = await buildServer({
     config,
     logger,
@@ -74,8 +89,10 @@ export async function startTestFront(env: Record<string, string> = {}): Promise<
       backends: [{ id: 'comfyui-0', url: 'http://secret-gpu-box.internal:8188', taskQueue: 'renders-comfyui-0' }],
       probeComfy: async () => ({}),
     },
+    waitingRenders: opts.waitingRenders ?? (async () => 0),
+    inFlight,
   });
   await app.ready();
-  Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, close: () => app.close() });
+  Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, inFlight: () => inFlight, close: () => app.close() });
   return front as TestFront;
 }
