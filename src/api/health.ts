@@ -41,9 +41,10 @@ export async function checkHealth(deps: HealthDeps): Promise<{ ok: boolean; chec
       if (marked) return { name, ok: false, detail: marked };
       try {
         await timeout(deps.probeComfy(b), 3_000);
-        return { name, ok: true, detail: b.url };
+        return { name, ok: true };
       } catch (err) {
-        return { name, ok: false, detail: `${b.url}: ${(err as Error).message}` };
+        // /health is open (no token): name the backend by id, never by its internal URL.
+        return { name, ok: false, detail: (err as Error).message.split(b.url).join(b.id) };
       }
     }),
     (async (): Promise<HealthCheck> => {

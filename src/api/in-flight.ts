@@ -1,6 +1,8 @@
 /**
  * Renders this front is currently waiting on, oldest first: what `/sdapi/v1/progress` counts and what
- * `/sdapi/v1/interrupt` cancels (the render currently on the GPU is the oldest one still waiting).
+ * `/sdapi/v1/interrupt` cancels (the render currently on the GPU is the oldest one still waiting). Several
+ * clients may wait on one render (Idempotency-Key retries attach to it): each `add` is one client, and the
+ * render stays listed until the last of them is done.
  */
 export interface InFlightRender {
   renderId: string;
@@ -9,15 +11,28 @@ export interface InFlightRender {
 }
 
 export class InFlight {
-  private readonly renders = new Map<string, InFlightRender>();
+  private readonly renders = new Map<string, { render: InFlightRender; clients: number }>();
 
   add(r: InFlightRender): () => void {
-    this.renders.set(r.renderId, r);
-    return () => this.renders.delete(r.renderId);
+    const entry = this.renders.get(r.renderId);
+    if (entry) entry.clients++;
+    else this.renders.set(r.renderId, { render: r, clients: 1 });
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const e = this.renders.get(r.renderId);
+      if (e && --e.clients <= 0) this.renders.delete(r.renderId);
+    };
+  }
+
+  /** How many clients of this front wait on the render (0 when none). */
+  clients(renderId: string): number {
+    return this.renders.get(renderId)?.clients ?? 0;
   }
 
   list(): InFlightRender[] {
-    return [...this.renders.values()].sort((a, b) => a.startedAt - b.startedAt);
+    return [...this.renders.values()].map((e) => e.render).sort((a, b) => a.startedAt - b.startedAt);
   }
 
   get size(): number {

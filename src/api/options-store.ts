@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { knownOptionsOnly } from './options-schema.ts';
 
 const storedSchema = z.record(z.string(), z.unknown());
 
@@ -17,7 +18,8 @@ export class OptionsStore {
   ) {
     let stored: Record<string, unknown> = {};
     try {
-      stored = storedSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+      // Only known options with valid values: junk an older version stored is dropped here, for good.
+      stored = knownOptionsOnly(storedSchema.parse(JSON.parse(readFileSync(file, 'utf8'))));
     } catch {
       // first start, or a damaged file: fall back to defaults rather than refusing to start
     }

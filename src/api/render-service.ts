@@ -10,6 +10,7 @@ import {
   TimeoutFailure,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
+  WorkflowNotFoundError,
   isGrpcServiceError,
   type Client,
   type WorkflowHandle,
@@ -126,6 +127,29 @@ export class RenderService {
       }
       return { renderId, handle, attached: true };
     }
+  }
+
+  /**
+   * Before anything is stored for a request with an Idempotency-Key: `attach` when the key's render runs or
+   * completed with this body, `new` when a render would start; a different body is an
+   * IdempotencyConflictError now, so a refused request leaves no input images behind. (`start` checks again:
+   * two requests may race between here and there.)
+   */
+  async checkKey(idempotencyKey: string, body: unknown): Promise<'attach' | 'new'> {
+    let described;
+    try {
+      described = await this.client.workflow.getHandle<typeof render>(renderIdForKey(idempotencyKey)).describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return 'new';
+      throw err;
+    }
+    // After a failure the key may start its render again, with any body (ALLOW_DUPLICATE_FAILED_ONLY).
+    if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED') return 'new';
+    const memo = (await described.memo) ?? {};
+    if (memo.bodyFingerprint !== bodyFingerprint(body)) {
+      throw new IdempotencyConflictError(`Idempotency-Key was already used with a different request body (render ${described.workflowId})`);
+    }
+    return 'attach';
   }
 
   /**

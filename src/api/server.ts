@@ -2,8 +2,8 @@
  * The HTTP front (Fastify): A1111 routes and operations. It validates and resolves requests, stores input
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { registerBodyGate } from './body-gate.ts';
+import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Config } from '../config/config.ts';
@@ -18,6 +18,12 @@ import { registerA1111Render } from './routes/a1111-render.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
+import { authorized } from './auth.ts';
+import { assertJsonDepth } from './body-shape.ts';
+import { Admission, AdmissionRefusedError, waitingRendersQuery } from './admission.ts';
+
+/** What a refused client is told to wait: about the time one render takes on a busy GPU. */
+const ADMISSION_RETRY_AFTER_S = 10;
 
 export interface ApiDeps {
   config: Config;
@@ -26,25 +32,57 @@ export interface ApiDeps {
   renders: RenderService;
   options: OptionsStore;
   health: HealthDeps;
+  /** Renders waiting or running, for admission control; default: Temporal's count for the task queue. */
+  waitingRenders?: () => Promise<number>;
+  /** Renders this front waits on (tests look in). */
+  inFlight?: InFlight;
 }
 
 export interface ApiContext extends ApiDeps {
   inFlight: InFlight;
+  admission: Admission;
 }
 
 // The gallery page and its assets hold no data (it asks for the token itself), so a browser can load it.
 const OPEN_ROUTES = new Set(['/health', '/internal/ping', '/', '/gallery/app.js', '/gallery/style.css', '/gallery/favicon.svg']);
+
+export { authorized } from './auth.ts';
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
     bodyLimit: deps.config.BODY_LIMIT_BYTES,
     disableRequestLogging: false,
-    // Renders take minutes: never cut a waiting client off at the HTTP layer.
-    requestTimeout: 0,
+    // Receiving the request (headers and body) is bounded: a body trickled a byte a minute would otherwise hold
+    // a connection and its buffer forever. Node clears this timer once the request is read, so a client
+    // waiting minutes for its render is not cut off; nor is it by the socket idle timeout, which stays off.
+    requestTimeout: deps.config.REQUEST_TIMEOUT_MS,
+    // Node enforces requestTimeout only when given at creation (Fastify sets it afterwards, which Node
+    // ignores), and checks it on a sweep (30 s by default): create the server ourselves.
+    serverFactory: (handler) =>
+      http.createServer(
+        {
+          requestTimeout: deps.config.REQUEST_TIMEOUT_MS,
+          connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(deps.config.REQUEST_TIMEOUT_MS / 2))),
+        },
+        handler,
+      ),
     connectionTimeout: 0,
+    // Bad URLs and over-long path parameters answer in A1111's envelope like every other error.
+    frameworkErrors: (err, _req, reply) => {
+      const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+      void sendError(reply, status, errorBody('HTTPException', status === 414 ? 'URL too long' : `bad request URL: ${err.message}`, { field: 'url' }));
+    },
   });
-  const ctx: ApiContext = { ...deps, inFlight: new InFlight() };
+  const admission = new Admission({
+    limit: deps.config.MAX_WAITING_RENDERS,
+    retryAfterSeconds: ADMISSION_RETRY_AFTER_S,
+    count:
+      deps.waitingRenders ??
+      (async () => (await deps.renders.client.workflow.count(waitingRendersQuery(deps.config.TEMPORAL_TASK_QUEUE))).count),
+    onCountError: (err) => deps.logger.warn({ err: (err as Error).message }, 'admission: could not count waiting renders'),
+  });
+  const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), admission };
 
   // Node's fetch with a string body sends text/plain; A1111 would 422 it, we read it as the JSON it is.
   const jsonParser = app.getDefaultJsonParser('error', 'ignore');
@@ -84,7 +122,17 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
   registerBodyGate(app, { largeBytes: deps.config.LARGE_BODY_BYTES, maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES });
 
-  app.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
+  // Before any handler reads a body: what recurses over it later (echoes, fingerprints) must not overflow.
+  app.addHook('preValidation', async (req) => {
+    if (req.body !== undefined) assertJsonDepth(req.body);
+  });
+
+  app.setErrorHandler((err: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
+    if (err instanceof AdmissionRefusedError) {
+      req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
+      reply.header('Retry-After', String(err.retryAfterSeconds));
+      return sendError(reply, 503, errorBody('HTTPException', err.message, { waiting: err.waiting, limit: err.limit }));
+    }
     if (err instanceof RequestError) {
       req.log.info({ field: err.field, status: err.status }, err.message);
       return reply.code(err.status).send(toA1111ErrorBody(err));
@@ -102,37 +150,20 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
       return sendError(reply, fe.statusCode, errorBody('HTTPException', fe.message));
     }
+    // The log has the error; the client learns that it is ours, not what our internals are called.
     req.log.error({ err }, 'unhandled error');
-    return sendError(reply, 500, errorBody(err.name || 'Error', 'internal error', { errors: String(err.message) }));
+    return sendError(reply, 500, errorBody('InternalError', 'internal error (see the service log)', { errors: 'internal error' }));
   });
+
+  app.setNotFoundHandler((req, reply) =>
+    sendError(reply, 404, errorBody('HTTPException', `no route ${req.method} ${req.url.split('?')[0]?.slice(0, 200)}`, { field: 'url' })),
+  );
 
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);
   registerOps(app, ctx);
   registerRenders(app, ctx);
   return app;
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/**
- * `Bearer <token>`, or `Basic` whose password (or whole credential) is the token: Open WebUI and SillyTavern
- * can only send Basic auth, and A1111's own `--api-auth` is Basic.
- */
-export function authorized(header: string | undefined, token: string): boolean {
-  if (!header) return false;
-  const [scheme, value = ''] = header.split(/\s+/, 2);
-  if (scheme?.toLowerCase() === 'bearer') return sameSecret(value, token);
-  if (scheme?.toLowerCase() === 'basic') {
-    const decoded = Buffer.from(value, 'base64').toString('utf8');
-    const password = decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : decoded;
-    return sameSecret(password, token);
-  }
-  return false;
 }
 
 export function isCrossOrigin(origin: string | undefined, host: string | undefined): boolean {

@@ -28,6 +28,9 @@ import path from 'node:path';
 
 export type Mode = 'start' | 'worker' | 'api';
 
+export const TEMPORAL_UI_WARNING =
+  'TEMPORAL_UI is on: the embedded Temporal Web UI has no login and no Host check; it is bound to 127.0.0.1, but any local process (or a web page using DNS rebinding) can read and terminate every render through it';
+
 export interface Running {
   temporalAddress: string;
   uiUrl?: string;
@@ -59,11 +62,12 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
         dbFile: config.temporalDbFile,
         port: config.TEMPORAL_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
-        ui: true,
+        ui: config.TEMPORAL_UI,
         namespace: config.TEMPORAL_NAMESPACE,
         logger,
       });
       address = devServer.address;
+      if (devServer.uiUrl) logger.warn({ uiUrl: devServer.uiUrl }, TEMPORAL_UI_WARNING);
     }
   }
 
@@ -100,7 +104,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
     // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
     stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
     if (mode === 'worker' && config.METRICS_PORT !== undefined) {
-      metricsServer = await startMetricsServer({ host: config.HOST, port: config.METRICS_PORT, logger });
+      metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, token: config.API_TOKEN, logger });
     }
   }
 

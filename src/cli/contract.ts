@@ -22,6 +22,7 @@ export async function runAllContractChecks(url: string): Promise<ContractResult[
   }
   return results;
 }
+import { sanitizeForTerminal } from './sanitize.ts';
 
 export async function runContract(args: string[]): Promise<number> {
   const url = args[0] ?? process.env.COMFYUI_URL;
@@ -33,7 +34,7 @@ export async function runContract(args: string[]): Promise<number> {
   let failed = 0;
   for (const r of results) {
     if (!r.ok) failed++;
-    process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}\n`);
+    process.stdout.write(sanitizeForTerminal(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}\n`));
   }
   process.stdout.write(`${results.length - failed} passed, ${failed} failed\n`);
   return failed === 0 ? 0 : 1;

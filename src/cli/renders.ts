@@ -4,6 +4,7 @@
  * DATA_DIR. The logic lives in src/operators, shared with the HTTP routes; this file parses arguments and
  * prints. Results go to stdout (tables, or JSON with --json), problems to stderr.
  */
+import { sanitizeForTerminal } from './sanitize.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -33,11 +34,12 @@ export const RENDERS_USAGE = `usage: comfy-durable renders <command>
 
 class UsageError extends Error {}
 
+// Everything printed passes here: no terminal escape from a prompt or an error message reaches the terminal.
 const out = (s: string): void => {
-  process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+  process.stdout.write(sanitizeForTerminal(s.endsWith('\n') ? s : `${s}\n`));
 };
 const err = (s: string): void => {
-  process.stderr.write(s.endsWith('\n') ? s : `${s}\n`);
+  process.stderr.write(sanitizeForTerminal(s.endsWith('\n') ? s : `${s}\n`));
 };
 
 export async function runRenders(argv: string[]): Promise<number> {

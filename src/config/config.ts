@@ -41,8 +41,14 @@ const envSchema = z.object({
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   /**
-   * Base URL of the Temporal Web UI, for the gallery's links to each render. Default: the embedded dev
-   * server's UI (`http://127.0.0.1:<TEMPORAL_UI_PORT>`) when TEMPORAL_ADDRESS is unset, else no links.
+   * Serve the embedded dev server's Web UI (off by default). It has no login and no Host check: any local
+   * process, or a web page using DNS rebinding, could read every render and terminate workflows. When on,
+   * it binds to 127.0.0.1 only and a warning is printed (README, "Temporal Web UI").
+   */
+  TEMPORAL_UI: bool.default(false),
+  /**
+   * Base URL of the Temporal Web UI, for the gallery's links to each render (one behind its own login, in
+   * production). Unset: no links, so the gallery never advertises an open UI.
    */
   TEMPORAL_UI_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
@@ -59,6 +65,16 @@ const envSchema = z.object({
   /** Bodies this large or larger are read and decoded at most MAX_CONCURRENT_LARGE_BODIES at a time. */
   LARGE_BODY_BYTES: positiveInt.default(256 * 1024),
   MAX_CONCURRENT_LARGE_BODIES: positiveInt.default(4),
+  /**
+   * Longest time to receive one request's headers and body (408 after): bounds slow-trickle bodies. Renders
+   * may take any time after that; this is not a response timeout.
+   */
+  REQUEST_TIMEOUT_MS: positiveInt.default(120_000),
+  /**
+   * Admission control: most renders waiting or running (all fronts, counted by Temporal). Past it a new
+   * render is refused with 503 and Retry-After, and nothing is started.
+   */
+  MAX_WAITING_RENDERS: positiveInt.default(500),
   /** Heartbeat timeout of the prompt-following activity: how fast a dead worker is noticed. */
   HEARTBEAT_TIMEOUT_MS: positiveInt.default(30_000),
   /** Overrides every profile's stall timeout (tests and operators with slow disks). */
@@ -73,6 +89,8 @@ const envSchema = z.object({
    * port at `/metrics`. The front serves its own; in `start` mode both share the front's `/metrics`.
    */
   METRICS_PORT: port.optional(),
+  /** Where the worker's metrics listen (not HOST: a worker has no front). Loopback unless asked. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * On SIGTERM, how long a running prompt may finish before the worker hands it back to Temporal (the next
    * attempt re-attaches to the prompt, which keeps running in ComfyUI).

@@ -5,10 +5,10 @@
  * would let any client make the server reach into its own network.
  */
 import { createHash } from 'node:crypto';
-import { PNG } from 'pngjs';
 import { imageSize } from 'image-size';
 import { RequestError } from '../api/a1111/errors.ts';
 import type { BlobRef } from '../render/types.ts';
+import { readPngBounded } from './png-bounds.ts';
 export { extensionForMime } from './mime.ts';
 
 export interface ImageLimits {
@@ -106,14 +106,15 @@ export function checkImageBytes(bytes: Buffer, field: string, limits: ImageLimit
 /**
  * A readable header is not a readable image: a truncated or corrupt file would pass the checks above, be
  * stored and uploaded, and then fail inside ComfyUI's LoadImage as a 500 after a workflow started (the
- * fuzzer found exactly that). PNGs are decoded in full (CRCs and the zlib stream); JPEG and WebP, which we
+ * fuzzer found exactly that). PNGs are decoded in full (CRCs and the zlib stream), with the inflated size
+ * bounded by what the header declares (png-bounds.ts: a 1×1 PNG may carry a gigabyte of zlib data); JPEG and WebP, which we
  * cannot decode here, are checked for their end marker and their declared length.
  */
 function assertComplete(bytes: Buffer, mime: string, field: string): void {
   const corrupt = (why: string): RequestError => new RequestError(400, field, `${field}: corrupt ${mime} image (${why})`);
   if (mime === 'image/png') {
     try {
-      PNG.sync.read(bytes);
+      readPngBounded(bytes);
     } catch (err) {
       throw corrupt((err as Error).message);
     }

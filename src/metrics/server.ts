@@ -6,6 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.ts';
+import { authorized } from '../api/auth.ts';
 import { renderMetrics } from './metrics.ts';
 
 export interface MetricsServer {
@@ -13,11 +14,16 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(opts: { host: string; port: number; logger: Logger }): Promise<MetricsServer> {
+export async function startMetricsServer(opts: { host: string; port: number; token?: string; logger: Logger }): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    // The same token as the front's /metrics (scrapers send `Authorization: Bearer <token>`).
+    if (opts.token && !authorized(req.headers.authorization, opts.token)) {
+      res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' }).end('missing or invalid API token\n');
       return;
     }
     renderMetrics().then(

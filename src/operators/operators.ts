@@ -143,7 +143,9 @@ export class RenderOperators {
       status,
       pendingActivities: described.raw.pendingActivities ?? null,
     });
-    if (timeline.status !== 'running' && timeline.status !== 'unknown') this.cacheOutputs(renderId, timeline.outputs);
+    // Only a completed render's outputs are final: after a failure, the same Idempotency-Key may run the
+    // workflow id again (ALLOW_DUPLICATE_FAILED_ONLY), and a cached empty list would hide the new images.
+    if (timeline.status === 'completed') this.cacheOutputs(renderId, timeline.outputs);
     return timeline;
   }
 

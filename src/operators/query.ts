@@ -25,7 +25,11 @@ export function parseTimeSpec(spec: string, now: Date = new Date()): Date | unde
   const s = spec.trim();
   if (s === 'now') return new Date(now.getTime());
   const rel = RELATIVE.exec(s);
-  if (rel) return new Date(now.getTime() - Number(rel[1]) * UNIT_MS[rel[2]!]!);
+  if (rel) {
+    // `9999999999999999h` is before any representable date: unreadable, not a crash later in toISOString.
+    const d = new Date(now.getTime() - Number(rel[1]) * UNIT_MS[rel[2]!]!);
+    return Number.isFinite(d.getTime()) ? d : undefined;
+  }
   // Date.parse accepts many shapes; insist on something that starts like an ISO date.
   if (!/^\d{4}-\d{2}-\d{2}/.test(s)) return undefined;
   const ms = Date.parse(s);

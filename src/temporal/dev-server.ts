@@ -77,7 +77,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     '--sqlite-pragma', 'journal_mode=WAL',
     '--sqlite-pragma', 'synchronous=NORMAL',
   ];
-  if (opts.ui) args.push('--ui-port', String(opts.uiPort ?? opts.port + 1000));
+  // The UI has no login: loopback only, whatever `ip` the gRPC port uses (README, "Temporal Web UI").
+  if (opts.ui) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort ?? opts.port + 1000));
   else args.push('--headless');
   for (const [key, value] of Object.entries(opts.dynamicConfig ?? EMBEDDED_DYNAMIC_CONFIG)) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
@@ -127,7 +128,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-  const uiUrl = opts.ui ? `http://${ip}:${opts.uiPort ?? opts.port + 1000}` : undefined;
+  const uiUrl = opts.ui ? `http://127.0.0.1:${opts.uiPort ?? opts.port + 1000}` : undefined;
   opts.logger.info({ address, uiUrl, dbFile: opts.dbFile }, 'temporal dev server ready');
 
   return {

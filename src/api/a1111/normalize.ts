@@ -96,7 +96,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   if (routing.mask !== undefined) {
     const decoded = decodeImageInput(routing.mask, 'mask', ctx.limits);
     mask = keep(
-      normalizeMask(decoded, 'mask', { invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true }, ctx.limits),
+      normalizeMask(decoded, 'mask', { invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true, ...sizeOf(initImage) }, ctx.limits),
     );
   }
   const extraImages = routing.refs.map((r) => keep(decodeImageInput(r.value, r.field, ctx.limits)));
@@ -418,4 +418,9 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
     throw new RequestError(400, 'extra_images', `extra_images: ${refs.length} reference images${init ? ' (counting init_images.0)' : ''} exceed the limit of ${max} for ${profile.id}`, { limit: max });
   }
   return { kind: 'edit', refs };
+}
+
+/** The init image's size, for a mask to match (mask.ts). */
+function sizeOf(init: BlobRef | undefined): { size?: { width: number; height: number } } {
+  return init?.width && init.height ? { size: { width: init.width, height: init.height } } : {};
 }

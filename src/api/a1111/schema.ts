@@ -15,6 +15,7 @@
  * Anything else is a type error (422) naming the field.
  */
 import { z } from 'zod';
+import { parseNumericString } from './lax-number.ts';
 
 const absent = (v: unknown): unknown => (v === null ? undefined : v);
 
@@ -30,7 +31,7 @@ function laxInt(opts: { bools?: boolean } = {}) {
     (v) => {
       if (v === null) return undefined;
       if (typeof v === 'number' && Number.isFinite(v)) return Math.trunc(v);
-      if (typeof v === 'string' && /^\s*[+-]?\d+\s*$/.test(v)) return Number(v);
+      if (typeof v === 'string') return parseNumericString(v, 'int') ?? v;
       if (opts.bools && typeof v === 'boolean') return v ? 1 : 0;
       return v;
     },
@@ -44,7 +45,7 @@ function laxFloat() {
   return z.preprocess(
     (v) => {
       if (v === null) return undefined;
-      if (typeof v === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(v)) return Number(v);
+      if (typeof v === 'string') return parseNumericString(v, 'float') ?? v;
       return v;
     },
     z.number({ error: NUMBER_ERROR }).optional(),

@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { RequestError } from '../a1111/errors.ts';
+import { checkOptions } from '../options-schema.ts';
 import { knownModelNames, listProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../server.ts';
@@ -40,7 +41,11 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
   app.post('/sdapi/v1/options', async (req) => {
     const parsed = optionsPatchSchema.safeParse(req.body ?? {});
     if (!parsed.success) throw new RequestError(422, 'body', 'options must be a JSON object');
-    const patch = { ...parsed.data };
+    const checked = checkOptions(parsed.data);
+    const bad = checked.errors[0];
+    if (bad) throw new RequestError(422, bad.field, `${bad.field}: ${bad.message}`);
+    if (checked.ignored.length > 0) req.log.info({ ignored: checked.ignored.slice(0, 20), count: checked.ignored.length }, 'options: unknown keys ignored');
+    const patch: Record<string, unknown> = { ...checked.values };
     if ('sd_model_checkpoint' in patch) {
       const profile = resolveModel(String(patch.sd_model_checkpoint));
       if (!profile) {

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequest, type DecodedImage } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
+import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { releaseBodySlot } from '../body-gate.ts';
 import { requestPriority } from '../priority.ts';
@@ -16,6 +17,7 @@ type Route = 'txt2img' | 'img2img';
 export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void {
   const handler = (route: Route) => async (req: FastifyRequest, reply: FastifyReply) => {
     const priority = requestPriority(req.headers['x-priority'], req.body);
+    assertBodyShape(req.body, a1111BodyLimits(ctx.config.MAX_IMAGE_BYTES));
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
     const normalized = normalizeRequest(route, req.body, {
       defaultModel,
@@ -29,11 +31,14 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-    await storeImages(ctx, normalized.images);
 
     const idempotencyKey = headerValue(req.headers['idempotency-key']);
     let started;
     try {
+      // Refusals (a reused key with another body, a full queue) come before anything is stored.
+      const attach = idempotencyKey !== undefined && (await ctx.renders.checkKey(idempotencyKey, req.body)) === 'attach';
+      if (!attach) await ctx.admission.admit();
+      await storeImages(ctx, normalized.images);
       started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body, priority });
     } catch (err) {
       if (err instanceof IdempotencyConflictError) {
@@ -59,10 +64,17 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     // By default a client that goes away does not cancel its render: the result stays retrievable and an
     // Idempotency-Key retry attaches to it.
     const onClose = (): void => {
-      if (ctx.config.CANCEL_ON_DISCONNECT && !reply.raw.writableEnded) {
-        req.log.info({ renderId: started.renderId }, 'client disconnected: cancelling render');
-        void started.handle.cancel().catch(() => undefined);
+      if (reply.raw.writableEnded) return;
+      done(); // this client waits no more
+      if (!ctx.config.CANCEL_ON_DISCONNECT) return;
+      // Other clients of this front (Idempotency-Key retries) still wait for these images. (Clients of other
+      // front replicas are not known here: with several replicas, prefer CANCEL_ON_DISCONNECT=false.)
+      if (ctx.inFlight.clients(started.renderId) > 0) {
+        req.log.info({ renderId: started.renderId }, 'client disconnected: other clients wait on the render, not cancelling');
+        return;
       }
+      req.log.info({ renderId: started.renderId }, 'client disconnected: cancelling render');
+      void started.handle.cancel().catch(() => undefined);
     };
     // The response stream (not the request) closes when the client goes away before we answer.
     reply.raw.once('close', onClose);

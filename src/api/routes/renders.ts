@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { isGrpcServiceError } from '@temporalio/client';
 import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { Config } from '../../config/config.ts';
@@ -30,7 +31,8 @@ const listQuerySchema = renderFiltersSchema.extend({
 });
 // Temporal accepts any workflow id; ours are `render-…`. Bound the length and refuse control characters.
 const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a render id') });
-const outputParams = idParams.extend({ n: z.coerce.number().int().min(0).max(10_000) });
+// Decimal digits only: `0x0`, `1e1` or ` 1` name no output (z.coerce would read them as 0, 10, 1).
+const OUTPUT_NUMBER = /^\d{1,5}$/;
 const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish();
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
@@ -41,11 +43,12 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
 }
 
-/** The Temporal UI base URL for links, or undefined when there is none to link to. */
-export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_PORT'>): string | undefined {
-  if (config.TEMPORAL_UI_URL) return config.TEMPORAL_UI_URL.replace(/\/+$/, '');
-  // The embedded dev server serves its UI on TEMPORAL_UI_PORT (src/app/services.ts).
-  return config.TEMPORAL_ADDRESS ? undefined : `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`;
+/**
+ * The Temporal UI base URL for links: only one configured explicitly. The embedded dev server's UI has no
+ * login and no Host check, so the gallery (which anyone who can load it sees) never points at it.
+ */
+export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL'>): string | undefined {
+  return config.TEMPORAL_UI_URL ? config.TEMPORAL_UI_URL.replace(/\/+$/, '') : undefined;
 }
 
 const escapeHtml = (s: string): string =>
@@ -88,8 +91,15 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/renders', async (req) => {
     const q = parse(listQuerySchema, req.query ?? {}, 'query');
     const { limit, cursor, outcome, ...filters } = q;
-    const page = await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1' });
-    return page;
+    try {
+      return await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1' });
+    } catch (err) {
+      // A cursor of the right alphabet that Temporal cannot read (`AAAA`): INVALID_ARGUMENT, the client's fault.
+      if (cursor !== undefined && isGrpcServiceError(err) && err.code === 3) {
+        throw new RequestError(400, 'cursor', 'cursor: not a cursor returned by this API');
+      }
+      throw err;
+    }
   });
 
   app.get('/renders/:id', async (req, reply) => {
@@ -102,7 +112,10 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.get('/renders/:id/outputs/:n', async (req, reply) => {
-    const { id, n } = parse(outputParams, req.params, 'id');
+    const { id } = parse(idParams, req.params, 'id');
+    const nText = (req.params as { n: string }).n;
+    if (!OUTPUT_NUMBER.test(nText)) return notFound(reply, `render ${id} has no output ${JSON.stringify(nText.slice(0, 20))}`, 'n');
+    const n = Number(nText);
     try {
       const { ref, bytes } = await ops.output(id, n);
       // Content-addressed: the bytes behind a sha256 never change.

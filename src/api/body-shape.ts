@@ -1,0 +1,74 @@
+/**
+ * Bounds on the shape of a parsed JSON body, checked before anything reads it: nesting depth and string
+ * lengths. JSON.parse copes with deep nesting, but everything after it that recurses does not: the echoed
+ * A1111 `parameters` (JSON.stringify), the Idempotency-Key fingerprint, zod. A 10 KB body nested 5000 deep
+ * in `comments` rendered and then answered 500, the GPU work lost. The walk here is iterative, so it cannot
+ * overflow itself; paths name the offending field.
+ */
+import { RequestError } from './a1111/errors.ts';
+
+/** Deeper than any real A1111 body (ControlNet units in `alwayson_scripts` nest about five levels). */
+export const MAX_JSON_DEPTH = 32;
+
+export interface BodyShapeLimits {
+  maxDepth: number;
+  /** Longest string allowed at `path` (dot path from the body's root). */
+  maxStringChars(path: readonly (string | number)[]): number;
+}
+
+/** Throws RequestError 400 naming the first field that is nested too deep or holds too long a string. */
+export function assertBodyShape(body: unknown, limits: BodyShapeLimits): void {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: body, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (typeof value === 'string') {
+      const max = limits.maxStringChars(path);
+      if (value.length > max) {
+        const field = path.join('.') || 'body';
+        throw new RequestError(400, field, `${field}: must be at most ${max} characters (got ${value.length})`, { limit: max });
+      }
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (path.length >= limits.maxDepth) {
+      const field = path.slice(0, 3).join('.') || 'body';
+      throw new RequestError(400, field, `${field}: JSON nested deeper than ${limits.maxDepth} levels`, { limit: limits.maxDepth });
+    }
+    if (Array.isArray(value)) value.forEach((v, i) => stack.push({ value: v, path: [...path, i] }));
+    else for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...path, k] });
+  }
+}
+
+/** Only the nesting depth (every route: no string is special). */
+export function assertJsonDepth(body: unknown, maxDepth = MAX_JSON_DEPTH): void {
+  assertBodyShape(body, { maxDepth, maxStringChars: () => Number.POSITIVE_INFINITY });
+}
+
+/**
+ * JSON with object keys sorted at every level: the same body with its keys in another order is the same
+ * request (an Idempotency-Key retry from a client that rebuilds its dict must attach, not get a 409).
+ * Recursive, so callers bound the depth first (assertJsonDepth); it refuses deeper input rather than overflow.
+ */
+export function canonicalJson(value: unknown, depth = 0): string {
+  if (depth > MAX_JSON_DEPTH * 2) throw new RequestError(400, 'body', `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
+}
+
+/** Strings that are not images (prompts, names, comments, settings): as long as the longest prompt. */
+export const MAX_STRING_CHARS = 16 * 1024;
+/** Top-level A1111 fields that carry base64 images (ControlNet and other scripts put theirs in `alwayson_scripts`). */
+const IMAGE_FIELDS = new Set(['init_images', 'mask', 'extra_images', 'alwayson_scripts']);
+
+/** Limits for an A1111 render body: image fields up to the image limit in base64 (plus a data: prefix), others 16 KiB. */
+export function a1111BodyLimits(maxImageBytes: number): BodyShapeLimits {
+  const imageChars = Math.ceil(maxImageBytes / 3) * 4 + 256;
+  return {
+    maxDepth: MAX_JSON_DEPTH,
+    maxStringChars: (path) => (IMAGE_FIELDS.has(String(path[0])) ? imageChars : MAX_STRING_CHARS),
+  };
+}

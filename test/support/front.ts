@@ -1,0 +1,98 @@
+/**
+ * The HTTP front in-process (Fastify inject) with a stand-in for Temporal: for checks of what the front
+ * answers before or instead of starting a render (guards, limits, envelopes). `starts` records every
+ * workflow start the front asked for; `wait` answers what the test tells it to.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { InFlight } from '../../src/api/in-flight.ts';
+import { OptionsStore } from '../../src/api/options-store.ts';
+import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/api/render-service.ts';
+import { buildServer } from '../../src/api/server.ts';
+import { FsBlobStore } from '../../src/blobs/fs-store.ts';
+import { loadConfig, type Config } from '../../src/config/config.ts';
+import { createLogger } from '../../src/log.ts';
+import type { RenderRequest, RenderResult } from '../../src/render/types.ts';
+
+export interface TestFront {
+  app: FastifyInstance;
+  config: Config;
+  dataDir: string;
+  blobDir: string;
+  starts: { request: RenderRequest; opts: StartOptions }[];
+  /** How a started render ends; default: a 503 failure (tests that need more set it). */
+  outcome: (started: StartedRender) => Promise<RenderResult>;
+  /** Make the next start fail like Temporal would (e.g. an Idempotency-Key conflict). */
+  startError?: Error;
+  cancelled: string[];
+  inFlight(): InFlight;
+  close(): Promise<void>;
+}
+
+export interface TestFrontOptions {
+  /** Renders waiting or running, for admission control (default 0). */
+  waitingRenders?: () => Promise<number>;
+  /** What an Idempotency-Key finds (default: nothing, a new render). */
+  keyState?: (key: string) => 'attach' | 'new' | 'conflict';
+}
+
+export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cd-front-'));
+  const config = loadConfig({ DATA_DIR: dataDir, COMFYUI_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...env });
+  const logger = createLogger('silent');
+  const front: Partial<TestFront> = { starts: [], cancelled: [], outcome: async (s) => {
+      throw new RenderFailedError(s.renderId, 503, 'ComfyUnavailable', 'no GPU in this test');
+    } };
+  let n = 0;
+  const renders = {
+    client: {} as Client,
+    start: async (request: RenderRequest, opts: StartOptions = {}): Promise<StartedRender> => {
+      if (front.startError) {
+        const e = front.startError;
+        front.startError = undefined;
+        throw e;
+      }
+      front.starts!.push({ request, opts });
+      const renderId = opts.idempotencyKey ? `render-key-${opts.idempotencyKey}` : `render-test-${++n}`;
+      const handle = {
+        workflowId: renderId,
+        cancel: async () => {
+          front.cancelled!.push(renderId);
+        },
+      } as unknown as StartedRender['handle'];
+      return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
+    },
+    wait: (started: StartedRender) => front.outcome!(started),
+    checkKey: async (key: string) => {
+      const state = opts.keyState?.(key) ?? 'new';
+      if (state === 'conflict') throw new IdempotencyConflictError(`Idempotency-Key was already used with a different request body (render render-key-${key})`);
+      return state;
+    },
+    handle: () => {
+      throw new Error('not in this test');
+    },
+  } as unknown as RenderService;
+  const inFlight = new InFlight();
+  const app = await buildServer({
+    config,
+    logger,
+    blobs: new FsBlobStore(config.blobDir),
+    renders,
+    options: new OptionsStore(path.join(dataDir, 'options.json'), { sd_model_checkpoint: 'FLUX.1-schnell' }),
+    health: {
+      temporal: { workflowService: { getSystemInfo: async () => ({}), describeTaskQueue: async () => ({ pollers: [{}] }) } } as unknown as Client,
+      namespace: 'default',
+      taskQueue: 'renders',
+      backends: [{ id: 'comfyui-0', url: 'http://secret-gpu-box.internal:8188', taskQueue: 'renders-comfyui-0' }],
+      probeComfy: async () => ({}),
+    },
+    waitingRenders: opts.waitingRenders ?? (async () => 0),
+    inFlight,
+  });
+  await app.ready();
+  Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, inFlight: () => inFlight, close: () => app.close() });
+  return front as TestFront;
+}
