@@ -17,6 +17,7 @@ import { registerA1111Render } from './routes/a1111-render.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
+import { registerLenientBodyParsers } from './body-parsers.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -45,11 +46,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   });
   const ctx: ApiContext = { ...deps, inFlight: new InFlight() };
 
-  // Node's fetch with a string body sends text/plain; A1111 would 422 it, we read it as the JSON it is.
-  const jsonParser = app.getDefaultJsonParser('error', 'ignore');
-  app.addContentTypeParser('text/plain', { parseAs: 'string' }, (req, body, done) => {
-    jsonParser(req, String(body), done);
-  });
+  registerLenientBodyParsers(app);
 
   // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
   // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.
@@ -75,6 +72,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     app.addHook('onRequest', async (req, reply) => {
       if (OPEN_ROUTES.has(req.url.split('?')[0] ?? '')) return;
       if (!authorized(req.headers.authorization, token)) {
+        // A1111's --api-auth answers 401 with a Basic challenge; clients that can retry with credentials need it.
+        reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
         return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', { field: 'authorization' }));
       }
     });
@@ -101,6 +100,9 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     req.log.error({ err }, 'unhandled error');
     return sendError(reply, 500, errorBody(err.name || 'Error', 'internal error', { errors: String(err.message) }));
   });
+
+  // FastAPI's own 404 body, which clients (and A1111's API tests) compare against.
+  app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send({ detail: 'Not Found' }));
 
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);

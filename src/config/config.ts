@@ -52,7 +52,10 @@ const envSchema = z.object({
   API_TOKEN: optionalString,
   MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),
   MAX_IMAGE_PIXELS: positiveInt.default(4096 * 4096),
-  MAX_BATCH: positiveInt.default(8),
+  /** Most images per request (batch_size × n_iter). Open WebUI sends up to n=10. */
+  MAX_BATCH: positiveInt.default(16),
+  /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */
+  MAX_RENDER_PIXELS: z.coerce.number().int().positive().optional(),
   MAX_EXTRA_IMAGES: positiveInt.default(3),
   /** Whole-request limit; base64 inflates images by 4/3 and a request may carry several. */
   BODY_LIMIT_BYTES: positiveInt.default(100 * 1024 * 1024),

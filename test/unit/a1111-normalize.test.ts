@@ -213,10 +213,28 @@ describe('sizes', () => {
     expect(warnings).toHaveLength(2);
   });
 
+  it('any integer size renders: snapped to the 16 px grid (halfway up), at least the model minimum, with a warning', () => {
+    const cases: [number, number, number, number][] = [
+      [960, 540, 960, 544],
+      [1366, 768, 1360, 768],
+      [500, 500, 496, 496],
+      [1000, 1000, 1008, 1008],
+      [513, 56, 512, 64],
+    ];
+    for (const [w, h, ew, eh] of cases) {
+      const { request, warnings } = t2i({ width: w, height: h });
+      expect(request).toMatchObject({ width: ew, height: eh, report: { requestedWidth: w, requestedHeight: h } });
+      expect(warnings.filter((x) => /snapped/.test(x))).toHaveLength((w !== ew ? 1 : 0) + (h !== eh ? 1 : 0));
+    }
+  });
+
+  it('a configured pixel budget replaces the model one', () => {
+    const c = { ...ctx(), limits: { ...LIMITS, maxRenderPixels: 512 * 512 } };
+    expect(t2i({ width: 512, height: 512 }, c).request.width).toBe(512);
+    expect(thrown(() => t2i({ width: 1024, height: 512 }, c))).toMatchObject({ status: 400, field: 'width' });
+  });
+
   it.each([
-    [{ width: 500 }, 'width'],
-    [{ height: 513 }, 'height'],
-    [{ width: 56 }, 'width'],
     [{ width: 4096 }, 'width'],
     [{ height: 0 }, 'height'],
     [{ height: -512 }, 'height'],
@@ -253,8 +271,11 @@ describe('batches', () => {
 });
 
 describe('other ranges and types', () => {
+  it('steps 0 means the model default', () => {
+    expect(t2i({ steps: 0 }).request.steps).toBe(20);
+  });
+
   it.each([
-    [{ steps: 0 }, 400, 'steps'],
     [{ steps: 1000 }, 400, 'steps'],
     [{ model: 'imagegen-qwen-image', cfg_scale: -1 }, 400, 'cfg_scale'],
     [{ distilled_cfg_scale: 500 }, 400, 'distilled_cfg_scale'],
@@ -367,7 +388,7 @@ describe('img2img and inpaint', () => {
   });
 
   it('cheap checks fail before images are decoded', () => {
-    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 500 }))).toMatchObject({ field: 'width' });
+    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 5000 }))).toMatchObject({ field: 'width' });
   });
 
   it('txt2img ignores init_images and mask (A1111 has no such fields there)', () => {

@@ -31,6 +31,8 @@ export interface NormalizeLimits {
   maxBatch: number;
   /** Most reference images per edit (the model's own limit may be lower). */
   maxExtraImages: number;
+  /** Pixel budget of one output image; absent: the model's own `maxPixels`. */
+  maxRenderPixels?: number;
 }
 
 export interface NormalizeContext {
@@ -60,8 +62,6 @@ const RANDOM_SEED_BOUND = 4294967294;
 export const MAX_STEPS = 150;
 /** A1111 img2img API default. */
 export const DEFAULT_DENOISE = 0.75;
-/** A1111 clients size images in multiples of 8 (the SD latent grid). */
-const A1111_GRID = 8;
 
 export function normalizeRequest(route: A1111Route, body: unknown, ctx: NormalizeContext): NormalizedRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -75,8 +75,9 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   const { sampler, scheduler } = chooseSampler(b, profile, warnings);
   const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
   const seed = chooseSeed(b, count, ctx.random);
-  const size = chooseSize(b, profile, warnings);
-  const steps = inRange(b.steps ?? profile.defaults.steps, 1, MAX_STEPS, 'steps');
+  const size = chooseSize(b, profile, ctx.limits, warnings);
+  // A1111 clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
+  const steps = inRange(b.steps === undefined || b.steps === 0 ? profile.defaults.steps : b.steps, 1, MAX_STEPS, 'steps');
   const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
   collectIgnoredFieldWarnings(route, b, warnings);
 
@@ -277,38 +278,46 @@ interface Size {
 }
 
 /**
- * A1111 clients send multiples of 8; Flux/Qwen latents want the model's grid (16). Multiples of 8 snap to
- * the nearest grid multiple; a multiple of 8 that is not one of 16 is exactly halfway and rounds UP, so
- * the render is never smaller than asked (a client can crop; it cannot invent pixels). Anything not on the
- * 8 grid is refused rather than guessed.
+ * Any integer size in range renders, as in A1111 (which never refuses a size: it rounds to its grid). The
+ * size snaps to the nearest multiple of the model's latent grid (halfway rounds up, so a multiple of 8 that
+ * is not one of 16 grows rather than shrinks), and the snap is reported in `info` and `info.warnings`.
+ * Only sizes outside the model's side range or the pixel budget are refused, naming the field.
  */
-function chooseSize(b: A1111Body, profile: ModelProfile, warnings: string[]): Size {
-  const snap = (field: 'width' | 'height', requested: number): number => {
-    if (requested % A1111_GRID !== 0) {
-      throw new RequestError(400, field, `${field}: ${requested} is not a multiple of ${A1111_GRID}`);
-    }
-    if (requested < profile.minSide || requested > profile.maxSide) {
-      throw new RequestError(400, field, `${field}: ${requested} is out of range ${profile.minSide}..${profile.maxSide} for ${profile.id}`, {
-        min: profile.minSide,
-        max: profile.maxSide,
-      });
-    }
-    const snapped = Math.round(requested / profile.grid) * profile.grid;
-    if (snapped !== requested) {
-      warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${profile.grid} px grid)`);
-    }
-    return snapped;
-  };
-  const requestedWidth = b.width ?? profile.defaults.width;
-  const requestedHeight = b.height ?? profile.defaults.height;
-  const width = snap('width', requestedWidth);
-  const height = snap('height', requestedHeight);
-  if (width * height > profile.maxPixels) {
-    const field = b.width !== undefined ? 'width' : 'height';
-    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds ${profile.maxPixels} for ${profile.id}`, {
-      maxPixels: profile.maxPixels,
+export function snapSize(profile: ModelProfile, field: string, requested: number, warnings: string[]): number {
+  if (requested < 1 || requested > profile.maxSide) {
+    throw new RequestError(400, field, `${field}: ${requested} is out of range 1..${profile.maxSide} for ${profile.id}`, {
+      min: 1,
+      max: profile.maxSide,
     });
   }
+  const grid = profile.grid;
+  const snapped = Math.min(Math.floor(profile.maxSide / grid) * grid, Math.max(profile.minSide, Math.floor(requested / grid + 0.5) * grid));
+  if (snapped !== requested) {
+    warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${grid} px grid, at least ${profile.minSide} px)`);
+  }
+  return snapped;
+}
+
+/** The pixel budget of one output image: the configured one, else the model's own. */
+export function pixelBudget(profile: ModelProfile, limits: NormalizeLimits): number {
+  return limits.maxRenderPixels ?? profile.maxPixels;
+}
+
+export function checkPixelBudget(profile: ModelProfile, limits: NormalizeLimits, field: string, width: number, height: number): void {
+  const budget = pixelBudget(profile, limits);
+  if (width * height > budget) {
+    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds the budget of ${budget} pixels for ${profile.id}`, {
+      maxPixels: budget,
+    });
+  }
+}
+
+function chooseSize(b: A1111Body, profile: ModelProfile, limits: NormalizeLimits, warnings: string[]): Size {
+  const requestedWidth = b.width ?? profile.defaults.width;
+  const requestedHeight = b.height ?? profile.defaults.height;
+  const width = snapSize(profile, 'width', requestedWidth, warnings);
+  const height = snapSize(profile, 'height', requestedHeight, warnings);
+  checkPixelBudget(profile, limits, b.width !== undefined ? 'width' : 'height', width, height);
   return { width, height, requestedWidth, requestedHeight };
 }
 

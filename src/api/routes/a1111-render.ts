@@ -22,6 +22,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
         maxImagePixels: ctx.config.MAX_IMAGE_PIXELS,
         maxBatch: ctx.config.MAX_BATCH,
         maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
+        ...(ctx.config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: ctx.config.MAX_RENDER_PIXELS } : {}),
       },
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
