@@ -44,6 +44,12 @@ for (const n of [1, 2, 3]) {
   cases.push({ name: `imagegen-qwen-image-edit-edit-${n}ref`, route: 'txt2img', body: { ...instruction, model: 'imagegen-qwen-image-edit', extra_images: refs.slice(0, n) } });
 }
 
+// Standard A1111 clients on the edit models: plain txt2img (no reference) and img2img init_images as the edit source.
+for (const model of ['imagegen-flux-kontext', 'imagegen-qwen-image-edit']) {
+  cases.push({ name: `${model}-txt2img`, route: 'txt2img', body: { ...base, model } });
+  cases.push({ name: `${model}-edit-from-init`, route: 'img2img', body: { ...instruction, model, init_images: [init] } });
+}
+
 function graphFor(c: Case): ComfyGraph {
   const { request } = normalizeRequest(c.route, c.body, ctx());
   const plan = planRender(request, { renderId: 'render-golden' });

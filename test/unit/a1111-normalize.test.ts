@@ -424,11 +424,18 @@ describe('edit routing by capability', () => {
     expect(t2i({ model: 'imagegen-flux-kontext', extra_images: [`data:image/png;base64,${img}`] }).request.kind).toBe('edit');
   });
 
-  it('edit model without extra_images → 400 extra_images (txt2img and plain img2img)', () => {
+  it('edit model from a standard client: txt2img renders text-to-image, img2img init_images are the edit source', () => {
     for (const model of ['imagegen-qwen-image-edit', 'imagegen-flux-kontext']) {
-      expect(thrown(() => t2i({ model }))).toMatchObject({ status: 400, field: 'extra_images' });
-      expect(thrown(() => i2i({ model, init_images: [img] }))).toMatchObject({ status: 400, field: 'extra_images' });
-      expect(thrown(() => t2i({ model, extra_images: [] }))).toMatchObject({ status: 400, field: 'extra_images' });
+      const t = t2i({ model, prompt: 'a red cube' });
+      expect(t.request).toMatchObject({ kind: 'txt2img', model, extraImages: [] });
+      const e = i2i({ model, prompt: 'make it blue', init_images: [img], denoising_strength: 0.4 });
+      expect(e.request.kind).toBe('edit');
+      expect(e.request.extraImages).toHaveLength(1);
+      expect(e.request.initImage).toBeUndefined();
+      expect(e.warnings.join('\n')).toMatch(/edit source/);
+      expect(e.warnings.join('\n')).toMatch(/denoising_strength: 0.4 not applied/);
+      expect(i2i({ model, init_images: [img], extra_images: [img2] }).request.extraImages).toHaveLength(2);
+      expect(thrown(() => i2i({ model, init_images: [img], mask: img }))).toMatchObject({ status: 400, field: 'mask' });
     }
   });
 

@@ -81,7 +81,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
   collectIgnoredFieldWarnings(route, b, warnings);
 
-  const routing = chooseKind(route, b, profile, ctx.limits);
+  const routing = chooseKind(route, b, profile, ctx.limits, warnings);
   const denoise =
     routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
 
@@ -380,10 +380,11 @@ interface Routing {
 
 /**
  * Route by capability. `extra_images` make a request an instruction edit (on img2img the init image
- * becomes the first reference). Edit-only models refuse requests without `extra_images`: a plain
- * img2img/txt2img on them would silently ignore what the client meant.
+ * becomes the first reference). On an instruction-edit model, which has no denoise-from-init img2img, a plain
+ * img2img's `init_images` are the edit source (reference conditioning, the prompt is the instruction) and a
+ * plain txt2img renders text-to-image through the same model: what standard A1111 clients send works.
  */
-function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limits: NormalizeLimits): Routing {
+function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limits: NormalizeLimits, warnings: string[]): Routing {
   const can = (k: RenderKind) => profile.kinds.includes(k);
   const extra = (b.extra_images ?? []).map((value, i) => ({ value, field: `extra_images.${i}` }));
   const editModels = () =>
@@ -409,13 +410,20 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
     init = { value: inits[0]!, field: 'init_images.0' };
   }
 
-  if (extra.length === 0) {
+  const editFromInit = route === 'img2img' && !can('img2img') && can('edit');
+  if (extra.length === 0 && !editFromInit) {
     const kind: RenderKind = route;
     if (!can(kind)) {
       throw new RequestError(400, 'extra_images', `extra_images: ${profile.id} is an instruction-edit model and needs the image(s) to edit in extra_images (the prompt is the instruction); a plain ${route} is not supported on it`);
     }
     const mask = route === 'img2img' && present(b.mask) ? b.mask : undefined;
     return { kind, ...(init ? { init } : {}), ...(mask !== undefined ? { mask } : {}), refs: [] };
+  }
+  if (editFromInit) {
+    warnings.push(`init_images: used as the edit source of ${profile.id} (reference conditioning; the prompt is the instruction)`);
+    if (b.denoising_strength !== undefined && b.denoising_strength !== DEFAULT_DENOISE && b.denoising_strength !== 1) {
+      warnings.push(`denoising_strength: ${b.denoising_strength} not applied; ${profile.id} edits from a reference, not from a partly noised init image`);
+    }
   }
 
   if (route === 'img2img' && present(b.mask)) {
