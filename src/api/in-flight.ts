@@ -1,11 +1,14 @@
 /**
  * Renders this front is currently waiting on, oldest first: what `/sdapi/v1/progress` counts and what
- * `/sdapi/v1/interrupt` cancels (the render currently on the GPU is the oldest one still waiting).
+ * `/sdapi/v1/interrupt` and `/skip` act on (the render currently on the GPU is the oldest one still waiting).
  */
 export interface InFlightRender {
   renderId: string;
   startedAt: number;
-  cancel(): Promise<void>;
+  /** A1111 interrupt: the render ends with the images finished so far (the waiting request answers 200). */
+  interrupt(): Promise<void>;
+  /** A1111 skip: the current image of the batch ends, the next one starts. */
+  skip(): Promise<void>;
 }
 
 export class InFlight {

@@ -108,4 +108,8 @@ export interface RenderResult {
   backend: string;
   promptIds: string[];
   timings: StageTiming[];
+  /** `/sdapi/v1/interrupt` ended the render early: `outputs` are the images finished before it. */
+  interrupted?: boolean;
+  /** Items `/sdapi/v1/skip` ended early (no image); `seeds` lists only the rendered items. */
+  skipped?: number[];
 }

@@ -16,6 +16,8 @@ import {
   CancelledFailure,
   TimeoutFailure,
   defineQuery,
+  defineSignal,
+  isCancellation,
   proxyActivities,
   setHandler,
   sleep,
@@ -46,9 +48,17 @@ export interface RenderStatus {
   backend?: string;
   promptIds: string[];
   attempts: PromptAttempt[];
+  /** Set once `/sdapi/v1/interrupt` stopped the render: it ends with the images finished so far. */
+  interrupted?: boolean;
+  /** Items `/sdapi/v1/skip` ended early (they have no image). */
+  skipped?: number[];
 }
 
 export const renderStatusQuery = defineQuery<RenderStatus>('status');
+/** A1111 interrupt: stop the current item and end the render with the images finished so far. */
+export const interruptSignal = defineSignal('interrupt');
+/** A1111 skip: end the current item of the batch and go on with the next. */
+export const skipSignal = defineSignal('skip');
 
 const io = proxyActivities<RenderActivities>({
   startToCloseTimeout: '2 minutes',
@@ -66,6 +76,18 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
   const timings: StageTiming[] = [];
   const status: RenderStatus = { stage: 'building', item: 0, items: request.batchSize * request.nIter, promptIds: [], attempts: [] };
   setHandler(renderStatusQuery, () => status);
+  /** The running item's scope: interrupt and skip cancel it (runPrompt then stops its prompt in ComfyUI). */
+  let itemScope: CancellationScope | undefined;
+  let skipCurrent = false;
+  setHandler(interruptSignal, () => {
+    status.interrupted = true;
+    itemScope?.cancel();
+  });
+  setHandler(skipSignal, () => {
+    if (!itemScope) return;
+    skipCurrent = true;
+    itemScope.cancel();
+  });
 
   const timed = async <T>(stage: string, fn: () => Promise<T>): Promise<T> => {
     const start = Date.now();
@@ -139,6 +161,7 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
   };
 
   const outputs: BlobRef[] = [];
+  const rendered: typeof plan.items = [];
   try {
     await renderItems();
   } catch (err) {
@@ -163,7 +186,9 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
   return {
     renderId,
     outputs,
-    seeds: plan.items.map((i) => i.seed),
+    seeds: rendered.map((i) => i.seed),
+    ...(status.interrupted ? { interrupted: true } : {}),
+    ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
     request,
     backend: backend.id,
     promptIds: status.promptIds,
@@ -172,12 +197,31 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
 
   async function renderItems(): Promise<void> {
     for (const item of plan.items) {
+      if (status.interrupted) break;
       status.stage = 'rendering';
       status.item = item.index;
       const runInput: Omit<RunPromptInput, 'attempt'> = { backend, renderId, item: item.index, graph: item.graph, stallTimeoutMs: limits.stallTimeoutMs };
       // Only LoadImage graphs need them; runPrompt re-uploads them if ComfyUI lost its input folder.
       if (plan.uploads.length > 0) runInput.uploads = plan.uploads;
-      const run = await timed(`runPrompt[${item.index}]`, () => runItem(runInput));
+      const scope = new CancellationScope();
+      itemScope = scope;
+      skipCurrent = false;
+      let run: PromptRun;
+      try {
+        run = await scope.run(() => timed(`runPrompt[${item.index}]`, () => runItem(runInput)));
+      } catch (err) {
+        // Interrupted or skipped: runPrompt has stopped the prompt (the activity waits for that), nothing of
+        // this item is left running. Interrupt ends the render, skip goes on with the next item.
+        if ((status.interrupted || skipCurrent) && isCancellation(err) && !CancellationScope.current().consideredCancelled) {
+          started.attempts = 0;
+          if (status.interrupted) break;
+          (status.skipped ??= []).push(item.index);
+          continue;
+        }
+        throw err;
+      } finally {
+        itemScope = undefined;
+      }
       // The prompt finished: nothing of this item is left running in ComfyUI.
       started.attempts = 0;
       status.promptIds.push(run.promptId);
@@ -189,6 +233,7 @@ export async function render(request: RenderRequest): Promise<RenderResult> {
         throw ApplicationFailure.nonRetryable(`prompt ${run.promptId} produced no images`, 'NoOutputs');
       }
       outputs.push(...refs);
+      rendered.push(item);
     }
   }
 }

@@ -95,16 +95,24 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     return a1111Progress(snapshot);
   });
 
-  // A1111 interrupts the job on the GPU: here that is the oldest render this front is waiting on.
+  // A1111 interrupts (or skips in) the job on the GPU: here that is the oldest render this front is waiting
+  // on (renders reach the GPU first in, first out). The waiting request then answers 200 with what was done.
   app.post('/sdapi/v1/interrupt', async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
-      req.log.info({ renderId: current.renderId }, 'interrupt: cancelling render');
-      await current.cancel();
+      req.log.info({ renderId: current.renderId }, 'interrupt: stopping render');
+      await current.interrupt();
     }
     return {};
   });
-  app.post('/sdapi/v1/skip', async () => null);
+  app.post('/sdapi/v1/skip', async (req) => {
+    const current = ctx.inFlight.list()[0];
+    if (current) {
+      req.log.info({ renderId: current.renderId }, 'skip: ending the current image');
+      await current.skip();
+    }
+    return null;
+  });
 }
 
 /** A1111's `/sdapi/v1/progress` body. `job_timestamp` is A1111's `YYYYMMDDhhmmss` of the job start. */

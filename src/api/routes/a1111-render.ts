@@ -8,6 +8,7 @@ import { buildInfo } from '../a1111/response.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
+import { interruptSignal, skipSignal } from '../../workflows/render.ts';
 
 type Route = 'txt2img' | 'img2img';
 
@@ -49,8 +50,11 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     const done = ctx.inFlight.add({
       renderId: started.renderId,
       startedAt: Date.now(),
-      cancel: async () => {
-        await started.handle.cancel();
+      interrupt: async () => {
+        await started.handle.signal(interruptSignal);
+      },
+      skip: async () => {
+        await started.handle.signal(skipSignal);
       },
     });
     // By default a client that goes away does not cancel its render: the result stays retrievable and an
