@@ -5,6 +5,7 @@
  */
 import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
 import { infotextFor } from '../render/infotext.ts';
+import { encodeOutput } from '../images/encode.ts';
 import type { BlobRef } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import type { RenderActivities } from './types.ts';
@@ -25,7 +26,14 @@ export function createCollectOutputs(deps: ActivityDeps): RenderActivities['coll
         throw toFailure(err);
       }
       if (/\.png$/i.test(file.filename)) {
-        const png = stripPngText(data, { parameters: infotextFor(request, itemIndex) });
+        const infotext = infotextFor(request, itemIndex);
+        const png = stripPngText(data, { parameters: infotext });
+        if (request.output && request.output.format !== 'png') {
+          // A1111 `samples_format`: the API answers in the configured format, the infotext in its EXIF.
+          const enc = await encodeOutput(png, request.output, infotext);
+          refs.push(await deps.blobs.put(enc.data, { mime: enc.mime, width: enc.width, height: enc.height }));
+          continue;
+        }
         const { width, height } = readPngSize(png);
         refs.push(await deps.blobs.put(png, { mime: 'image/png', width, height }));
       } else {

@@ -10,10 +10,13 @@ import type { Logger } from '../log.ts';
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import type { HealthDeps } from './health.ts';
+import type { ComfyCatalog } from './comfy-catalog.ts';
 import type { OptionsStore } from './options-store.ts';
 import type { RenderService } from './render-service.ts';
 import { registerA1111Discovery } from './routes/a1111-discovery.ts';
 import { registerA1111Render } from './routes/a1111-render.ts';
+import { registerA1111Extras } from './routes/a1111-extras.ts';
+import { registerA1111Catalog } from './routes/a1111-catalog.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
@@ -26,6 +29,8 @@ export interface ApiDeps {
   renders: RenderService;
   options: OptionsStore;
   health: HealthDeps;
+  /** ComfyUI's file lists and memory for the routes that show them (absent: those lists are empty). */
+  catalog?: ComfyCatalog;
 }
 
 export interface ApiContext extends ApiDeps {
@@ -106,6 +111,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);
+  registerA1111Extras(app, ctx);
+  registerA1111Catalog(app, ctx);
   registerOps(app, ctx);
   registerRenders(app, ctx);
   return app;

@@ -327,8 +327,51 @@ describe('other ranges and types', () => {
     };
     const { request } = t2i(st);
     expect(request).toMatchObject({ sampler: 'euler_ancestral', scheduler: 'simple', width: 512, height: 768, steps: 20, denoise: 1 });
-    const w = t2i({ enable_hr: true, restore_faces: true, styles: ['s'], subseed_strength: 0.5, alwayson_scripts: { ADetailer: { args: [] } } }).warnings;
+    const w = t2i({ restore_faces: true, styles: ['s'], subseed_strength: 0.5, alwayson_scripts: { ADetailer: { args: [] } }, override_settings: { sd_vae: 'x.vae' } }).warnings;
     expect(w).toHaveLength(5);
+    expect(w.join('\n')).toMatch(/override_settings.sd_vae: not applied/);
+  });
+});
+
+describe('what users tweak', () => {
+  const catalog = { loras: ['style/Detail-Tweaker.safetensors', 'film.safetensors'], upscaleModels: ['4x-UltraSharp.pth'] };
+  const c = () => ({ ...ctx(), catalog });
+
+  it('LoRA tags resolve to ComfyUI files, are stripped from the prompt, and keep their weights', () => {
+    const { request } = t2i({ prompt: 'a cat <lora:detail-tweaker:0.6>, <lora:film:0.5:0.8> at night', width: 512, height: 512 }, c());
+    expect(request.prompt).toBe('a cat, at night');
+    expect(request.loras).toEqual([
+      { file: 'style/Detail-Tweaker.safetensors', name: 'detail-tweaker', model: 0.6, clip: 0.6 },
+      { file: 'film.safetensors', name: 'film', model: 0.8, clip: 0.5 },
+    ]);
+  });
+
+  it('an unknown LoRA is a 400 naming it', () => {
+    const e = thrown(() => t2i({ prompt: 'x <lora:nope:1>' }, c()));
+    expect(e).toMatchObject({ status: 400, field: 'prompt' });
+    expect(e.message).toMatch(/unknown LoRA "nope".*Detail-Tweaker/);
+  });
+
+  it('hires fix: scale or resize, snapped, second-pass steps and denoise, upscaler by A1111 name', () => {
+    const a = t2i({ enable_hr: true, hr_scale: 2, width: 256, height: 256, hr_upscaler: 'Latent (bicubic)', denoising_strength: 0.5 }, c()).request;
+    expect(a.hires).toEqual({ width: 512, height: 512, upscaler: { kind: 'latent', method: 'bicubic' }, upscalerName: 'Latent (bicubic)', steps: 20, denoise: 0.5 });
+    const b = t2i({ enable_hr: true, hr_resize_x: 1000, width: 500, height: 250, hr_upscaler: '4x-UltraSharp', hr_second_pass_steps: 7 }, c()).request;
+    expect(b.hires).toMatchObject({ width: 1008, height: 512, upscaler: { kind: 'model', model: '4x-UltraSharp.pth' }, steps: 7, denoise: 0.7 });
+    expect(t2i({ enable_hr: true, hr_upscaler: 'Lanczos' }, c()).request.hires?.upscaler).toEqual({ kind: 'pixel', method: 'lanczos' });
+    expect(thrown(() => t2i({ enable_hr: true, hr_upscaler: 'SwinIR 9x' }, c()))).toMatchObject({ status: 400, field: 'hr_upscaler' });
+    expect(thrown(() => t2i({ enable_hr: true, hr_scale: 4, width: 1024, height: 1024 }, c()))).toMatchObject({ status: 400, field: 'hr_scale' });
+  });
+
+  it('resize_mode 0-3 on img2img; anything else is a 400', () => {
+    expect(i2i({ init_images: [img], resize_mode: 2 }).request.resizeMode).toBe(2);
+    expect(i2i({ init_images: [img] }).request.resizeMode).toBeUndefined();
+    expect(thrown(() => i2i({ init_images: [img], resize_mode: 4 }))).toMatchObject({ status: 400, field: 'resize_mode' });
+  });
+
+  it('samples_format from override_settings or options, with the A1111 quality options', () => {
+    expect(t2i({ override_settings: { samples_format: 'jpg', jpeg_quality: 90 } }).request.output).toEqual({ format: 'jpeg', quality: 90, lossless: false });
+    expect(t2i({}, { ...ctx(), options: { samples_format: 'webp', webp_lossless: true } }).request.output).toEqual({ format: 'webp', quality: 80, lossless: true });
+    expect(t2i({ override_settings: { samples_format: 'png' } }).request.output).toBeUndefined();
   });
 });
 

@@ -21,6 +21,7 @@ import {
 import { RequestError, describeValue } from './errors.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
+import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
 
@@ -41,6 +42,10 @@ export interface NormalizeContext {
   /** Uniform in [0, 1); injected so tests get fixed "random" seeds. */
   random: () => number;
   limits: NormalizeLimits;
+  /** ComfyUI's LoRA and upscale-model files, fetched by the route (LoRA tags and upscalers resolve against them). */
+  catalog?: CatalogLists;
+  /** Current `/sdapi/v1/options` values (samples_format, jpeg_quality, ...). */
+  options?: Record<string, unknown>;
   log?: (msg: string, obj: Record<string, unknown>) => void;
 }
 
@@ -82,6 +87,28 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   collectIgnoredFieldWarnings(route, b, warnings);
 
   const routing = chooseKind(route, b, profile, ctx.limits, warnings);
+  const lists = ctx.catalog ?? {};
+  const options = ctx.options ?? {};
+  const tagged = parseLoraTags(b.prompt ?? '', warnings);
+  let loras = resolveLoras(tagged.tags, lists);
+  if (b.disable_extra_networks === true && loras.length > 0) {
+    warnings.push('disable_extra_networks: LoRA tags removed from the prompt and not applied');
+    loras = [];
+  }
+  const hires =
+    route === 'txt2img'
+      ? chooseHires(b, {
+          profile,
+          size,
+          steps,
+          lists,
+          snap: (field, v) => snapSize(profile, field, v, warnings),
+          budget: (field, w, h) => checkPixelBudget(profile, ctx.limits, field, w, h),
+        }, warnings)
+      : undefined;
+  const output = chooseOutputFormat(b, options, warnings);
+  overrideWarnings(b, options, warnings);
+  const resizeMode = route === 'img2img' && routing.kind === 'img2img' ? chooseResizeMode(b) : undefined;
   const denoise =
     routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
 
@@ -105,7 +132,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   const request: RenderRequest = {
     kind: routing.kind,
     model: profile.id,
-    prompt: b.prompt ?? '',
+    prompt: tagged.prompt,
     negativePrompt,
     seed,
     steps,
@@ -121,6 +148,10 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     ...(initImage ? { initImage } : {}),
     ...(mask ? { mask } : {}),
     extraImages,
+    ...(loras.length > 0 ? { loras } : {}),
+    ...(hires ? { hires } : {}),
+    ...(resizeMode ? { resizeMode } : {}),
+    ...(output ? { output } : {}),
     report: {
       samplerName: samplerLabel(sampler),
       scheduler: schedulerLabel(scheduler),
@@ -349,6 +380,14 @@ function chooseGuidance(
   return { cfg, guidance, negativePrompt };
 }
 
+function chooseResizeMode(b: A1111Body): 0 | 1 | 2 | 3 {
+  const m = b.resize_mode ?? 0;
+  if (m !== 0 && m !== 1 && m !== 2 && m !== 3) {
+    throw new RequestError(400, 'resize_mode', `resize_mode: ${m} is not one of 0 (just resize), 1 (crop and resize), 2 (resize and fill), 3 (latent upscale)`);
+  }
+  return m;
+}
+
 function inRange(v: number, min: number, max: number, field: string): number {
   if (!(v >= min && v <= max)) throw new RequestError(400, field, `${field}: ${v} is out of range ${min}..${max}`, { min, max });
   return v;
@@ -359,16 +398,12 @@ function collectIgnoredFieldWarnings(route: A1111Route, b: A1111Body, warnings: 
     if (cond) warnings.push(text);
   };
   ignored((b.subseed_strength ?? 0) !== 0, 'subseed_strength: variation seeds are not supported; ignored');
-  ignored(b.enable_hr === true, 'enable_hr: hires fix is not supported; ignored');
   ignored(b.restore_faces === true, 'restore_faces: face restoration is not supported; ignored');
   ignored(b.tiling === true, 'tiling: not supported; ignored');
   ignored((b.styles?.length ?? 0) > 0, 'styles: prompt styles are not supported; ignored');
   ignored(Object.keys(b.alwayson_scripts ?? {}).length > 0, 'alwayson_scripts: no scripts are available; ignored');
   ignored(present(b.infotext), 'infotext: parsing parameters from an infotext is not supported; ignored');
   ignored((b.clip_skip ?? 1) > 1, 'clip_skip: not supported by these models; ignored');
-  if (route === 'img2img') {
-    ignored((b.resize_mode ?? 0) !== 0, 'resize_mode: only 0 (just resize) is supported; the init image is resized to the output size');
-  }
 }
 
 interface Routing {

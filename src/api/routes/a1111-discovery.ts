@@ -55,17 +55,11 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
 
   app.get('/sdapi/v1/samplers', async () => listSamplers());
   app.get('/sdapi/v1/schedulers', async () => listSchedulers());
-  app.get('/sdapi/v1/upscalers', async () => [
-    { name: 'None', model_name: null, model_path: null, model_url: null, scale: 4 },
-  ]);
-  app.get('/sdapi/v1/latent-upscale-modes', async () => [{ name: 'Latent' }]);
   app.get('/sdapi/v1/scripts', async () => ({ txt2img: [], img2img: [] }));
   app.get('/sdapi/v1/sd-vae', async () => []);
-  app.get('/sdapi/v1/loras', async () => []);
   app.get('/sdapi/v1/prompt-styles', async () => []);
   app.get('/sdapi/v1/embeddings', async () => ({ loaded: {}, skipped: {} }));
   app.get('/sdapi/v1/cmd-flags', async () => ({}));
-  app.post('/sdapi/v1/refresh-checkpoints', async () => null);
 
   // Live progress from Temporal (heartbeats of the running prompt), not from this process: see
   // src/operators/progress.ts. SillyTavern and others treat `job_count === 0` as idle, so idle is all zeros.
