@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { loadObjectInfoFixture } from '../../src/fake-comfyui/fixture.ts';
 import { pngSize, redSquare } from '../support/fixtures.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
@@ -85,7 +86,11 @@ async function hanging(): Promise<void> {
 
 beforeAll(async () => {
   temporal = await startTestTemporal();
-  fake = await startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')) });
+  // A ComfyUI with LoRA and upscale-model files in its folders (the recorded one had none).
+  const objectInfo = loadObjectInfoFixture();
+  objectInfo.LoraLoader!.input.required!.lora_name = [['style/Detail-Tweaker.safetensors', 'film.safetensors'], {}];
+  objectInfo.UpscaleModelLoader!.input.required!.model_name = ['COMBO', { multiselect: false, options: ['4x-UltraSharp.pth'] }];
+  fake = await startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')), objectInfo });
   svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { DEFAULT_MODEL: 'imagegen-flux-schnell' } });
 }, 180_000);
 
@@ -187,5 +192,114 @@ describe('lenient where A1111 is lenient', () => {
     const r = await raw('GET', '/sdapi/v1/no-such-route', {});
     expect(r.status).toBe(404);
     expect(r.json).toEqual({ detail: 'Not Found' });
+  });
+});
+
+const get = (route: string): Promise<Answer> => raw('GET', route, {});
+
+/** Every graph ComfyUI ran for the render, by the node classes it contains. */
+function submittedClasses(): Set<string> {
+  const classes = new Set<string>();
+  for (const item of fake.state.queue.history.values()) {
+    const prompt = (item as unknown as { prompt: unknown[] }).prompt[2] as Record<string, { class_type: string }>;
+    for (const n of Object.values(prompt)) classes.add(n.class_type);
+  }
+  return classes;
+}
+
+describe('what users tweak, built into the graph', () => {
+  it('hires fix: a second pass, the answer has the upscaled size', async () => {
+    const { images, info } = await render('txt2img', { prompt: 'hires', width: 128, height: 96, steps: 1, enable_hr: true, hr_scale: 2, hr_upscaler: 'Latent', hr_second_pass_steps: 1 });
+    expect(sizeOf(images[0]!)).toEqual({ width: 256, height: 192 });
+    expect(info.infotexts[0]).toMatch(/Hires resize: 256x192, Hires upscaler: Latent/);
+    const model = await render('txt2img', { prompt: 'hires model', width: 64, height: 64, steps: 1, enable_hr: true, hr_resize_x: 160, hr_resize_y: 96, hr_upscaler: '4x-UltraSharp' });
+    expect(sizeOf(model.images[0]!)).toEqual({ width: 160, height: 96 });
+    expect(submittedClasses()).toContain('ImageUpscaleWithModel');
+  });
+
+  it('LoRA tags apply through LoraLoader; an unknown LoRA is a 400 naming it; /loras lists ComfyUI\'s', async () => {
+    const { info } = await render('txt2img', { prompt: 'a fox <lora:detail-tweaker:0.8>', width: 64, height: 64, steps: 1 });
+    expect(info.prompt).toBe('a fox');
+    expect(info.infotexts[0]).toMatch(/^a fox <lora:detail-tweaker:0.8>/);
+    expect(submittedClasses()).toContain('LoraLoader');
+    const bad = await post('/sdapi/v1/txt2img', { prompt: 'x <lora:missing-one:1>' });
+    expect(bad.status).toBe(400);
+    expect(bad.json).toMatchObject({ field: 'prompt' });
+    expect(bad.json.detail).toMatch(/unknown LoRA "missing-one"/);
+    expect((await get('/sdapi/v1/loras')).json).toEqual([
+      { name: 'Detail-Tweaker', alias: 'Detail-Tweaker', path: 'style/Detail-Tweaker.safetensors', metadata: {} },
+      { name: 'film', alias: 'film', path: 'film.safetensors', metadata: {} },
+    ]);
+  });
+
+  it('samples_format jpg answers JPEG with the infotext readable by png-info; send_images false answers none', async () => {
+    const jpg = await render('txt2img', { prompt: 'as jpeg', width: 64, height: 64, steps: 1, seed: 5, override_settings: { samples_format: 'jpg', jpeg_quality: 70 } });
+    const bytes = Buffer.from(jpg.images[0]!, 'base64');
+    expect(bytes.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
+    const info = await post('/sdapi/v1/png-info', { image: `data:image/jpeg;base64,${jpg.images[0]}` });
+    expect(info.status).toBe(200);
+    expect(info.json.info).toMatch(/^as jpeg\nSteps: 1/);
+    expect(info.json.parameters).toMatchObject({ Prompt: 'as jpeg', Steps: '1', Seed: '5', 'Size-1': '64', 'Size-2': '64' });
+    const png = await render('txt2img', { prompt: 'as png', width: 64, height: 64, steps: 1 });
+    expect((await post('/sdapi/v1/png-info', { image: png.images[0] })).json.parameters.Prompt).toBe('as png');
+    const none = await post('/sdapi/v1/txt2img', { prompt: 'no images', width: 64, height: 64, steps: 1, send_images: false });
+    expect(none.status).toBe(200);
+    expect(none.json.images).toEqual([]);
+  });
+
+  it('override_settings_restore_afterwards false keeps the overrides as settings', async () => {
+    await render('txt2img', { prompt: 'keep', width: 64, height: 64, steps: 1, override_settings: { samples_format: 'webp' }, override_settings_restore_afterwards: false });
+    expect((await get('/sdapi/v1/options')).json.samples_format).toBe('webp');
+    const next = await render('txt2img', { prompt: 'now webp', width: 64, height: 64, steps: 1 });
+    expect(Buffer.from(next.images[0]!, 'base64').subarray(8, 12).toString('latin1')).toBe('WEBP');
+    expect((await post('/sdapi/v1/options', { samples_format: 'png' })).status).toBe(200);
+  });
+
+  it('resize_mode 1-3 render img2img at the output size', async () => {
+    const init = `data:image/png;base64,${redSquare(96).toString('base64')}`;
+    for (const mode of [1, 2, 3]) {
+      const { images } = await render('img2img', { prompt: 'resize', init_images: [init], resize_mode: mode, width: 128, height: 64, steps: 1 });
+      expect(sizeOf(images[0]!)).toEqual({ width: 128, height: 64 });
+    }
+  });
+});
+
+describe('the routes clients call', () => {
+  it('extra-single-image and extra-batch-images upscale through ComfyUI as renders', async () => {
+    const image = redSquare(40).toString('base64');
+    const single = await post('/sdapi/v1/extra-single-image', { image, upscaler_1: 'Lanczos', upscaling_resize: 2 });
+    expect(single.status, JSON.stringify(single.json).slice(0, 300)).toBe(200);
+    expect(single.headers['x-render-id']).toMatch(/^render-/);
+    expect(sizeOf(single.json.image)).toEqual({ width: 80, height: 80 });
+    expect(submittedClasses()).toContain('ImageScaleBy');
+    const batch = await post('/sdapi/v1/extra-batch-images', {
+      imageList: [{ data: image, name: 'a.png' }, { data: `data:image/png;base64,${redSquare(20).toString('base64')}`, name: 'b.png' }],
+      upscaler_1: '4x-UltraSharp',
+      resize_mode: 1,
+      upscaling_resize_w: 100,
+      upscaling_resize_h: 50,
+      upscaling_crop: true,
+    });
+    expect(batch.status, JSON.stringify(batch.json).slice(0, 300)).toBe(200);
+    expect(batch.json.images.map(sizeOf)).toEqual([{ width: 100, height: 50 }, { width: 100, height: 50 }]);
+    const unknown = await post('/sdapi/v1/extra-single-image', { image, upscaler_1: 'SwinIR 4x' });
+    expect(unknown).toMatchObject({ status: 400, json: { field: 'upscaler_1' } });
+  });
+
+  it('upscalers lists the methods and ComfyUI\'s upscale models; memory comes from /system_stats; the rest is honestly empty', async () => {
+    const names = (await get('/sdapi/v1/upscalers')).json.map((u: { name: string }) => u.name);
+    expect(names).toEqual(expect.arrayContaining(['None', 'Lanczos', 'Nearest', '4x-UltraSharp']));
+    expect((await get('/sdapi/v1/latent-upscale-modes')).json).toContainEqual({ name: 'Latent' });
+    const memory = (await get('/sdapi/v1/memory')).json;
+    expect(memory.ram.total).toBeGreaterThan(0);
+    expect(memory.cuda.system.total).toBe(24 * 1024 ** 3);
+    for (const route of ['hypernetworks', 'face-restorers', 'realesrgan-models', 'sd-modules', 'script-info', 'extensions']) {
+      expect((await get(`/sdapi/v1/${route}`)).json, route).toEqual([]);
+    }
+    for (const route of ['refresh-checkpoints', 'refresh-vae', 'refresh-loras']) {
+      const r = await raw('POST', `/sdapi/v1/${route}`, { 'content-type': 'application/json' });
+      expect(r.status, route).toBe(200);
+      expect(r.json).toBeNull();
+    }
   });
 });
