@@ -14,9 +14,20 @@ export interface InFlightRender {
 export class InFlight {
   private readonly renders = new Map<string, InFlightRender>();
 
+  private readonly listeners: ((renderId: string) => void)[] = [];
+
+  /** The returned function ends the entry: the render has returned to its client (or failed). */
   add(r: InFlightRender): () => void {
     this.renders.set(r.renderId, r);
-    return () => this.renders.delete(r.renderId);
+    return () => {
+      this.renders.delete(r.renderId);
+      for (const l of this.listeners) l(r.renderId);
+    };
+  }
+
+  /** Called with each render id as its waiting request ends (progress goes idle at that moment). */
+  onFinished(listener: (renderId: string) => void): void {
+    this.listeners.push(listener);
   }
 
   list(): InFlightRender[] {

@@ -21,6 +21,7 @@ import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
 import { registerLenientBodyParsers } from './body-parsers.ts';
+import { originAllowed, registerCors } from './cors.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -55,9 +56,12 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
   // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.
+  // ALLOWED_HOSTS: names a reverse proxy in front of this loopback front forwards in Host.
+  const extraHosts = new Set(deps.config.ALLOWED_HOSTS.map((h) => h.toLowerCase()));
   if (isLoopbackHost(deps.config.HOST)) {
     app.addHook('onRequest', async (req, reply) => {
-      if (!isLoopbackHost(hostnameOf(req.headers.host))) {
+      const name = hostnameOf(req.headers.host).toLowerCase();
+      if (!isLoopbackHost(name) && !extraHosts.has(name)) {
         return sendError(reply, 403, errorBody('HTTPException', `host ${req.headers.host ?? '(none)'} is not served here; use 127.0.0.1 or localhost`, { field: 'host' }));
       }
     });
@@ -65,8 +69,12 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // A1111 clients are servers and send no Origin. A browser does, and its cross-site "simple" POSTs (text/plain
   // bodies) would otherwise let any web page start, cancel or replay renders on this loopback service.
+  // CORS_ALLOW_ORIGINS (A1111's --cors-allow-origins) lets listed browser origins in; before the token check,
+  // which a preflight (no credentials) would fail.
+  registerCors(app, deps.config.CORS_ALLOW_ORIGINS);
   app.addHook('onRequest', async (req, reply) => {
     if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+    if (originAllowed(req.headers.origin, deps.config.CORS_ALLOW_ORIGINS)) return;
     if (isCrossOrigin(req.headers.origin, req.headers.host)) {
       return sendError(reply, 403, errorBody('HTTPException', `cross-origin request from ${req.headers.origin} refused`, { field: 'origin' }));
     }

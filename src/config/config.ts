@@ -48,6 +48,19 @@ const envSchema = z.object({
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
   /** JSON file with per-model overrides (file names, defaults): operators change files without code. */
   MODELS_CONFIG: optionalString,
+  /**
+   * Extra host names a loopback-bound front serves (comma separated), e.g. the name a reverse proxy such as a
+   * model-swapping proxy forwards in Host. Loopback names are always served.
+   */
+  ALLOWED_HOSTS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+  /** Browser origins allowed cross-origin access (comma separated; `*` = any), like A1111's --cors-allow-origins. */
+  CORS_ALLOW_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
   /** When set, every route but /health and /internal/ping needs `Authorization: Bearer <token>`. */
   API_TOKEN: optionalString,
   MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),

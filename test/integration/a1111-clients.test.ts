@@ -303,3 +303,39 @@ describe('the routes clients call', () => {
     }
   });
 });
+
+describe('live progress', () => {
+  it('follows batch_size × n_iter with the sampler step and stage, and is idle the moment the render returned', async () => {
+    fake.state.faults.apply({ slow: { stepMs: 150 } });
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'watch me', batch_size: 2, n_iter: 2, width: 64, height: 64, steps: 30 });
+      let seen: any;
+      let ended = false;
+      void waiting.finally(() => (ended = true));
+      const polled: unknown[] = [];
+      // Polled like a client does; ends on the state it waits for, never on a timer.
+      while (!ended) {
+        const p = (await get('/sdapi/v1/progress')).json;
+        polled.push(p);
+        if (p.state.sampling_step > 0) {
+          seen = p;
+          break;
+        }
+      }
+      expect(seen, JSON.stringify(polled.slice(-3))).toBeDefined();
+      expect(seen.state).toMatchObject({ job_count: 4, sampling_steps: 30 });
+      expect(seen.state.job_no).toBeGreaterThanOrEqual(0);
+      expect(seen.state.job_no).toBeLessThan(4);
+      expect(seen.textinfo).toMatch(/^Sampling step \d+\/30, image \d\/4$/);
+      expect(seen.progress).toBeGreaterThan(0);
+      await raw('POST', '/sdapi/v1/interrupt', {});
+      expect((await waiting).status).toBe(200);
+      const after = (await get('/sdapi/v1/progress')).json;
+      expect(after.progress).toBe(0);
+      expect(after.state.job_count).toBe(0);
+      expect(after.textinfo).toBeNull();
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+});

@@ -69,6 +69,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
     logger: ctx.logger.child({ component: 'progress' }),
   });
+  ctx.inFlight.onFinished((renderId) => live.finished(renderId));
   app.get('/sdapi/v1/progress', async (req) => {
     let snapshot: ProgressSnapshot;
     try {
@@ -121,15 +122,26 @@ export function a1111Progress(s: ProgressSnapshot): Record<string, unknown> {
       interrupted: false,
       stopping_generation: false,
       job: c?.renderId ?? '',
-      job_count: s.jobCount,
+      // A1111 counts images: batch_size × n_iter of each render.
+      job_count: s.imageCount ?? s.jobCount,
       job_timestamp: started,
       job_no: c?.item ?? 0,
       sampling_step: c?.value ?? 0,
       sampling_steps: c?.max ?? 0,
     },
     current_image: null,
-    textinfo: null,
+    textinfo: textinfo(s),
   };
+}
+
+/** A1111 shows what the job is doing in `textinfo`; null when idle, as A1111 does. */
+export function textinfo(s: ProgressSnapshot): string | null {
+  const c = s.current;
+  if (!c) return s.jobCount > 0 ? 'Waiting for a GPU' : null;
+  const image = `image ${c.item + 1}/${c.items}`;
+  if (c.stage === 'collecting') return `Saving ${image}`;
+  if (c.max > 0) return `Sampling step ${c.value}/${c.max}, ${image}`;
+  return c.node ? `Running node ${c.node}, ${image}` : `Starting ${image}`;
 }
 
 const round = (v: number, digits: number): number => Math.round(v * 10 ** digits) / 10 ** digits;
