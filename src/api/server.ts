@@ -22,6 +22,7 @@ import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
 import { registerLenientBodyParsers } from './body-parsers.ts';
 import { originAllowed, registerCors } from './cors.ts';
+import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -83,7 +84,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.config.API_TOKEN) {
     const token = deps.config.API_TOKEN;
     app.addHook('onRequest', async (req, reply) => {
-      if (OPEN_ROUTES.has(req.url.split('?')[0] ?? '')) return;
+      const route = req.url.split('?')[0] ?? '';
+      if (OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`)) return;
       if (!authorized(req.headers.authorization, token)) {
         // A1111's --api-auth answers 401 with a Basic challenge; clients that can retry with credentials need it.
         reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
@@ -117,6 +119,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // FastAPI's own 404 body, which clients (and A1111's API tests) compare against.
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send({ detail: 'Not Found' }));
 
+  await registerOpenApi(app);
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);
   registerA1111Extras(app, ctx);

@@ -188,6 +188,20 @@ describe('lenient where A1111 is lenient', () => {
     expect(r.json.images).toHaveLength(1);
   });
 
+  it('/openapi.json is generated from the zod schemas the routes validate with; /docs serves Swagger UI', async () => {
+    const doc = (await get('/openapi.json')).json;
+    expect(doc.openapi).toMatch(/^3\./);
+    const t2i = doc.paths['/sdapi/v1/txt2img'].post.requestBody.content['application/json'].schema;
+    expect(t2i.properties.prompt).toMatchObject({ type: 'string', maxLength: 16384 });
+    expect(Object.keys(t2i.properties)).toEqual(expect.arrayContaining(['enable_hr', 'hr_upscaler', 'override_settings', 'extra_images']));
+    expect(doc.paths['/sdapi/v1/img2img'].post.requestBody.content['application/json'].schema.properties).toHaveProperty('resize_mode');
+    expect(doc.paths['/sdapi/v1/extra-batch-images'].post.requestBody.content['application/json'].schema.properties).toHaveProperty('imageList');
+    let docs = await get('/docs');
+    if (docs.status === 302) docs = await get(String(docs.headers.location));
+    expect(docs.status).toBe(200);
+    expect(String(docs.json)).toMatch(/swagger/i);
+  });
+
   it('unknown routes answer FastAPI 404 {"detail":"Not Found"}', async () => {
     const r = await raw('GET', '/sdapi/v1/no-such-route', {});
     expect(r.status).toBe(404);
