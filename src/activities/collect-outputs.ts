@@ -8,6 +8,7 @@ import type { ComfyClient } from '../comfyui/client.ts';
 import type { ComfyFileRef } from '../comfyui/graph.ts';
 import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
 import { infotextFor } from '../render/infotext.ts';
+import { encodeOutput } from '../images/encode.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import type { RenderActivities } from './types.ts';
@@ -52,7 +53,14 @@ export async function collectFiles(
       throw toFailure(err);
     }
     if (mime === 'image/png') {
-      const png = stripPngText(data, { parameters: infotextFor(request, itemIndex) });
+      const infotext = infotextFor(request, itemIndex);
+      const png = stripPngText(data, { parameters: infotext });
+      if (request.output && request.output.format !== 'png') {
+        // A1111 `samples_format`: the API answers in the configured format, the infotext in its EXIF.
+        const enc = await encodeOutput(png, request.output, infotext);
+        refs.push(await deps.blobs.put(enc.data, { mime: enc.mime, width: enc.width, height: enc.height }));
+        continue;
+      }
       const { width, height } = readPngSize(png);
       refs.push(await deps.blobs.put(png, { mime, width, height }));
     } else {

@@ -11,10 +11,13 @@ import type { Logger } from '../log.ts';
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import type { HealthDeps } from './health.ts';
+import type { ComfyCatalog } from './comfy-catalog.ts';
 import type { OptionsStore } from './options-store.ts';
 import type { RenderService } from './render-service.ts';
 import { registerA1111Discovery } from './routes/a1111-discovery.ts';
 import { registerA1111Render } from './routes/a1111-render.ts';
+import { registerA1111Extras } from './routes/a1111-extras.ts';
+import { registerA1111Catalog } from './routes/a1111-catalog.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { InFlight } from './in-flight.ts';
@@ -24,6 +27,9 @@ import { Admission, AdmissionRefusedError, waitingRendersQuery } from './admissi
 
 /** What a refused client is told to wait: about the time one render takes on a busy GPU. */
 const ADMISSION_RETRY_AFTER_S = 10;
+import { registerLenientBodyParsers } from './body-parsers.ts';
+import { originAllowed, registerCors } from './cors.ts';
+import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -36,6 +42,8 @@ export interface ApiDeps {
   waitingRenders?: () => Promise<number>;
   /** Renders this front waits on (tests look in). */
   inFlight?: InFlight;
+  /** ComfyUI's file lists and memory for the routes that show them (absent: those lists are empty). */
+  catalog?: ComfyCatalog;
 }
 
 export interface ApiContext extends ApiDeps {
@@ -84,17 +92,16 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   });
   const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), admission };
 
-  // Node's fetch with a string body sends text/plain; A1111 would 422 it, we read it as the JSON it is.
-  const jsonParser = app.getDefaultJsonParser('error', 'ignore');
-  app.addContentTypeParser('text/plain', { parseAs: 'string' }, (req, body, done) => {
-    jsonParser(req, String(body), done);
-  });
+  registerLenientBodyParsers(app);
 
   // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
   // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.
+  // ALLOWED_HOSTS: names a reverse proxy in front of this loopback front forwards in Host.
+  const extraHosts = new Set(deps.config.ALLOWED_HOSTS.map((h) => h.toLowerCase()));
   if (isLoopbackHost(deps.config.HOST)) {
     app.addHook('onRequest', async (req, reply) => {
-      if (!isLoopbackHost(hostnameOf(req.headers.host))) {
+      const name = hostnameOf(req.headers.host).toLowerCase();
+      if (!isLoopbackHost(name) && !extraHosts.has(name)) {
         return sendError(reply, 403, errorBody('HTTPException', `host ${req.headers.host ?? '(none)'} is not served here; use 127.0.0.1 or localhost`, { field: 'host' }));
       }
     });
@@ -102,8 +109,12 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // A1111 clients are servers and send no Origin. A browser does, and its cross-site "simple" POSTs (text/plain
   // bodies) would otherwise let any web page start, cancel or replay renders on this loopback service.
+  // CORS_ALLOW_ORIGINS (A1111's --cors-allow-origins) lets listed browser origins in; before the token check,
+  // which a preflight (no credentials) would fail.
+  registerCors(app, deps.config.CORS_ALLOW_ORIGINS);
   app.addHook('onRequest', async (req, reply) => {
     if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+    if (originAllowed(req.headers.origin, deps.config.CORS_ALLOW_ORIGINS)) return;
     if (isCrossOrigin(req.headers.origin, req.headers.host)) {
       return sendError(reply, 403, errorBody('HTTPException', `cross-origin request from ${req.headers.origin} refused`, { field: 'origin' }));
     }
@@ -112,8 +123,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.config.API_TOKEN) {
     const token = deps.config.API_TOKEN;
     app.addHook('onRequest', async (req, reply) => {
-      if (OPEN_ROUTES.has(req.url.split('?')[0] ?? '')) return;
+      const route = req.url.split('?')[0] ?? '';
+      if (OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`)) return;
       if (!authorized(req.headers.authorization, token)) {
+        // A1111's --api-auth answers 401 with a Basic challenge; clients that can retry with credentials need it.
+        reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
         return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', { field: 'authorization' }));
       }
     });
@@ -155,12 +169,14 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     return sendError(reply, 500, errorBody('InternalError', 'internal error (see the service log)', { errors: 'internal error' }));
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    sendError(reply, 404, errorBody('HTTPException', `no route ${req.method} ${req.url.split('?')[0]?.slice(0, 200)}`, { field: 'url' })),
-  );
+  // FastAPI's own 404 body, which clients (and A1111's API tests) compare against.
+  app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send({ detail: 'Not Found' }));
 
+  await registerOpenApi(app);
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);
+  registerA1111Extras(app, ctx);
+  registerA1111Catalog(app, ctx);
   registerOps(app, ctx);
   registerRenders(app, ctx);
   return app;

@@ -7,6 +7,7 @@ import { Runtime } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import { buildServer } from '../api/server.ts';
 import { OptionsStore } from '../api/options-store.ts';
+import { ComfyCatalog } from '../api/comfy-catalog.ts';
 import { RenderService } from '../api/render-service.ts';
 import { FsBlobStore } from '../blobs/fs-store.ts';
 import { ComfyClient } from '../comfyui/client.ts';
@@ -128,6 +129,10 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
         probeComfy: (b) => clients.get(b.id)!.systemStats(),
         unhealthy: () => health.unhealthy(backends),
       },
+      catalog: new ComfyCatalog({
+        objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
+        systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
+      }),
     });
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
   }

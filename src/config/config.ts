@@ -54,11 +54,27 @@ const envSchema = z.object({
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
   /** JSON file with per-model overrides (file names, defaults): operators change files without code. */
   MODELS_CONFIG: optionalString,
+  /**
+   * Extra host names a loopback-bound front serves (comma separated), e.g. the name a reverse proxy such as a
+   * model-swapping proxy forwards in Host. Loopback names are always served.
+   */
+  ALLOWED_HOSTS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+  /** Browser origins allowed cross-origin access (comma separated; `*` = any), like A1111's --cors-allow-origins. */
+  CORS_ALLOW_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
   /** When set, every route but /health and /internal/ping needs `Authorization: Bearer <token>`. */
   API_TOKEN: optionalString,
   MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),
   MAX_IMAGE_PIXELS: positiveInt.default(4096 * 4096),
-  MAX_BATCH: positiveInt.default(8),
+  /** Most images per request (batch_size × n_iter). Open WebUI sends up to n=10. */
+  MAX_BATCH: positiveInt.default(16),
+  /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */
+  MAX_RENDER_PIXELS: z.coerce.number().int().positive().optional(),
   MAX_EXTRA_IMAGES: positiveInt.default(3),
   /** Whole-request limit; base64 inflates images by 4/3 and a request may carry several. */
   BODY_LIMIT_BYTES: positiveInt.default(100 * 1024 * 1024),

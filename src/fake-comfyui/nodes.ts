@@ -18,7 +18,7 @@ export type FakeValue =
   | { kind: 'image'; sig: string; width: number; height: number; count: number }
   | { kind: 'mask'; sig: string; width: number; height: number; count: number }
   | { kind: 'video'; sig: string; width: number; height: number; frames: number; fps: number; audio: boolean }
-  | { kind: 'opaque'; sig: string; type: string; steps?: number };
+  | { kind: 'opaque'; sig: string; type: string; steps?: number; scale?: number };
 
 export interface NodeResult {
   outputs: FakeValue[];
@@ -218,6 +218,39 @@ const IMPLS: Record<string, NodeImpl> = {
     else if (w === 0) w = Math.max(1, Math.round((img.width * h) / img.height));
     else if (h === 0) h = Math.max(1, Math.round((img.height * w) / img.width));
     return { outputs: [image(n, 0, w, h, img.count)] };
+  },
+  ImageScaleBy: (n) => {
+    const img = need(n, 'image', 'image');
+    const by = num(n, 'scale_by', 1);
+    return { outputs: [image(n, 0, Math.round(img.width * by), Math.round(img.height * by), img.count)] };
+  },
+  LatentUpscale: (n) => {
+    const l = need(n, 'samples', 'latent');
+    const w = int(n, 'width', 512);
+    const h = int(n, 'height', 512);
+    return { outputs: [latent(n, 0, w === 0 ? l.width : w, h === 0 ? l.height : h, l.count)] };
+  },
+  LatentUpscaleBy: (n) => {
+    const l = need(n, 'samples', 'latent');
+    const by = num(n, 'scale_by', 1.5);
+    return { outputs: [latent(n, 0, Math.round(l.width * by), Math.round(l.height * by), l.count)] };
+  },
+  // Upscale models scale by the factor in their file name (`4x-UltraSharp.pth`), 4 when it has none.
+  UpscaleModelLoader: (n) => {
+    const m = /([1-8])x|x([1-8])/i.exec(str(n, 'model_name', ''));
+    return { outputs: [{ kind: 'opaque', sig: n.outSig(0), type: 'UPSCALE_MODEL', scale: m ? Number(m[1] ?? m[2]) : 4 }] };
+  },
+  ImageUpscaleWithModel: (n) => {
+    const img = need(n, 'image', 'image');
+    const model = n.value('upscale_model');
+    const by = model?.kind === 'opaque' && model.scale !== undefined ? model.scale : 4;
+    return { outputs: [image(n, 0, img.width * by, img.height * by, img.count)] };
+  },
+  ImagePadForOutpaint: (n) => {
+    const img = need(n, 'image', 'image');
+    const w = img.width + int(n, 'left', 0) + int(n, 'right', 0);
+    const h = img.height + int(n, 'top', 0) + int(n, 'bottom', 0);
+    return { outputs: [image(n, 0, w, h, img.count), { kind: 'mask', sig: n.outSig(1), width: w, height: h, count: img.count }] };
   },
   // Simplification: the real node picks the closest Kontext resolution; the fake keeps the input size.
   FluxKontextImageScale: (n) => {

@@ -7,7 +7,8 @@ export const fluxKontext: ModelProfile = {
   title: 'FLUX.1-Kontext-dev',
   aliases: ['flux-kontext', 'flux1-kontext', 'flux1-kontext-dev', 'flux.1-kontext-dev', 'kontext'],
   family: 'flux-kontext',
-  kinds: ['edit'],
+  // txt2img: plain text-to-image through the same model (standard A1111 clients), no reference.
+  kinds: ['edit', 'txt2img'],
   defaults: { steps: 20, cfg: 1, guidance: 2.5, sampler: 'euler', scheduler: 'simple', ...DEFAULT_SIZE },
   cfgMode: 'fixed-1',
   ...IMAGE_SIZE_LIMITS,

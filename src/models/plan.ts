@@ -7,6 +7,7 @@ import type { BlobRef, InputUpload, RenderItem, RenderPlan, RenderRequest } from
 import { extensionForMime } from '../images/mime.ts';
 import { familyBuilder, OUTPUT_NODE } from './families/index.ts';
 import { getProfile } from './registry.ts';
+import { buildUpscaleGraph } from './families/upscale.ts';
 
 /** ComfyUI input subfolder for every uploaded image. */
 export const INPUT_SUBFOLDER = 'comfy-durable';
@@ -27,6 +28,7 @@ export function filenamePrefixFor(renderId: string, index: number): string {
 }
 
 export function planRender(req: RenderRequest, opts: { renderId: string }): RenderPlan {
+  if (req.kind === 'upscale') return planUpscale(req, opts);
   const profile = getProfile(req.model);
   if (!profile) throw new Error(`planRender: unknown model ${req.model}`);
   const builder = familyBuilder(profile.family);
@@ -67,4 +69,18 @@ export function planRender(req: RenderRequest, opts: { renderId: string }): Rend
     items.push({ index, seed, graph });
   }
   return { items, uploads, outputNode: OUTPUT_NODE };
+}
+
+/** Extras upscale: one item per image, each its own prompt (no model, no seed). */
+function planUpscale(req: RenderRequest, opts: { renderId: string }): RenderPlan {
+  if (!req.upscale) throw new Error('planRender: upscale request without an upscale spec');
+  const spec = req.upscale;
+  const uploads = req.extraImages.map(inputUploadFor);
+  const items: RenderItem[] = req.extraImages.map((blob, index) => ({
+    index,
+    seed: req.seed + index,
+    graph: buildUpscaleGraph(spec, blob, loadImageName(uploads[index]!), filenamePrefixFor(opts.renderId, index)),
+  }));
+  const unique = [...new Map(uploads.map((u) => [u.filename, u])).values()];
+  return { items, uploads: unique, outputNode: OUTPUT_NODE };
 }

@@ -11,7 +11,8 @@ export const qwenImageEdit: ModelProfile = {
   title: 'Qwen-Image-Edit-2509',
   aliases: ['qwen-image-edit', 'qwen-image-edit-2509', 'qwen_image_edit', 'qwen-edit'],
   family: 'qwen-edit',
-  kinds: ['edit'],
+  // txt2img: plain text-to-image through the same model (standard A1111 clients), no reference.
+  kinds: ['edit', 'txt2img'],
   defaults: { steps: 40, cfg: 2.5, sampler: 'euler', scheduler: 'simple', shift: 3, ...DEFAULT_SIZE },
   cfgMode: 'free',
   ...IMAGE_SIZE_LIMITS,

@@ -40,11 +40,15 @@ export interface CurrentRender {
   etaSeconds: number;
   /** When the current item's prompt started (ms since the epoch). */
   itemStartedAt?: number;
+  /** The workflow's stage (rendering, collecting, ...), when its status query answered. */
+  stage?: RenderStatus['stage'];
 }
 
 export interface ProgressSnapshot {
   /** Running + waiting renders. */
   jobCount: number;
+  /** Output images of those renders (batch_size × n_iter each, from their memo); at least jobCount. */
+  imageCount?: number;
   current?: CurrentRender;
 }
 
@@ -60,6 +64,8 @@ export interface LiveProgressOptions {
 }
 
 const QUERY_TIMEOUT_MS = 2_000;
+/** How long a returned render is left out of the running list (visibility lags by well under this). */
+const FINISHED_MEMORY_MS = 60_000;
 /** Beyond this many running renders, count them instead of listing them all. */
 const MAX_LISTED = 1_000;
 
@@ -67,7 +73,10 @@ const tsMs = (ts: google.protobuf.ITimestamp | null | undefined): number | undef
   ts?.seconds === null || ts?.seconds === undefined ? undefined : Number(ts.seconds.toString()) * 1_000 + Math.floor((ts.nanos ?? 0) / 1e6);
 
 export class LiveProgress {
-  private cached: { at: number; value: Promise<ProgressSnapshot> } | undefined;
+  private cached: { at: number; generation: number; value: Promise<ProgressSnapshot> } | undefined;
+  /** Renders this front saw return, until visibility catches up: progress is idle the moment they returned. */
+  private readonly finishedAt = new Map<string, number>();
+  private generation = 0;
   private readonly opts: Required<Omit<LiveProgressOptions, 'logger'>> & { logger?: Logger };
   private readonly queryable: boolean;
 
@@ -86,14 +95,23 @@ export class LiveProgress {
   snapshot(justStarted: string[] = []): Promise<ProgressSnapshot> {
     if (!this.queryable) return Promise.resolve({ jobCount: justStarted.length });
     const now = this.opts.now();
-    if (this.cached && now - this.cached.at < this.opts.cacheMs) return this.cached.value;
-    const value = this.compute(justStarted);
-    this.cached = { at: now, value };
+    if (this.cached && this.cached.generation === this.generation && now - this.cached.at < this.opts.cacheMs) return this.cached.value;
+    const value = this.compute(justStarted.filter((id) => !this.finishedAt.has(id)));
+    this.cached = { at: now, generation: this.generation, value };
     // A failed refresh must not be served from the cache.
     value.catch(() => {
       if (this.cached?.value === value) this.cached = undefined;
     });
     return value;
+  }
+
+  /** A render returned to its client: drop the cached answer and leave it out from now on. */
+  finished(renderId: string): void {
+    const now = this.opts.now();
+    for (const [id, at] of this.finishedAt) if (now - at > FINISHED_MEMORY_MS) this.finishedAt.delete(id);
+    this.finishedAt.set(renderId, now);
+    this.generation++;
+    this.cached = undefined;
   }
 
   private async compute(justStarted: string[]): Promise<ProgressSnapshot> {
@@ -105,7 +123,8 @@ export class LiveProgress {
     do {
       const page = await client.workflowService.listWorkflowExecutions({ namespace, query: this.runningQuery, pageSize: 100, nextPageToken: token ?? null });
       for (const e of page.executions ?? []) {
-        if (e.execution?.workflowId) listed.push({ id: e.execution.workflowId, startedAt: tsMs(e.startTime) ?? 0 });
+        const id = e.execution?.workflowId;
+        if (id && !this.finishedAt.has(id)) listed.push({ id, startedAt: tsMs(e.startTime) ?? 0 });
       }
       token = page.nextPageToken;
     } while (token && token.length > 0 && listed.length < MAX_LISTED);
@@ -120,17 +139,20 @@ export class LiveProgress {
     const described = (await Promise.all(ids.map((id) => client.workflow.getHandle(id).describe().catch(() => undefined)))).filter(
       (d): d is WorkflowExecutionDescription => d !== undefined,
     );
-    const running = described.filter((d) => d.status.name === 'RUNNING');
+    const running = described.filter((d) => d.status.name === 'RUNNING' && !this.finishedAt.has(d.workflowId));
     // Listed as running but already closed: visibility has not caught up with them yet.
     const stale = oldest.filter((id) => !running.some((d) => d.workflowId === id)).length;
     const jobCount = Math.max(total - stale, running.length);
     if (jobCount === 0) return { jobCount: 0 };
+    // A1111 counts images (batch_size × n_iter), not requests: described renders by their memo, the rest as one.
+    const imagesOf = (d: WorkflowExecutionDescription): number => (typeof d.memo?.images === 'number' && d.memo.images > 0 ? d.memo.images : 1);
+    const imageCount = running.reduce((n, d) => n + imagesOf(d), 0) + Math.max(0, jobCount - running.length);
 
     const onGpu = running
       .map((d) => ({ d, activity: d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED) }))
       .filter((x) => x.activity !== undefined)
       .sort((a, b) => a.d.startTime.getTime() - b.d.startTime.getTime())[0];
-    if (!onGpu) return { jobCount };
+    if (!onGpu) return { jobCount, imageCount };
 
     const converter = client.options.loadedDataConverter.payloadConverter;
     const beat = (decodeFirst(converter, onGpu.activity!.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
@@ -156,7 +178,8 @@ export class LiveProgress {
     if (beat.node) current.node = beat.node;
     if (beat.promptId) current.promptId = beat.promptId;
     if (itemStartedAt !== undefined) current.itemStartedAt = itemStartedAt;
-    return { jobCount, current };
+    if (status?.stage) current.stage = status.stage;
+    return { jobCount, imageCount: Math.max(imageCount, items), current };
   }
 
   private async status(renderId: string): Promise<RenderStatus | undefined> {

@@ -15,6 +15,12 @@ function quote(v: string | number): string {
  * into the PNG, and identical requests must give identical bytes.
  */
 export function infotextFor(request: RenderRequest, itemIndex: number): string {
+  if (request.kind === 'upscale' && request.upscale) {
+    // A1111 extras' keys.
+    const u = request.upscale;
+    const how = u.factor !== undefined ? `Postprocess upscale by: ${u.factor}` : `Postprocess upscale to: ${u.width}x${u.height}`;
+    return `${how}, Postprocess upscaler: ${quote(u.upscalerName)}`;
+  }
   const params: [string, string | number | undefined][] = [
     ['Steps', request.steps],
     ['Sampler', request.report.samplerName],
@@ -25,13 +31,19 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
     ['Seed', request.seed + itemIndex],
     ['Size', `${request.width}x${request.height}`],
     ['Model', request.model],
-    ['Denoising strength', request.kind === 'img2img' ? request.denoise : undefined],
+    ['Denoising strength', request.kind === 'img2img' ? request.denoise : request.hires?.denoise],
+    ['Hires resize', request.hires ? `${request.hires.width}x${request.hires.height}` : undefined],
+    ['Hires upscaler', request.hires?.upscalerName],
+    ['Hires steps', request.hires?.steps],
+    ['Resize mode', request.resizeMode],
   ];
   const line = params
     .filter((p): p is [string, string | number] => p[1] !== undefined)
     .map(([k, v]) => `${k}: ${quote(v)}`)
     .join(', ');
-  const lines = [request.prompt];
+  // LoRA tags are stripped from the text the encoder sees; the infotext keeps them, as A1111's does.
+  const tags = (request.loras ?? []).map((l) => (l.model === l.clip ? `<lora:${l.name}:${l.model}>` : `<lora:${l.name}:${l.clip}:${l.model}>`));
+  const lines = [[request.prompt, ...tags].filter((t) => t !== '').join(' ')];
   if (request.negativePrompt) lines.push(`Negative prompt: ${request.negativePrompt}`);
   lines.push(line);
   return lines.join('\n');

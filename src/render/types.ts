@@ -14,8 +14,11 @@ export interface BlobRef {
   height?: number;
 }
 
-/** `txt2img` and `img2img` (init image, optional mask) and `edit` (instruction edit with reference images). */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit';
+/**
+ * `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images), and
+ * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling).
+ */
+export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale';
 
 /**
  * A fully resolved, normalised render: every default applied, the seed fixed, the sampler mapped to
@@ -55,6 +58,61 @@ export interface RenderRequest {
   report: { samplerName: string; scheduler: string; requestedWidth: number; requestedHeight: number };
   /** Set when this render re-runs an earlier one. */
   replayOf?: string;
+  /** `<lora:name:weight>` prompt tags, resolved to ComfyUI's lora files, applied in order (LoraLoader). */
+  loras?: LoraUse[];
+  /** txt2img hires fix: a second sampling pass at the upscaled size. */
+  hires?: HiresFix;
+  /** img2img A1111 resize_mode: 0 just resize, 1 crop and resize, 2 resize and fill, 3 latent upscale. */
+  resizeMode?: 0 | 1 | 2 | 3;
+  /** Output file format (A1111 `samples_format` and its quality options); absent: PNG. */
+  output?: OutputFormat;
+  /** `upscale` (extras): how each of `extraImages` is upscaled. */
+  upscale?: UpscaleSpec;
+}
+
+export interface LoraUse {
+  /** ComfyUI's file name (as its LoraLoader lists it, subfolders included). */
+  file: string;
+  /** The name as the prompt tag gave it, for infotexts. */
+  name: string;
+  model: number;
+  clip: number;
+}
+
+/** How an image is enlarged: a latent resize, a pixel resize method, or an upscale model file. */
+export type Upscaler =
+  | { kind: 'latent'; method: string }
+  | { kind: 'pixel'; method: string }
+  | { kind: 'model'; model: string };
+
+export interface HiresFix {
+  /** Final size (on the model grid). */
+  width: number;
+  height: number;
+  upscaler: Upscaler;
+  /** A1111 name of the upscaler, for infotexts. */
+  upscalerName: string;
+  steps: number;
+  denoise: number;
+}
+
+export interface OutputFormat {
+  format: 'png' | 'jpeg' | 'webp';
+  /** JPEG / lossy WebP quality 1..100 (A1111 `jpeg_quality`). */
+  quality: number;
+  /** A1111 `webp_lossless`. */
+  lossless: boolean;
+}
+
+export interface UpscaleSpec {
+  /** Scale factor (A1111 resize_mode 0), or an exact target size (resize_mode 1). */
+  factor?: number;
+  width?: number;
+  height?: number;
+  /** resize_mode 1 with `upscaling_crop`: cover the target and crop the centre. */
+  crop: boolean;
+  upscaler: Upscaler | { kind: 'none' };
+  upscalerName: string;
 }
 
 /** One ComfyUI prompt per output item. */
@@ -114,4 +172,8 @@ export interface RenderResult {
   backend: string;
   promptIds: string[];
   timings: StageTiming[];
+  /** `/sdapi/v1/interrupt` ended the render early: `outputs` are the images finished before it. */
+  interrupted?: boolean;
+  /** Items `/sdapi/v1/skip` ended early (no image); `seeds` lists only the rendered items. */
+  skipped?: number[];
 }

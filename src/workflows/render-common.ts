@@ -2,7 +2,7 @@
  * What both shapes of the `render` workflow share: the status query, failure classification of an attempt,
  * and the attempt pacing constants.
  */
-import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, defineQuery } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, defineQuery, defineSignal } from '@temporalio/workflow';
 import { NON_RETRYABLE_TYPES } from './failure-types.ts';
 
 /** One runPrompt attempt as the status query reports it (history has the full failure). */
@@ -26,9 +26,17 @@ export interface RenderStatus {
   backend?: string;
   promptIds: string[];
   attempts: PromptAttempt[];
+  /** Set once `/sdapi/v1/interrupt` stopped the render: it ends with the images finished so far. */
+  interrupted?: boolean;
+  /** Items `/sdapi/v1/skip` ended early (they have no image). */
+  skipped?: number[];
 }
 
 export const renderStatusQuery = defineQuery<RenderStatus>('status');
+/** A1111 interrupt: stop the current item and end the render with the images finished so far. */
+export const interruptSignal = defineSignal('interrupt');
+/** A1111 skip: end the current item of the batch and go on with the next. */
+export const skipSignal = defineSignal('skip');
 
 /** How long an attempt may wait for a GPU slot before it counts as failed (queue unserved). */
 export const GPU_QUEUE_WAIT_MS = 60 * 60_000;

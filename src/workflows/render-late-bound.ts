@@ -24,8 +24,10 @@ import {
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
+  isCancellation,
   proxyActivities,
   proxyLocalActivities,
+  setHandler,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -36,7 +38,7 @@ import { RENDER_BACKEND } from '../temporal/search-attributes.ts';
 import { attemptBackoffMs } from './attempts.ts';
 import { GaveUpFailureType, NON_RETRYABLE_TYPES } from './failure-types.ts';
 import { gpuTaskQueue } from './queues.ts';
-import { GPU_QUEUE_WAIT_MS, MIN_ATTEMPT_MS, describeFailure, type RenderStatus } from './render-common.ts';
+import { GPU_QUEUE_WAIT_MS, MIN_ATTEMPT_MS, describeFailure, interruptSignal, skipSignal, type RenderStatus } from './render-common.ts';
 
 const local = proxyLocalActivities<RenderActivities>({
   startToCloseTimeout: '30 seconds',
@@ -60,6 +62,19 @@ export async function renderLateBound(request: RenderRequest, status: RenderStat
       timings.push({ stage, ms: Date.now() - start });
     }
   };
+
+  /** The running item's scope: interrupt and skip cancel it (runPrompt then stops its prompt in ComfyUI). */
+  let itemScope: CancellationScope | undefined;
+  let skipCurrent = false;
+  setHandler(interruptSignal, () => {
+    status.interrupted = true;
+    itemScope?.cancel();
+  });
+  setHandler(skipSignal, () => {
+    if (!itemScope) return;
+    skipCurrent = true;
+    itemScope.cancel();
+  });
 
   const { plan, limits } = await timed('buildGraph', () => local.buildGraph({ request, renderId }));
 
@@ -128,11 +143,31 @@ export async function renderLateBound(request: RenderRequest, status: RenderStat
   };
 
   const outputs: BlobRef[] = [];
+  const rendered: RenderItem[] = [];
   const used: string[] = [];
   try {
     for (const item of plan.items) {
+      if (status.interrupted) break;
       status.item = item.index;
-      const run = await timed(`runPrompt[${item.index}]`, () => runItem(item));
+      const scope = new CancellationScope();
+      itemScope = scope;
+      skipCurrent = false;
+      let run: PromptRun;
+      try {
+        run = await scope.run(() => timed(`runPrompt[${item.index}]`, () => runItem(item)));
+      } catch (err) {
+        // Interrupted or skipped: runPrompt has stopped the prompt (the activity waits for that), nothing of
+        // this item is left running. Interrupt ends the render, skip goes on with the next item.
+        if ((status.interrupted || skipCurrent) && isCancellation(err) && !CancellationScope.current().consideredCancelled) {
+          started.attempts = 0;
+          if (status.interrupted) break;
+          (status.skipped ??= []).push(item.index);
+          continue;
+        }
+        throw err;
+      } finally {
+        itemScope = undefined;
+      }
       // The prompt finished: nothing of this item is left running in ComfyUI.
       started.attempts = 0;
       status.promptIds.push(run.promptId);
@@ -145,6 +180,7 @@ export async function renderLateBound(request: RenderRequest, status: RenderStat
         throw ApplicationFailure.nonRetryable(`prompt ${run.promptId} produced no outputs`, 'NoOutputs');
       }
       outputs.push(...run.outputs);
+      rendered.push(item);
     }
   } catch (err) {
     // Cancelled, or out of attempts or time: an attempt that timed out or was handed back by a stopping
@@ -170,7 +206,9 @@ export async function renderLateBound(request: RenderRequest, status: RenderStat
   return {
     renderId,
     outputs,
-    seeds: plan.items.map((i) => i.seed),
+    seeds: rendered.map((i) => i.seed),
+    ...(status.interrupted ? { interrupted: true } : {}),
+    ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
     request,
     backend: used.join(','),
     promptIds: status.promptIds,

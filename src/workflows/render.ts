@@ -9,7 +9,7 @@ import { renderLateBound } from './render-late-bound.ts';
 import { renderLegacy } from './render-legacy.ts';
 import { renderStatusQuery, type RenderStatus } from './render-common.ts';
 
-export { renderStatusQuery, type PromptAttempt, type RenderStatus } from './render-common.ts';
+export { interruptSignal, renderStatusQuery, skipSignal, type PromptAttempt, type RenderStatus } from './render-common.ts';
 
 /** Patch id of the late-bound shape (remove the legacy branch with `deprecatePatch` once no old render runs). */
 export const LATE_BOUND_PATCH = 'late-bound-gpu-queue';

@@ -173,7 +173,7 @@ describe('cancellation', () => {
     expect((await handle.describe()).status.name).toBe('CANCELLED');
   });
 
-  scenario('POST /sdapi/v1/interrupt cancels the render on the GPU', async () => {
+  scenario('POST /sdapi/v1/interrupt stops the prompt on the GPU; the waiting request answers 200 as A1111 does', async () => {
     await slow();
     const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'interrupt me', seed: 14, steps: 40 });
     const promptId = await waitRunning(fake.url);
@@ -181,7 +181,9 @@ describe('cancellation', () => {
     const res = await fetch(`${svc.url}/sdapi/v1/interrupt`, { method: 'POST' });
     expect(res.status).toBe(200);
     const r = await pending;
-    expect(r.status).toBe(409);
+    expect(r.status).toBe(200);
+    expect(r.json.images).toEqual([]);
+    expect(JSON.parse(r.json.info ?? "{}").interrupted).toBe(true);
     const stats = await fakeStats(fake.url);
     expect(stats.outcomes[promptId]).toEqual(['interrupted']);
     expect(Object.keys(stats.submissions)).toEqual([promptId]);

@@ -13,12 +13,17 @@ import { isLink } from '../../src/comfyui/graph.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
+import { normalizeExtras } from '../../src/api/a1111/extras.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { ctx, makePng, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(join(here, '../fixtures/object_info.json'), 'utf8')));
+/** The recorded server had no LoRA or upscale-model files; these graphs name some, as a real box would list them. */
+const catalog = { loras: ['style/detail-tweaker.safetensors', 'film-grain.safetensors'], upscaleModels: ['4x-UltraSharp.pth'] };
+objectInfo.LoraLoader!.input.required!.lora_name = [catalog.loras, {}];
+objectInfo.UpscaleModelLoader!.input.required!.model_name = ['COMBO', { multiselect: false, options: catalog.upscaleModels }];
 
 const b64 = (b: Buffer) => b.toString('base64');
 const init = b64(makePng(96, 64, [200, 120, 40, 255]));
@@ -27,7 +32,7 @@ const refs = [b64(makePng(64, 64, [255, 0, 0, 255])), b64(makePng(80, 48, [0, 25
 
 interface Case {
   name: string;
-  route: 'txt2img' | 'img2img';
+  route: 'txt2img' | 'img2img' | 'extra-single-image';
   body: Record<string, unknown>;
 }
 
@@ -46,8 +51,30 @@ for (const n of [1, 2, 3]) {
   cases.push({ name: `imagegen-qwen-image-edit-edit-${n}ref`, route: 'txt2img', body: { ...instruction, model: 'imagegen-qwen-image-edit', extra_images: refs.slice(0, n) } });
 }
 
+// Standard A1111 clients on the edit models: plain txt2img (no reference) and img2img init_images as the edit source.
+for (const model of ['imagegen-flux-kontext', 'imagegen-qwen-image-edit']) {
+  cases.push({ name: `${model}-txt2img`, route: 'txt2img', body: { ...base, model } });
+  cases.push({ name: `${model}-edit-from-init`, route: 'img2img', body: { ...instruction, model, init_images: [init] } });
+}
+
+// What users tweak: LoRA stacks, hires fix (latent and model upscalers), img2img resize modes, extras upscale.
+const loraPrompt = 'a lighthouse <lora:detail-tweaker:0.7>, dusk <lora:film-grain:0.4:0.9>';
+cases.push({ name: 'imagegen-flux-dev-txt2img-loras', route: 'txt2img', body: { ...base, model: 'imagegen-flux-dev', prompt: loraPrompt } });
+cases.push({ name: 'imagegen-qwen-image-txt2img-loras', route: 'txt2img', body: { ...base, model: 'imagegen-qwen-image', prompt: loraPrompt } });
+const hires = { enable_hr: true, hr_scale: 1.5, denoising_strength: 0.55, hr_second_pass_steps: 8 };
+cases.push({ name: 'imagegen-flux-dev-hires-latent', route: 'txt2img', body: { ...base, model: 'imagegen-flux-dev', ...hires, hr_upscaler: 'Latent' } });
+cases.push({ name: 'imagegen-qwen-image-hires-model', route: 'txt2img', body: { ...base, model: 'imagegen-qwen-image', ...hires, hr_upscaler: '4x-UltraSharp' } });
+for (const mode of [1, 2, 3]) {
+  cases.push({ name: `imagegen-flux-dev-img2img-resize-${mode}`, route: 'img2img', body: { ...base, model: 'imagegen-flux-dev', init_images: [init], resize_mode: mode, denoising_strength: 0.6 } });
+}
+cases.push({ name: 'upscale-lanczos-by-2', route: 'extra-single-image', body: { image: init, upscaler_1: 'Lanczos', upscaling_resize: 2 } });
+cases.push({ name: 'upscale-model-to-size', route: 'extra-single-image', body: { image: init, upscaler_1: '4x-UltraSharp', resize_mode: 1, upscaling_resize_w: 300, upscaling_resize_h: 200 } });
+
 function graphFor(c: Case): ComfyGraph {
-  const { request } = normalizeRequest(c.route, c.body, ctx());
+  const request =
+    c.route === 'extra-single-image'
+      ? normalizeExtras('single', c.body, { defaultModel: 'imagegen-flux-dev', limits: ctx().limits, catalog }).request
+      : normalizeRequest(c.route, c.body, { ...ctx(), catalog }).request;
   const plan = planRender(request, { renderId: 'render-golden' });
   expect(plan.items).toHaveLength(1);
   return plan.items[0]!.graph;
@@ -124,6 +151,7 @@ describe('graph facts (DESIGN §5)', () => {
     for (const c of cases) {
       const g = graphFor(c);
       expect(g.save).toMatchObject({ class_type: 'SaveImage', inputs: { filename_prefix: 'comfy-durable/render-golden/0' } });
+      if (c.route === 'extra-single-image') continue;
       expect(g.sampler!.inputs.seed).toBe(1234);
       for (const l of ofClass(g, 'EmptySD3LatentImage')) expect(l.inputs).toMatchObject({ batch_size: 1 });
     }
@@ -238,6 +266,45 @@ describe('graph facts (DESIGN §5)', () => {
       expect(g.sampler!.inputs.cfg).toBe(2.5);
       expect(g.unet!.inputs.unet_name).toBe('qwen-image-edit-2509-Q8_0.gguf');
     }
+  });
+
+  it('LoRA tags: a LoraLoader chain between the loaders and everything that reads model or text encoder', () => {
+    for (const model of ['imagegen-flux-dev', 'imagegen-qwen-image']) {
+      const g = byName(`${model}-txt2img-loras`);
+      expect(g.lora_1).toMatchObject({ class_type: 'LoraLoader', inputs: { lora_name: 'style/detail-tweaker.safetensors', strength_model: 0.7, strength_clip: 0.7 } });
+      expect(g.lora_2).toMatchObject({ class_type: 'LoraLoader', inputs: { lora_name: 'film-grain.safetensors', strength_model: 0.9, strength_clip: 0.4, model: ['lora_1', 0], clip: ['lora_1', 1] } });
+      expect(g.positive!.inputs.clip).toEqual(['lora_2', 1]);
+      expect(g.positive!.inputs.text).toBe('a lighthouse, dusk');
+      expect(g.sampler!.inputs.model).toEqual(['lora_2', 0]);
+    }
+  });
+
+  it('hires fix: a second KSampler at the upscaled size after a latent or model upscale', () => {
+    const latent = byName('imagegen-flux-dev-hires-latent');
+    expect(latent.hr_upscale).toMatchObject({ class_type: 'LatentUpscale', inputs: { samples: ['sampler', 0], width: 1152, height: 768, upscale_method: 'bilinear' } });
+    expect(latent.hr_sampler).toMatchObject({ class_type: 'KSampler', inputs: { latent_image: ['hr_upscale', 0], steps: 8, denoise: 0.55, seed: 1234 } });
+    expect(latent.decode!.inputs.samples).toEqual(['hr_sampler', 0]);
+    const model = byName('imagegen-qwen-image-hires-model');
+    expect(model.hr_model).toMatchObject({ class_type: 'UpscaleModelLoader', inputs: { model_name: '4x-UltraSharp.pth' } });
+    expect(model.hr_model_upscale!.inputs).toMatchObject({ upscale_model: ['hr_model', 0], image: ['hr_decode', 0] });
+    expect(model.hr_resize!.inputs).toMatchObject({ width: 1152, height: 768 });
+    expect(model.hr_sampler!.inputs.latent_image).toEqual(['hr_encode', 0]);
+  });
+
+  it('resize_mode: 1 crops (ImageScale center), 2 fits and pads, 3 resizes the latent', () => {
+    expect(byName('imagegen-flux-dev-img2img-resize-1').init_scale!.inputs).toMatchObject({ width: 768, height: 512, crop: 'center' });
+    const fill = byName('imagegen-flux-dev-img2img-resize-2');
+    expect(fill.init_scale!.inputs).toMatchObject({ width: 768, height: 512 });
+    expect(fill.init_fill).toMatchObject({ class_type: 'ImagePadForOutpaint', inputs: { left: 0, right: 0, top: 0, bottom: 0 } });
+    const latent = byName('imagegen-flux-dev-img2img-resize-3');
+    expect(latent.init_latent).toMatchObject({ class_type: 'LatentUpscale', inputs: { samples: ['init_latent_raw', 0], width: 768, height: 512 } });
+  });
+
+  it('extras upscale: ImageScaleBy for a factor with a pixel method; model then exact size', () => {
+    expect(byName('upscale-lanczos-by-2').upscale).toMatchObject({ class_type: 'ImageScaleBy', inputs: { upscale_method: 'lanczos', scale_by: 2 } });
+    const m = byName('upscale-model-to-size');
+    expect(m.upscale_model_upscale!.class_type).toBe('ImageUpscaleWithModel');
+    expect(m.upscale_resize!.inputs).toMatchObject({ width: 300, height: 200, crop: 'center' });
   });
 
   it('an overridden non-GGUF unet uses core UNETLoader', async () => {

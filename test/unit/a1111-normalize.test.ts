@@ -213,10 +213,28 @@ describe('sizes', () => {
     expect(warnings).toHaveLength(2);
   });
 
+  it('any integer size renders: snapped to the 16 px grid (halfway up), at least the model minimum, with a warning', () => {
+    const cases: [number, number, number, number][] = [
+      [960, 540, 960, 544],
+      [1366, 768, 1360, 768],
+      [500, 500, 496, 496],
+      [1000, 1000, 1008, 1008],
+      [513, 56, 512, 64],
+    ];
+    for (const [w, h, ew, eh] of cases) {
+      const { request, warnings } = t2i({ width: w, height: h });
+      expect(request).toMatchObject({ width: ew, height: eh, report: { requestedWidth: w, requestedHeight: h } });
+      expect(warnings.filter((x) => /snapped/.test(x))).toHaveLength((w !== ew ? 1 : 0) + (h !== eh ? 1 : 0));
+    }
+  });
+
+  it('a configured pixel budget replaces the model one', () => {
+    const c = { ...ctx(), limits: { ...LIMITS, maxRenderPixels: 512 * 512 } };
+    expect(t2i({ width: 512, height: 512 }, c).request.width).toBe(512);
+    expect(thrown(() => t2i({ width: 1024, height: 512 }, c))).toMatchObject({ status: 400, field: 'width' });
+  });
+
   it.each([
-    [{ width: 500 }, 'width'],
-    [{ height: 513 }, 'height'],
-    [{ width: 56 }, 'width'],
     [{ width: 4096 }, 'width'],
     [{ height: 0 }, 'height'],
     [{ height: -512 }, 'height'],
@@ -253,8 +271,11 @@ describe('batches', () => {
 });
 
 describe('other ranges and types', () => {
+  it('steps 0 means the model default', () => {
+    expect(t2i({ steps: 0 }).request.steps).toBe(20);
+  });
+
   it.each([
-    [{ steps: 0 }, 400, 'steps'],
     [{ steps: 1000 }, 400, 'steps'],
     [{ model: 'imagegen-qwen-image', cfg_scale: -1 }, 400, 'cfg_scale'],
     [{ distilled_cfg_scale: 500 }, 400, 'distilled_cfg_scale'],
@@ -306,8 +327,51 @@ describe('other ranges and types', () => {
     };
     const { request } = t2i(st);
     expect(request).toMatchObject({ sampler: 'euler_ancestral', scheduler: 'simple', width: 512, height: 768, steps: 20, denoise: 1 });
-    const w = t2i({ enable_hr: true, restore_faces: true, styles: ['s'], subseed_strength: 0.5, alwayson_scripts: { ADetailer: { args: [] } } }).warnings;
+    const w = t2i({ restore_faces: true, styles: ['s'], subseed_strength: 0.5, alwayson_scripts: { ADetailer: { args: [] } }, override_settings: { sd_vae: 'x.vae' } }).warnings;
     expect(w).toHaveLength(5);
+    expect(w.join('\n')).toMatch(/override_settings.sd_vae: not applied/);
+  });
+});
+
+describe('what users tweak', () => {
+  const catalog = { loras: ['style/Detail-Tweaker.safetensors', 'film.safetensors'], upscaleModels: ['4x-UltraSharp.pth'] };
+  const c = () => ({ ...ctx(), catalog });
+
+  it('LoRA tags resolve to ComfyUI files, are stripped from the prompt, and keep their weights', () => {
+    const { request } = t2i({ prompt: 'a cat <lora:detail-tweaker:0.6>, <lora:film:0.5:0.8> at night', width: 512, height: 512 }, c());
+    expect(request.prompt).toBe('a cat, at night');
+    expect(request.loras).toEqual([
+      { file: 'style/Detail-Tweaker.safetensors', name: 'detail-tweaker', model: 0.6, clip: 0.6 },
+      { file: 'film.safetensors', name: 'film', model: 0.8, clip: 0.5 },
+    ]);
+  });
+
+  it('an unknown LoRA is a 400 naming it', () => {
+    const e = thrown(() => t2i({ prompt: 'x <lora:nope:1>' }, c()));
+    expect(e).toMatchObject({ status: 400, field: 'prompt' });
+    expect(e.message).toMatch(/unknown LoRA "nope".*Detail-Tweaker/);
+  });
+
+  it('hires fix: scale or resize, snapped, second-pass steps and denoise, upscaler by A1111 name', () => {
+    const a = t2i({ enable_hr: true, hr_scale: 2, width: 256, height: 256, hr_upscaler: 'Latent (bicubic)', denoising_strength: 0.5 }, c()).request;
+    expect(a.hires).toEqual({ width: 512, height: 512, upscaler: { kind: 'latent', method: 'bicubic' }, upscalerName: 'Latent (bicubic)', steps: 20, denoise: 0.5 });
+    const b = t2i({ enable_hr: true, hr_resize_x: 1000, width: 500, height: 250, hr_upscaler: '4x-UltraSharp', hr_second_pass_steps: 7 }, c()).request;
+    expect(b.hires).toMatchObject({ width: 1008, height: 512, upscaler: { kind: 'model', model: '4x-UltraSharp.pth' }, steps: 7, denoise: 0.7 });
+    expect(t2i({ enable_hr: true, hr_upscaler: 'Lanczos' }, c()).request.hires?.upscaler).toEqual({ kind: 'pixel', method: 'lanczos' });
+    expect(thrown(() => t2i({ enable_hr: true, hr_upscaler: 'SwinIR 9x' }, c()))).toMatchObject({ status: 400, field: 'hr_upscaler' });
+    expect(thrown(() => t2i({ enable_hr: true, hr_scale: 4, width: 1024, height: 1024 }, c()))).toMatchObject({ status: 400, field: 'hr_scale' });
+  });
+
+  it('resize_mode 0-3 on img2img; anything else is a 400', () => {
+    expect(i2i({ init_images: [img], resize_mode: 2 }).request.resizeMode).toBe(2);
+    expect(i2i({ init_images: [img] }).request.resizeMode).toBeUndefined();
+    expect(thrown(() => i2i({ init_images: [img], resize_mode: 4 }))).toMatchObject({ status: 400, field: 'resize_mode' });
+  });
+
+  it('samples_format from override_settings or options, with the A1111 quality options', () => {
+    expect(t2i({ override_settings: { samples_format: 'jpg', jpeg_quality: 90 } }).request.output).toEqual({ format: 'jpeg', quality: 90, lossless: false });
+    expect(t2i({}, { ...ctx(), options: { samples_format: 'webp', webp_lossless: true } }).request.output).toEqual({ format: 'webp', quality: 80, lossless: true });
+    expect(t2i({ override_settings: { samples_format: 'png' } }).request.output).toBeUndefined();
   });
 });
 
@@ -367,7 +431,7 @@ describe('img2img and inpaint', () => {
   });
 
   it('cheap checks fail before images are decoded', () => {
-    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 500 }))).toMatchObject({ field: 'width' });
+    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 5000 }))).toMatchObject({ field: 'width' });
   });
 
   it('txt2img ignores init_images and mask (A1111 has no such fields there)', () => {
@@ -403,11 +467,18 @@ describe('edit routing by capability', () => {
     expect(t2i({ model: 'imagegen-flux-kontext', extra_images: [`data:image/png;base64,${img}`] }).request.kind).toBe('edit');
   });
 
-  it('edit model without extra_images → 400 extra_images (txt2img and plain img2img)', () => {
+  it('edit model from a standard client: txt2img renders text-to-image, img2img init_images are the edit source', () => {
     for (const model of ['imagegen-qwen-image-edit', 'imagegen-flux-kontext']) {
-      expect(thrown(() => t2i({ model }))).toMatchObject({ status: 400, field: 'extra_images' });
-      expect(thrown(() => i2i({ model, init_images: [img] }))).toMatchObject({ status: 400, field: 'extra_images' });
-      expect(thrown(() => t2i({ model, extra_images: [] }))).toMatchObject({ status: 400, field: 'extra_images' });
+      const t = t2i({ model, prompt: 'a red cube' });
+      expect(t.request).toMatchObject({ kind: 'txt2img', model, extraImages: [] });
+      const e = i2i({ model, prompt: 'make it blue', init_images: [img], denoising_strength: 0.4 });
+      expect(e.request.kind).toBe('edit');
+      expect(e.request.extraImages).toHaveLength(1);
+      expect(e.request.initImage).toBeUndefined();
+      expect(e.warnings.join('\n')).toMatch(/edit source/);
+      expect(e.warnings.join('\n')).toMatch(/denoising_strength: 0.4 not applied/);
+      expect(i2i({ model, init_images: [img], extra_images: [img2] }).request.extraImages).toHaveLength(2);
+      expect(thrown(() => i2i({ model, init_images: [img], mask: img }))).toMatchObject({ status: 400, field: 'mask' });
     }
   });
 

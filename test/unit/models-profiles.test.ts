@@ -48,7 +48,7 @@ describe('model profiles (DESIGN §5)', () => {
 
   it('flux-kontext: edit only, cfg 1, guidance 2.5, 20 steps', () => {
     const p = getProfile('imagegen-flux-kontext')!;
-    expect(p.kinds).toEqual(['edit']);
+    expect(p.kinds).toEqual(['edit', 'txt2img']);
     expect(p.defaults).toMatchObject({ steps: 20, cfg: 1, guidance: 2.5, width: 512, height: 512 });
     expect(p.files.unet).toBe('flux1-kontext-dev-Q8_0.gguf');
     expect(p.maxExtraImages).toBeGreaterThanOrEqual(2);
@@ -67,7 +67,7 @@ describe('model profiles (DESIGN §5)', () => {
 
   it('qwen-image-edit: edit only, cfg 2.5, up to 3 images, full VL encoder', () => {
     const p = getProfile('imagegen-qwen-image-edit')!;
-    expect(p.kinds).toEqual(['edit']);
+    expect(p.kinds).toEqual(['edit', 'txt2img']);
     expect(p.defaults).toMatchObject({ cfg: 2.5, steps: 40, sampler: 'euler', scheduler: 'simple' });
     expect(p.maxExtraImages).toBe(3);
     expect(p.files.unet).toBe('qwen-image-edit-2509-Q8_0.gguf');

@@ -144,7 +144,14 @@ describe('LiveProgress', () => {
       { id: 'done', status: 'COMPLETED', listedOnly: true, startTime: NOW - 9_000 },
       { id: 'a', startTime: NOW - 1_000, gpu: { state: SCHEDULED } },
     ]).snapshot();
-    expect(snap).toEqual({ jobCount: 1 });
+    expect(snap).toEqual({ jobCount: 1, imageCount: 1 });
+  });
+
+  it('a render this front saw return is left out at once, cache or not', async () => {
+    const p = live([{ id: 'a', startTime: NOW - 1_000, gpu: { state: SCHEDULED } }]);
+    expect((await p.snapshot()).jobCount).toBe(1);
+    p.finished('a');
+    expect(await p.snapshot(['a'])).toEqual({ jobCount: 0 });
   });
 
   it('a render this front just started counts before visibility shows it', async () => {

@@ -3,7 +3,7 @@
  * field (dot path, e.g. `init_images.0`), so a client learns what to fix and nothing is started.
  */
 
-export type RequestErrorStatus = 400 | 404 | 413 | 422;
+export type RequestErrorStatus = 400 | 404 | 413 | 422 | 503;
 
 export class RequestError extends Error {
   override readonly name = 'RequestError';

@@ -21,6 +21,7 @@ import {
 import { RequestError, describeValue } from './errors.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
+import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
 
@@ -31,6 +32,8 @@ export interface NormalizeLimits {
   maxBatch: number;
   /** Most reference images per edit (the model's own limit may be lower). */
   maxExtraImages: number;
+  /** Pixel budget of one output image; absent: the model's own `maxPixels`. */
+  maxRenderPixels?: number;
 }
 
 export interface NormalizeContext {
@@ -39,6 +42,10 @@ export interface NormalizeContext {
   /** Uniform in [0, 1); injected so tests get fixed "random" seeds. */
   random: () => number;
   limits: NormalizeLimits;
+  /** ComfyUI's LoRA and upscale-model files, fetched by the route (LoRA tags and upscalers resolve against them). */
+  catalog?: CatalogLists;
+  /** Current `/sdapi/v1/options` values (samples_format, jpeg_quality, ...). */
+  options?: Record<string, unknown>;
   log?: (msg: string, obj: Record<string, unknown>) => void;
 }
 
@@ -60,8 +67,6 @@ const RANDOM_SEED_BOUND = 4294967294;
 export const MAX_STEPS = 150;
 /** A1111 img2img API default. */
 export const DEFAULT_DENOISE = 0.75;
-/** A1111 clients size images in multiples of 8 (the SD latent grid). */
-const A1111_GRID = 8;
 
 export function normalizeRequest(route: A1111Route, body: unknown, ctx: NormalizeContext): NormalizedRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -75,12 +80,35 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   const { sampler, scheduler } = chooseSampler(b, profile, warnings);
   const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
   const seed = chooseSeed(b, count, ctx.random);
-  const size = chooseSize(b, profile, warnings);
-  const steps = inRange(b.steps ?? profile.defaults.steps, 1, MAX_STEPS, 'steps');
+  const size = chooseSize(b, profile, ctx.limits, warnings);
+  // A1111 clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
+  const steps = inRange(b.steps === undefined || b.steps === 0 ? profile.defaults.steps : b.steps, 1, MAX_STEPS, 'steps');
   const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
   collectIgnoredFieldWarnings(route, b, warnings);
 
-  const routing = chooseKind(route, b, profile, ctx.limits);
+  const routing = chooseKind(route, b, profile, ctx.limits, warnings);
+  const lists = ctx.catalog ?? {};
+  const options = ctx.options ?? {};
+  const tagged = parseLoraTags(b.prompt ?? '', warnings);
+  let loras = resolveLoras(tagged.tags, lists);
+  if (b.disable_extra_networks === true && loras.length > 0) {
+    warnings.push('disable_extra_networks: LoRA tags removed from the prompt and not applied');
+    loras = [];
+  }
+  const hires =
+    route === 'txt2img'
+      ? chooseHires(b, {
+          profile,
+          size,
+          steps,
+          lists,
+          snap: (field, v) => snapSize(profile, field, v, warnings),
+          budget: (field, w, h) => checkPixelBudget(profile, ctx.limits, field, w, h),
+        }, warnings)
+      : undefined;
+  const output = chooseOutputFormat(b, options, warnings);
+  overrideWarnings(b, options, warnings);
+  const resizeMode = route === 'img2img' && routing.kind === 'img2img' ? chooseResizeMode(b) : undefined;
   const denoise =
     routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
 
@@ -104,7 +132,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   const request: RenderRequest = {
     kind: routing.kind,
     model: profile.id,
-    prompt: b.prompt ?? '',
+    prompt: tagged.prompt,
     negativePrompt,
     seed,
     steps,
@@ -120,6 +148,10 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     ...(initImage ? { initImage } : {}),
     ...(mask ? { mask } : {}),
     extraImages,
+    ...(loras.length > 0 ? { loras } : {}),
+    ...(hires ? { hires } : {}),
+    ...(resizeMode ? { resizeMode } : {}),
+    ...(output ? { output } : {}),
     report: {
       samplerName: samplerLabel(sampler),
       scheduler: schedulerLabel(scheduler),
@@ -277,38 +309,46 @@ interface Size {
 }
 
 /**
- * A1111 clients send multiples of 8; Flux/Qwen latents want the model's grid (16). Multiples of 8 snap to
- * the nearest grid multiple; a multiple of 8 that is not one of 16 is exactly halfway and rounds UP, so
- * the render is never smaller than asked (a client can crop; it cannot invent pixels). Anything not on the
- * 8 grid is refused rather than guessed.
+ * Any integer size in range renders, as in A1111 (which never refuses a size: it rounds to its grid). The
+ * size snaps to the nearest multiple of the model's latent grid (halfway rounds up, so a multiple of 8 that
+ * is not one of 16 grows rather than shrinks), and the snap is reported in `info` and `info.warnings`.
+ * Only sizes outside the model's side range or the pixel budget are refused, naming the field.
  */
-function chooseSize(b: A1111Body, profile: ModelProfile, warnings: string[]): Size {
-  const snap = (field: 'width' | 'height', requested: number): number => {
-    if (requested % A1111_GRID !== 0) {
-      throw new RequestError(400, field, `${field}: ${requested} is not a multiple of ${A1111_GRID}`);
-    }
-    if (requested < profile.minSide || requested > profile.maxSide) {
-      throw new RequestError(400, field, `${field}: ${requested} is out of range ${profile.minSide}..${profile.maxSide} for ${profile.id}`, {
-        min: profile.minSide,
-        max: profile.maxSide,
-      });
-    }
-    const snapped = Math.round(requested / profile.grid) * profile.grid;
-    if (snapped !== requested) {
-      warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${profile.grid} px grid)`);
-    }
-    return snapped;
-  };
-  const requestedWidth = b.width ?? profile.defaults.width;
-  const requestedHeight = b.height ?? profile.defaults.height;
-  const width = snap('width', requestedWidth);
-  const height = snap('height', requestedHeight);
-  if (width * height > profile.maxPixels) {
-    const field = b.width !== undefined ? 'width' : 'height';
-    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds ${profile.maxPixels} for ${profile.id}`, {
-      maxPixels: profile.maxPixels,
+export function snapSize(profile: ModelProfile, field: string, requested: number, warnings: string[]): number {
+  if (requested < 1 || requested > profile.maxSide) {
+    throw new RequestError(400, field, `${field}: ${requested} is out of range 1..${profile.maxSide} for ${profile.id}`, {
+      min: 1,
+      max: profile.maxSide,
     });
   }
+  const grid = profile.grid;
+  const snapped = Math.min(Math.floor(profile.maxSide / grid) * grid, Math.max(profile.minSide, Math.floor(requested / grid + 0.5) * grid));
+  if (snapped !== requested) {
+    warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${grid} px grid, at least ${profile.minSide} px)`);
+  }
+  return snapped;
+}
+
+/** The pixel budget of one output image: the configured one, else the model's own. */
+export function pixelBudget(profile: ModelProfile, limits: NormalizeLimits): number {
+  return limits.maxRenderPixels ?? profile.maxPixels;
+}
+
+export function checkPixelBudget(profile: ModelProfile, limits: NormalizeLimits, field: string, width: number, height: number): void {
+  const budget = pixelBudget(profile, limits);
+  if (width * height > budget) {
+    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds the budget of ${budget} pixels for ${profile.id}`, {
+      maxPixels: budget,
+    });
+  }
+}
+
+function chooseSize(b: A1111Body, profile: ModelProfile, limits: NormalizeLimits, warnings: string[]): Size {
+  const requestedWidth = b.width ?? profile.defaults.width;
+  const requestedHeight = b.height ?? profile.defaults.height;
+  const width = snapSize(profile, 'width', requestedWidth, warnings);
+  const height = snapSize(profile, 'height', requestedHeight, warnings);
+  checkPixelBudget(profile, limits, b.width !== undefined ? 'width' : 'height', width, height);
   return { width, height, requestedWidth, requestedHeight };
 }
 
@@ -340,6 +380,14 @@ function chooseGuidance(
   return { cfg, guidance, negativePrompt };
 }
 
+function chooseResizeMode(b: A1111Body): 0 | 1 | 2 | 3 {
+  const m = b.resize_mode ?? 0;
+  if (m !== 0 && m !== 1 && m !== 2 && m !== 3) {
+    throw new RequestError(400, 'resize_mode', `resize_mode: ${m} is not one of 0 (just resize), 1 (crop and resize), 2 (resize and fill), 3 (latent upscale)`);
+  }
+  return m;
+}
+
 function inRange(v: number, min: number, max: number, field: string): number {
   if (!(v >= min && v <= max)) throw new RequestError(400, field, `${field}: ${v} is out of range ${min}..${max}`, { min, max });
   return v;
@@ -350,16 +398,12 @@ function collectIgnoredFieldWarnings(route: A1111Route, b: A1111Body, warnings: 
     if (cond) warnings.push(text);
   };
   ignored((b.subseed_strength ?? 0) !== 0, 'subseed_strength: variation seeds are not supported; ignored');
-  ignored(b.enable_hr === true, 'enable_hr: hires fix is not supported; ignored');
   ignored(b.restore_faces === true, 'restore_faces: face restoration is not supported; ignored');
   ignored(b.tiling === true, 'tiling: not supported; ignored');
   ignored((b.styles?.length ?? 0) > 0, 'styles: prompt styles are not supported; ignored');
   ignored(Object.keys(b.alwayson_scripts ?? {}).length > 0, 'alwayson_scripts: no scripts are available; ignored');
   ignored(present(b.infotext), 'infotext: parsing parameters from an infotext is not supported; ignored');
   ignored((b.clip_skip ?? 1) > 1, 'clip_skip: not supported by these models; ignored');
-  if (route === 'img2img') {
-    ignored((b.resize_mode ?? 0) !== 0, 'resize_mode: only 0 (just resize) is supported; the init image is resized to the output size');
-  }
 }
 
 interface Routing {
@@ -371,10 +415,11 @@ interface Routing {
 
 /**
  * Route by capability. `extra_images` make a request an instruction edit (on img2img the init image
- * becomes the first reference). Edit-only models refuse requests without `extra_images`: a plain
- * img2img/txt2img on them would silently ignore what the client meant.
+ * becomes the first reference). On an instruction-edit model, which has no denoise-from-init img2img, a plain
+ * img2img's `init_images` are the edit source (reference conditioning, the prompt is the instruction) and a
+ * plain txt2img renders text-to-image through the same model: what standard A1111 clients send works.
  */
-function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limits: NormalizeLimits): Routing {
+function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limits: NormalizeLimits, warnings: string[]): Routing {
   const can = (k: RenderKind) => profile.kinds.includes(k);
   const extra = (b.extra_images ?? []).map((value, i) => ({ value, field: `extra_images.${i}` }));
   const editModels = () =>
@@ -400,13 +445,20 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
     init = { value: inits[0]!, field: 'init_images.0' };
   }
 
-  if (extra.length === 0) {
+  const editFromInit = route === 'img2img' && !can('img2img') && can('edit');
+  if (extra.length === 0 && !editFromInit) {
     const kind: RenderKind = route;
     if (!can(kind)) {
       throw new RequestError(400, 'extra_images', `extra_images: ${profile.id} is an instruction-edit model and needs the image(s) to edit in extra_images (the prompt is the instruction); a plain ${route} is not supported on it`);
     }
     const mask = route === 'img2img' && present(b.mask) ? b.mask : undefined;
     return { kind, ...(init ? { init } : {}), ...(mask !== undefined ? { mask } : {}), refs: [] };
+  }
+  if (editFromInit) {
+    warnings.push(`init_images: used as the edit source of ${profile.id} (reference conditioning; the prompt is the instruction)`);
+    if (b.denoising_strength !== undefined && b.denoising_strength !== DEFAULT_DENOISE && b.denoising_strength !== 1) {
+      warnings.push(`denoising_strength: ${b.denoising_strength} not applied; ${profile.id} edits from a reference, not from a partly noised init image`);
+    }
   }
 
   if (route === 'img2img' && present(b.mask)) {

@@ -41,9 +41,14 @@ export interface InfoOptions {
  * The `info` field: a JSON-encoded string with A1111's `Processed.js()` keys plus `render_id`.
  * `result.seeds` (the seeds actually rendered) wins over `request.seed + i` when given.
  */
-export function buildInfo(request: RenderRequest, result: { seeds?: number[] } | undefined, opts: InfoOptions): string {
-  const n = itemCount(request);
-  const seeds = result?.seeds ?? Array.from({ length: n }, (_, i) => request.seed + i);
+export function buildInfo(
+  request: RenderRequest,
+  result: { seeds?: number[]; interrupted?: boolean; skipped?: number[] } | undefined,
+  opts: InfoOptions,
+): string {
+  // After an interrupt or a skip, only the rendered items are reported (one entry per returned image).
+  const seeds = result?.seeds ?? Array.from({ length: itemCount(request) }, (_, i) => request.seed + i);
+  const n = seeds.length;
   const extra: Record<string, string | number> = { 'Schedule type': request.report.scheduler };
   if (request.guidance !== undefined) extra['Distilled CFG Scale'] = request.guidance;
   const info: Record<string, unknown> = {
@@ -74,7 +79,7 @@ export function buildInfo(request: RenderRequest, result: { seeds?: number[] } |
     denoising_strength: request.kind === 'img2img' ? request.denoise : null,
     extra_generation_params: extra,
     index_of_first_image: 0,
-    infotexts: seeds.map((_, i) => infotextFor(request, i)),
+    infotexts: seeds.map((seed) => infotextFor(request, seed - request.seed)),
     styles: [],
     job_timestamp: jobTimestamp(opts.startedAt ?? new Date()),
     clip_skip: 1,
@@ -82,6 +87,8 @@ export function buildInfo(request: RenderRequest, result: { seeds?: number[] } |
     version: INFO_VERSION,
     render_id: opts.renderId,
   };
+  if (result?.interrupted) info.interrupted = true;
+  if (result?.skipped && result.skipped.length > 0) info.skipped = result.skipped;
   if (opts.warnings && opts.warnings.length > 0) info.warnings = opts.warnings;
   return JSON.stringify(info);
 }

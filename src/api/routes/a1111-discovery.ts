@@ -60,17 +60,11 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
 
   app.get('/sdapi/v1/samplers', async () => listSamplers());
   app.get('/sdapi/v1/schedulers', async () => listSchedulers());
-  app.get('/sdapi/v1/upscalers', async () => [
-    { name: 'None', model_name: null, model_path: null, model_url: null, scale: 4 },
-  ]);
-  app.get('/sdapi/v1/latent-upscale-modes', async () => [{ name: 'Latent' }]);
   app.get('/sdapi/v1/scripts', async () => ({ txt2img: [], img2img: [] }));
   app.get('/sdapi/v1/sd-vae', async () => []);
-  app.get('/sdapi/v1/loras', async () => []);
   app.get('/sdapi/v1/prompt-styles', async () => []);
   app.get('/sdapi/v1/embeddings', async () => ({ loaded: {}, skipped: {} }));
   app.get('/sdapi/v1/cmd-flags', async () => ({}));
-  app.post('/sdapi/v1/refresh-checkpoints', async () => null);
 
   // Live progress from Temporal (heartbeats of the running prompt), not from this process: see
   // src/operators/progress.ts. SillyTavern and others treat `job_count === 0` as idle, so idle is all zeros.
@@ -80,6 +74,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
     logger: ctx.logger.child({ component: 'progress' }),
   });
+  ctx.inFlight.onFinished((renderId) => live.finished(renderId));
   app.get('/sdapi/v1/progress', async (req) => {
     let snapshot: ProgressSnapshot;
     try {
@@ -100,16 +95,24 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     return a1111Progress(snapshot);
   });
 
-  // A1111 interrupts the job on the GPU: here that is the oldest render this front is waiting on.
+  // A1111 interrupts (or skips in) the job on the GPU: here that is the oldest render this front is waiting
+  // on (renders reach the GPU first in, first out). The waiting request then answers 200 with what was done.
   app.post('/sdapi/v1/interrupt', async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
-      req.log.info({ renderId: current.renderId }, 'interrupt: cancelling render');
-      await current.cancel();
+      req.log.info({ renderId: current.renderId }, 'interrupt: stopping render');
+      await current.interrupt();
     }
     return {};
   });
-  app.post('/sdapi/v1/skip', async () => null);
+  app.post('/sdapi/v1/skip', async (req) => {
+    const current = ctx.inFlight.list()[0];
+    if (current) {
+      req.log.info({ renderId: current.renderId }, 'skip: ending the current image');
+      await current.skip();
+    }
+    return null;
+  });
 }
 
 /** A1111's `/sdapi/v1/progress` body. `job_timestamp` is A1111's `YYYYMMDDhhmmss` of the job start. */
@@ -124,15 +127,26 @@ export function a1111Progress(s: ProgressSnapshot): Record<string, unknown> {
       interrupted: false,
       stopping_generation: false,
       job: c?.renderId ?? '',
-      job_count: s.jobCount,
+      // A1111 counts images: batch_size × n_iter of each render.
+      job_count: s.imageCount ?? s.jobCount,
       job_timestamp: started,
       job_no: c?.item ?? 0,
       sampling_step: c?.value ?? 0,
       sampling_steps: c?.max ?? 0,
     },
     current_image: null,
-    textinfo: null,
+    textinfo: textinfo(s),
   };
+}
+
+/** A1111 shows what the job is doing in `textinfo`; null when idle, as A1111 does. */
+export function textinfo(s: ProgressSnapshot): string | null {
+  const c = s.current;
+  if (!c) return s.jobCount > 0 ? 'Waiting for a GPU' : null;
+  const image = `image ${c.item + 1}/${c.items}`;
+  if (c.stage === 'collecting') return `Saving ${image}`;
+  if (c.max > 0) return `Sampling step ${c.value}/${c.max}, ${image}`;
+  return c.node ? `Running node ${c.node}, ${image}` : `Starting ${image}`;
 }
 
 const round = (v: number, digits: number): number => Math.round(v * 10 ** digits) / 10 ** digits;

@@ -1,16 +1,16 @@
 /**
  * `POST /sdapi/v1/txt2img` and `/img2img`: validate and resolve the body (nothing is stored or started until
- * it fully passes), store input images as blobs, start the render workflow, wait, answer in A1111's shape.
+ * it fully passes), then start, wait (render-wait.ts) and answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeRequest, type DecodedImage } from '../a1111/normalize.ts';
+import { normalizeRequest } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
-import { errorBody, sendError } from '../http-errors.ts';
-import { releaseBodySlot } from '../body-gate.ts';
 import { requestPriority } from '../priority.ts';
-import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
+import type { CatalogLists } from '../a1111/tweaks.ts';
+import { resolveModel } from '../../models/registry.ts';
+import { outputImages, startAndWait } from './render-wait.ts';
 
 type Route = 'txt2img' | 'img2img';
 
@@ -19,89 +19,33 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     const priority = requestPriority(req.headers['x-priority'], req.body);
     assertBodyShape(req.body, a1111BodyLimits(ctx.config.MAX_IMAGE_BYTES));
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
+    const catalog = await catalogFor(ctx, req.body);
     const normalized = normalizeRequest(route, req.body, {
       defaultModel,
+      catalog,
+      options: ctx.options.all(),
       random: Math.random,
       limits: {
         maxImageBytes: ctx.config.MAX_IMAGE_BYTES,
         maxImagePixels: ctx.config.MAX_IMAGE_PIXELS,
         maxBatch: ctx.config.MAX_BATCH,
         maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
+        ...(ctx.config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: ctx.config.MAX_RENDER_PIXELS } : {}),
       },
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-
-    const idempotencyKey = headerValue(req.headers['idempotency-key']);
-    let started;
-    try {
-      // Refusals (a reused key with another body, a full queue) come before anything is stored.
-      const attach = idempotencyKey !== undefined && (await ctx.renders.checkKey(idempotencyKey, req.body)) === 'attach';
-      if (!attach) await ctx.admission.admit();
-      await storeImages(ctx, normalized.images);
-      started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body, priority });
-    } catch (err) {
-      if (err instanceof IdempotencyConflictError) {
-        return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'Idempotency-Key' }));
-      }
-      throw err;
-    }
-    // The images are in the blob store and the workflow has the request: drop the base64 body and the decoded
-    // bytes, or every client waiting for its render pins ~2.4× its image size (DESIGN §9 memory budget).
-    normalized.images.length = 0;
-    req.body = undefined;
-    releaseBodySlot(req);
-    reply.header('X-Render-Id', started.renderId);
-    req.log.info({ renderId: started.renderId, model: normalized.request.model, attached: started.attached }, 'render started');
-
-    const done = ctx.inFlight.add({
-      renderId: started.renderId,
-      startedAt: Date.now(),
-      cancel: async () => {
-        await started.handle.cancel();
-      },
-    });
-    // By default a client that goes away does not cancel its render: the result stays retrievable and an
-    // Idempotency-Key retry attaches to it.
-    const onClose = (): void => {
-      if (reply.raw.writableEnded) return;
-      done(); // this client waits no more
-      if (!ctx.config.CANCEL_ON_DISCONNECT) return;
-      // Other clients of this front (Idempotency-Key retries) still wait for these images. (Clients of other
-      // front replicas are not known here: with several replicas, prefer CANCEL_ON_DISCONNECT=false.)
-      if (ctx.inFlight.clients(started.renderId) > 0) {
-        req.log.info({ renderId: started.renderId }, 'client disconnected: other clients wait on the render, not cancelling');
-        return;
-      }
-      req.log.info({ renderId: started.renderId }, 'client disconnected: cancelling render');
-      void started.handle.cancel().catch(() => undefined);
+    const sendImages = normalized.parameters.send_images !== false;
+    persistOverrides(ctx, req.body);
+    const finished = await startAndWait(ctx, req, reply, normalized, priority);
+    if (!('result' in finished)) return finished;
+    const { result, renderId } = finished;
+    return {
+      // send_images: false (A1111): the render is kept (gallery, /renders) but the answer carries no images.
+      images: sendImages ? await outputImages(ctx, result) : [],
+      parameters: normalized.parameters,
+      info: buildInfo(result.request, result, { renderId, warnings: normalized.warnings }),
     };
-    // The response stream (not the request) closes when the client goes away before we answer.
-    reply.raw.once('close', onClose);
-    try {
-      const result = await ctx.renders.wait(started);
-      const images = await Promise.all(result.outputs.map(async (o) => (await ctx.blobs.get(o.sha256)).toString('base64')));
-      return {
-        images,
-        parameters: normalized.parameters,
-        info: buildInfo(result.request, result, { renderId: started.renderId, warnings: normalized.warnings }),
-      };
-    } catch (err) {
-      if (err instanceof RenderFailedError) {
-        req.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);
-        // A1111's envelope: `detail` is our sentence, `errors` ComfyUI's own message; node and input say where.
-        const { comfy_message: comfyMessage, ...where } = err.fields;
-        return sendError(
-          reply,
-          err.status,
-          errorBody(err.kind, err.message, { errors: comfyMessage ?? err.message, render_id: err.renderId, ...where, details: err.details }),
-        );
-      }
-      throw err;
-    } finally {
-      done();
-      reply.raw.off('close', onClose);
-    }
   };
 
   // The handler releases its large-body slot itself, once the images are stored (api/body-gate.ts).
@@ -109,17 +53,33 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
   app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true } }, handler('img2img'));
 }
 
-/**
- * In its own function on purpose: a loop variable in the route handler stays in the suspended async frame
- * (a stale generator register) for the whole render, pinning the last decoded image per waiting client.
- */
-async function storeImages(ctx: ApiContext, images: DecodedImage[]): Promise<void> {
-  for (const img of images) {
-    await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
+/** Fetch ComfyUI's file lists only when the body needs them (LoRA tags, a hires upscaler that may be a model). */
+async function catalogFor(ctx: ApiContext, body: unknown): Promise<CatalogLists> {
+  const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  const out: CatalogLists = {};
+  if (!ctx.catalog) return out;
+  if (typeof b.prompt === 'string' && /<lora:/i.test(b.prompt)) out.loras = await ctx.catalog.loras().catch(() => undefined);
+  if (b.enable_hr !== undefined && b.enable_hr !== false && typeof b.hr_upscaler === 'string') {
+    out.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
   }
+  return out;
 }
 
-function headerValue(v: string | string[] | undefined): string | undefined {
-  const s = Array.isArray(v) ? v[0] : v;
-  return s && s.trim() !== '' ? s.trim() : undefined;
+/**
+ * `override_settings_restore_afterwards: false`: A1111 keeps the overrides as its settings afterwards. Only
+ * once the request is valid (normalisation passed), so a refused request changes nothing.
+ */
+function persistOverrides(ctx: ApiContext, body: unknown): void {
+  const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  const restore = b.override_settings_restore_afterwards;
+  if (restore !== false && restore !== 'false' && restore !== 0) return;
+  const o = b.override_settings;
+  if (!o || typeof o !== 'object' || Array.isArray(o)) return;
+  const patch: Record<string, unknown> = { ...(o as Record<string, unknown>) };
+  if (typeof patch.sd_model_checkpoint === 'string') {
+    const profile = resolveModel(patch.sd_model_checkpoint);
+    if (profile) patch.sd_model_checkpoint = profile.title;
+    else delete patch.sd_model_checkpoint;
+  }
+  if (Object.keys(patch).length > 0) ctx.options.update(patch);
 }

@@ -5,6 +5,7 @@
 import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
 import type { RenderKind, RenderRequest } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
+import { hiresPass, initLatent } from './tweaks.ts';
 
 /** Node id of the SaveImage node in every image graph: the render's result. */
 export const OUTPUT_NODE = 'save';
@@ -81,7 +82,7 @@ export function loadImage(g: GraphBuilder, id: string, title: string, name: stri
 /**
  * The latent the sampler starts from.
  * - txt2img / edit: an empty 16-channel latent of the requested size (Flux and Qwen are both 16-channel).
- * - img2img: the init image resized to the requested size (A1111 resize_mode 0 "just resize", lanczos)
+ * - img2img: the init image brought to the requested size by A1111's resize_mode (tweaks.ts `initLatent`)
  *   and VAE-encoded; the sampler's `denoise` decides how much changes.
  * - inpaint: additionally a noise mask. The mask is read single-channel with LoadImageMask `red` (white =
  *   repaint): LoadImage's own MASK is derived from alpha and is a 64×64 zero mask for images without alpha.
@@ -99,14 +100,7 @@ export function sourceLatent(g: GraphBuilder, input: BuildInput, vae: NodeLink):
   }
   if (!images.init) throw new Error('img2img graph without an init image');
   const init = loadImage(g, 'init_image', 'Init image', images.init);
-  const scaled = g.add('init_scale', 'ImageScale', 'Resize init image', {
-    image: init,
-    upscale_method: 'lanczos',
-    width: request.width,
-    height: request.height,
-    crop: 'disabled',
-  });
-  const encoded = g.add('init_latent', 'VAEEncode', 'Encode init image', { pixels: scaled, vae });
+  const encoded = initLatent(g, request, init, vae);
   if (!images.mask) return encoded;
   const mask = g.add('mask', 'LoadImageMask', 'Inpaint mask (white = repaint)', { image: images.mask, channel: 'red' });
   return g.add('noise_mask', 'SetLatentNoiseMask', 'Apply inpaint mask', { samples: encoded, mask });
@@ -120,7 +114,10 @@ export interface SampleParts {
   vae: NodeLink;
 }
 
-/** KSampler → VAEDecode → SaveImage (id OUTPUT_NODE). One image per prompt: each item is its own seed. */
+/**
+ * KSampler → (hires fix second pass) → VAEDecode → SaveImage (id OUTPUT_NODE). One image per prompt: each
+ * item is its own seed.
+ */
 export function sampleDecodeSave(g: GraphBuilder, input: BuildInput, parts: SampleParts): void {
   const { request } = input;
   const sampled = g.add('sampler', 'KSampler', 'Sample', {
@@ -135,6 +132,7 @@ export function sampleDecodeSave(g: GraphBuilder, input: BuildInput, parts: Samp
     scheduler: request.scheduler,
     denoise: request.kind === 'img2img' ? request.denoise : 1,
   });
-  const decoded = g.add('decode', 'VAEDecode', 'Decode', { samples: sampled, vae: parts.vae });
+  const final = request.hires ? hiresPass(g, input, parts, sampled, request.hires) : sampled;
+  const decoded = g.add('decode', 'VAEDecode', 'Decode', { samples: final, vae: parts.vae });
   g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: decoded, filename_prefix: input.filenamePrefix });
 }

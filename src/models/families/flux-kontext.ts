@@ -14,12 +14,18 @@ const KONTEXT_GUIDANCE = 2.5;
 export const fluxKontextBuilder: FamilyBuilder = {
   family: 'flux-kontext',
   fileRoles: FLUX_FILE_ROLES,
-  kinds: ['edit'],
+  kinds: ['edit', 'txt2img'],
   build(input: BuildInput): ComfyGraph {
     const { request, images } = input;
-    if (images.refs.length === 0) throw new Error('Kontext edit graph without reference images');
+    if (request.kind === 'edit' && images.refs.length === 0) throw new Error('Kontext edit graph without reference images');
     const g = new GraphBuilder();
     const { model, vae, text, negative } = fluxBase(g, input);
+    if (request.kind === 'txt2img') {
+      // Text-to-image through Kontext: the same conditioning without a reference latent.
+      const positive = g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance: request.guidance ?? KONTEXT_GUIDANCE });
+      sampleDecodeSave(g, input, { model, positive, negative, latent: sourceLatent(g, input, vae), vae });
+      return g.graph();
+    }
 
     let stitched: NodeLink | undefined;
     images.refs.forEach((name, i) => {

@@ -14,6 +14,7 @@ import {
   type BuildInput,
   type FamilyBuilder,
 } from './common.ts';
+import { applyLoras } from './tweaks.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
 export const FLUX_TEXT_FILES = {
@@ -27,13 +28,12 @@ export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
 /** Loaders and text conditioning shared with the Kontext builder. */
 export function fluxBase(g: GraphBuilder, input: BuildInput) {
   const { profile, request } = input;
-  const model = loadUnet(g, profile);
   // DualCLIPLoaderGGUF reads both .gguf and .safetensors encoders, so it fits every override.
-  const clip = g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
+  const { model, clip } = applyLoras(g, request, loadUnet(g, profile), g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
     clip_name1: requireFile(profile, 't5'),
     clip_name2: requireFile(profile, 'clipL'),
     type: 'flux',
-  });
+  }));
   const vae = loadVae(g, profile);
   const text = g.add('positive', 'CLIPTextEncode', 'Prompt', { text: request.prompt, clip });
   // CFG 1 never evaluates the negative; zeroing the positive is ComfyUI's own Flux pattern.

@@ -15,11 +15,13 @@ export const QWEN_EDIT_MAX_IMAGES = 3;
 export const qwenEditBuilder: FamilyBuilder = {
   family: 'qwen-edit',
   fileRoles: QWEN_FILE_ROLES,
-  kinds: ['edit'],
+  kinds: ['edit', 'txt2img'],
   build(input: BuildInput): ComfyGraph {
     const { request, images } = input;
-    if (images.refs.length === 0 || images.refs.length > QWEN_EDIT_MAX_IMAGES) {
-      throw new Error(`Qwen edit graph needs 1..${QWEN_EDIT_MAX_IMAGES} reference images, got ${images.refs.length}`);
+    // txt2img: the same encoder without images (its image inputs are optional) renders text-to-image.
+    const min = request.kind === 'txt2img' ? 0 : 1;
+    if (images.refs.length < min || images.refs.length > QWEN_EDIT_MAX_IMAGES) {
+      throw new Error(`Qwen edit graph needs ${min}..${QWEN_EDIT_MAX_IMAGES} reference images, got ${images.refs.length}`);
     }
     const g = new GraphBuilder();
     const { model, clip, vae } = qwenBase(g, input);

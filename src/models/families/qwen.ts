@@ -14,6 +14,7 @@ import {
   type BuildInput,
   type FamilyBuilder,
 } from './common.ts';
+import { applyLoras } from './tweaks.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
 export const QWEN_SHARED_FILES = {
@@ -31,11 +32,12 @@ const QWEN_DEFAULT_SHIFT = 3.1;
 export function qwenBase(g: GraphBuilder, input: BuildInput) {
   const { profile } = input;
   const unet = loadUnet(g, profile);
-  const model = g.add('model_sampling', 'ModelSamplingAuraFlow', 'Model sampling shift', {
+  const sampling = g.add('model_sampling', 'ModelSamplingAuraFlow', 'Model sampling shift', {
     model: unet,
     shift: profile.defaults.shift ?? QWEN_DEFAULT_SHIFT,
   });
-  const clip = loadSingleClip(g, profile, QWEN_CLIP_TYPE);
+  // LoRAs patch weights; ComfyUI applies them under the sampling-shift patch whichever comes first.
+  const { model, clip } = applyLoras(g, input.request, sampling, loadSingleClip(g, profile, QWEN_CLIP_TYPE));
   const vae = loadVae(g, profile);
   return { model, clip, vae };
 }

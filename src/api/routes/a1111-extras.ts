@@ -1,0 +1,41 @@
+/**
+ * A1111 extras and image info: `png-info` reads back the infotext, `extra-single-image` and
+ * `extra-batch-images` upscale through a ComfyUI graph as durable renders (answering A1111's shapes).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { normalizeExtras } from '../a1111/extras.ts';
+import { readPngInfo } from '../a1111/png-info.ts';
+import type { CatalogLists } from '../a1111/tweaks.ts';
+import { infotextFor } from '../../render/infotext.ts';
+import { resolveModel } from '../../models/registry.ts';
+import type { ApiContext } from '../server.ts';
+import { outputImages, startAndWait } from './render-wait.ts';
+
+export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void {
+  const limits = () => ({
+    maxImageBytes: ctx.config.MAX_IMAGE_BYTES,
+    maxImagePixels: ctx.config.MAX_IMAGE_PIXELS,
+    maxBatch: ctx.config.MAX_BATCH,
+    maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
+  });
+
+  app.post('/sdapi/v1/png-info', async (req) => readPngInfo(req.body, limits()));
+
+  const extras = (route: 'single' | 'batch') => async (req: FastifyRequest, reply: FastifyReply) => {
+    const upscaler = (req.body as { upscaler_1?: unknown } | undefined)?.upscaler_1;
+    const catalog: CatalogLists = {};
+    // Only a name that is not a built-in method can be a model file.
+    if (ctx.catalog && typeof upscaler === 'string' && upscaler.trim() !== '') catalog.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
+    const defaultModel = resolveModel(String(ctx.options.get('sd_model_checkpoint') ?? ''))?.id ?? ctx.config.DEFAULT_MODEL;
+    const normalized = normalizeExtras(route, req.body, { defaultModel, limits: limits(), catalog });
+    for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
+    const finished = await startAndWait(ctx, req, reply, normalized);
+    if (!('result' in finished)) return finished;
+    const images = await outputImages(ctx, finished.result);
+    // A1111 shows the postprocessing parameters as html_info; warnings follow them.
+    const html = [infotextFor(finished.result.request, 0), ...normalized.warnings].join('<br>');
+    return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
+  };
+  app.post('/sdapi/v1/extra-single-image', extras('single'));
+  app.post('/sdapi/v1/extra-batch-images', extras('batch'));
+}

@@ -1,0 +1,116 @@
+/**
+ * The part every synchronous A1111 render route shares: store the checked input images, start the render
+ * workflow (attaching to an earlier one under the same Idempotency-Key), register it for interrupt / skip /
+ * progress, wait, and map a failed render to A1111's error envelope.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { DecodedImage } from '../a1111/normalize.ts';
+import { releaseBodySlot } from '../body-gate.ts';
+import { errorBody, sendError } from '../http-errors.ts';
+import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
+import type { ApiContext } from '../server.ts';
+import type { RenderRequest, RenderResult } from '../../render/types.ts';
+import { interruptSignal, skipSignal } from '../../workflows/render.ts';
+
+export interface Finished {
+  result: RenderResult;
+  renderId: string;
+}
+
+/** Resolves to the result, or to the reply already sent (an error answer). */
+export async function startAndWait(
+  ctx: ApiContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  normalized: { request: RenderRequest; images: DecodedImage[] },
+  priority?: number,
+): Promise<Finished | FastifyReply> {
+  const idempotencyKey = headerValue(req.headers['idempotency-key']);
+  let started;
+  try {
+    // Refusals (a reused key with another body, a full queue) come before anything is stored.
+    const attach = idempotencyKey !== undefined && (await ctx.renders.checkKey(idempotencyKey, req.body)) === 'attach';
+    if (!attach) await ctx.admission.admit();
+    await storeImages(ctx, normalized.images);
+    started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body, priority });
+  } catch (err) {
+    if (err instanceof IdempotencyConflictError) {
+      return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'Idempotency-Key' }));
+    }
+    throw err;
+  }
+  // The images are in the blob store and the workflow has the request: drop the base64 body and the decoded
+  // bytes, or every client waiting for its render pins ~2.4× its image size (DESIGN §9 memory budget).
+  normalized.images.length = 0;
+  req.body = undefined;
+  releaseBodySlot(req);
+  reply.header('X-Render-Id', started.renderId);
+  req.log.info({ renderId: started.renderId, model: normalized.request.model, attached: started.attached }, 'render started');
+
+  const done = ctx.inFlight.add({
+    renderId: started.renderId,
+    startedAt: Date.now(),
+    interrupt: async () => {
+      await started.handle.signal(interruptSignal);
+    },
+    skip: async () => {
+      await started.handle.signal(skipSignal);
+    },
+  });
+  // By default a client that goes away does not cancel its render: the result stays retrievable and an
+  // Idempotency-Key retry attaches to it.
+  const onClose = (): void => {
+    if (reply.raw.writableEnded) return;
+    done(); // this client waits no more
+    if (!ctx.config.CANCEL_ON_DISCONNECT) return;
+    // Other clients of this front (Idempotency-Key retries) still wait for these images. (Clients of other
+    // front replicas are not known here: with several replicas, prefer CANCEL_ON_DISCONNECT=false.)
+    if (ctx.inFlight.clients(started.renderId) > 0) {
+      req.log.info({ renderId: started.renderId }, 'client disconnected: other clients wait on the render, not cancelling');
+      return;
+    }
+    req.log.info({ renderId: started.renderId }, 'client disconnected: cancelling render');
+    void started.handle.cancel().catch(() => undefined);
+  };
+  // The response stream (not the request) closes when the client goes away before we answer.
+  reply.raw.once('close', onClose);
+  try {
+    const result = await ctx.renders.wait(started);
+    return { result, renderId: started.renderId };
+  } catch (err) {
+    if (err instanceof RenderFailedError) {
+      req.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);
+      // A1111's envelope: `detail` is our sentence, `errors` ComfyUI's own message; node and input say where.
+      const { comfy_message: comfyMessage, ...where } = err.fields;
+      return sendError(
+        reply,
+        err.status,
+        errorBody(err.kind, err.message, { errors: comfyMessage ?? err.message, render_id: err.renderId, ...where, details: err.details }),
+      );
+    }
+    throw err;
+  } finally {
+    done();
+    reply.raw.off('close', onClose);
+  }
+}
+
+/** Base64 of each output blob, in order. */
+export async function outputImages(ctx: ApiContext, result: RenderResult): Promise<string[]> {
+  return Promise.all(result.outputs.map(async (o) => (await ctx.blobs.get(o.sha256)).toString('base64')));
+}
+
+/**
+ * In its own function on purpose: a loop variable in the route handler stays in the suspended async frame
+ * (a stale generator register) for the whole render, pinning the last decoded image per waiting client.
+ */
+async function storeImages(ctx: ApiContext, images: DecodedImage[]): Promise<void> {
+  for (const img of images) {
+    await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
+  }
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  return s && s.trim() !== '' ? s.trim() : undefined;
+}

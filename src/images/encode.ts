@@ -1,0 +1,48 @@
+/**
+ * Output images in the format A1111's `samples_format` asks for (png, jpg, webp) with its quality options
+ * (`jpeg_quality`, `webp_lossless`), through sharp (libvips). The infotext goes where A1111 puts it for
+ * these formats: the EXIF UserComment (PNG keeps its `parameters` text chunk, written elsewhere).
+ */
+import sharp from 'sharp';
+import type { OutputFormat } from '../render/types.ts';
+
+export interface EncodedImage {
+  data: Buffer;
+  mime: string;
+  width: number;
+  height: number;
+}
+
+/** PNG bytes (with their text chunks already set) → the requested lossy or lossless format. */
+export async function encodeOutput(png: Buffer, format: OutputFormat, infotext: string): Promise<EncodedImage> {
+  // Deterministic: same pixels and options → same bytes (no timestamps in the EXIF written here).
+  const img = sharp(png).withExif({ IFD2: { UserComment: infotext } });
+  const out =
+    format.format === 'jpeg'
+      ? await img.flatten({ background: '#ffffff' }).jpeg({ quality: format.quality }).toBuffer({ resolveWithObject: true })
+      : await img.webp(format.lossless ? { lossless: true } : { quality: format.quality }).toBuffer({ resolveWithObject: true });
+  return { data: out.data, mime: format.format === 'jpeg' ? 'image/jpeg' : 'image/webp', width: out.info.width, height: out.info.height };
+}
+
+/** The infotext A1111 stores in a JPEG's or WebP's EXIF UserComment, if any. */
+export async function readExifComment(data: Buffer): Promise<string | undefined> {
+  let exif: Buffer | undefined;
+  try {
+    exif = (await sharp(data).metadata()).exif;
+  } catch {
+    return undefined;
+  }
+  if (!exif) return undefined;
+  // UserComment = 8-byte character code then the text; the tag is found by its code rather than parsing IFDs.
+  const ascii = exif.indexOf('ASCII\0\0\0', 0, 'latin1');
+  if (ascii >= 0) return exif.subarray(ascii + 8).toString('utf8').replace(/\0+$/, '');
+  const unicode = exif.indexOf('UNICODE\0', 0, 'latin1');
+  if (unicode >= 0) {
+    const body = exif.subarray(unicode + 8);
+    // A1111 (piexif) writes UTF-16 big-endian.
+    const swapped = Buffer.from(body);
+    swapped.swap16?.();
+    return swapped.toString('utf16le').replace(/\0+$/, '');
+  }
+  return undefined;
+}

@@ -1,0 +1,131 @@
+/**
+ * What A1111 users tweak, as ComfyUI graph pieces every image family shares: LoRA stacks (LoraLoader), the
+ * hires fix (a second sampling pass at the upscaled size), img2img resize modes, and the upscaler chains the
+ * hires fix and the extras upscale share. Node inputs follow the recorded real `/object_info`.
+ */
+import type { NodeLink } from '../../comfyui/graph.ts';
+import type { HiresFix, RenderRequest, Upscaler } from '../../render/types.ts';
+import type { BuildInput, GraphBuilder, SampleParts } from './common.ts';
+
+/**
+ * `<lora:name:weight>` tags → a chain of LoraLoader nodes (model and text encoder) after the loaders; with
+ * no text encoder to patch (`clip` absent), LoraLoaderModelOnly. Order is the prompt's order.
+ */
+export function applyLoras(g: GraphBuilder, request: RenderRequest, model: NodeLink, clip: NodeLink): { model: NodeLink; clip: NodeLink } {
+  let m = model;
+  let c = clip;
+  (request.loras ?? []).forEach((lora, i) => {
+    const id = `lora_${i + 1}`;
+    g.add(id, 'LoraLoader', `LoRA ${lora.name}`, {
+      model: m,
+      clip: c,
+      lora_name: lora.file,
+      strength_model: lora.model,
+      strength_clip: lora.clip,
+    });
+    m = [id, 0];
+    c = [id, 1];
+  });
+  return { model: m, clip: c };
+}
+
+/**
+ * Image → image of exactly `width`×`height` through `upscaler`: a model upscale (UpscaleModelLoader +
+ * ImageUpscaleWithModel, at the model's own factor) then an exact resize, or a resize with a pixel method.
+ */
+export function upscaleImageTo(
+  g: GraphBuilder,
+  prefix: string,
+  image: NodeLink,
+  upscaler: Upscaler,
+  size: { width: number; height: number; crop?: boolean },
+): NodeLink {
+  let img = image;
+  let method = 'lanczos';
+  if (upscaler.kind === 'model') {
+    const loader = g.add(`${prefix}_model`, 'UpscaleModelLoader', `Load upscale model ${upscaler.model}`, { model_name: upscaler.model });
+    img = g.add(`${prefix}_model_upscale`, 'ImageUpscaleWithModel', 'Upscale with model', { upscale_model: loader, image: img });
+  } else {
+    method = upscaler.method;
+  }
+  return g.add(`${prefix}_resize`, 'ImageScale', 'Resize to the target size', {
+    image: img,
+    upscale_method: method,
+    width: size.width,
+    height: size.height,
+    crop: size.crop ? 'center' : 'disabled',
+  });
+}
+
+/** The hires fix's second pass: upscale the first pass (in latent space or in pixels) and sample again. */
+export function hiresPass(g: GraphBuilder, input: BuildInput, parts: SampleParts, firstPass: NodeLink, hires: HiresFix): NodeLink {
+  let latent: NodeLink;
+  if (hires.upscaler.kind === 'latent') {
+    latent = g.add('hr_upscale', 'LatentUpscale', `Hires upscale (${hires.upscalerName})`, {
+      samples: firstPass,
+      upscale_method: hires.upscaler.method,
+      width: hires.width,
+      height: hires.height,
+      crop: 'disabled',
+    });
+  } else {
+    const decoded = g.add('hr_decode', 'VAEDecode', 'Decode first pass', { samples: firstPass, vae: parts.vae });
+    const scaled = upscaleImageTo(g, 'hr', decoded, hires.upscaler, hires);
+    latent = g.add('hr_encode', 'VAEEncode', 'Encode upscaled image', { pixels: scaled, vae: parts.vae });
+  }
+  const { request } = input;
+  return g.add('hr_sampler', 'KSampler', 'Hires second pass', {
+    model: parts.model,
+    positive: parts.positive,
+    negative: parts.negative,
+    latent_image: latent,
+    seed: input.seed,
+    steps: hires.steps,
+    cfg: request.cfg,
+    sampler_name: request.sampler,
+    scheduler: request.scheduler,
+    denoise: hires.denoise,
+  });
+}
+
+/**
+ * The init image of an img2img brought to the output size by A1111's resize_mode:
+ * 0 just resize (stretch), 1 crop and resize (cover, centre crop), 2 resize and fill (fit inside, pad the
+ * rest; ComfyUI pads grey where A1111 stretches the edge pixels), 3 latent upscale (encode at the init
+ * image's own size, resize the latent). Returns the latent to sample from.
+ */
+export function initLatent(g: GraphBuilder, request: RenderRequest, init: NodeLink, vae: NodeLink): NodeLink {
+  const { width, height } = request;
+  const mode = request.resizeMode ?? 0;
+  if (mode === 3) {
+    const encoded = g.add('init_latent_raw', 'VAEEncode', 'Encode init image', { pixels: init, vae });
+    return g.add('init_latent', 'LatentUpscale', 'Resize init latent', { samples: encoded, upscale_method: 'bilinear', width, height, crop: 'disabled' });
+  }
+  let pixels: NodeLink;
+  const src = request.initImage;
+  if (mode === 2 && src?.width && src.height) {
+    const fit = Math.min(width / src.width, height / src.height);
+    const fw = Math.min(width, Math.max(1, Math.round(src.width * fit)));
+    const fh = Math.min(height, Math.max(1, Math.round(src.height * fit)));
+    const scaled = g.add('init_scale', 'ImageScale', 'Fit init image inside', { image: init, upscale_method: 'lanczos', width: fw, height: fh, crop: 'disabled' });
+    const left = Math.floor((width - fw) / 2);
+    const top = Math.floor((height - fh) / 2);
+    pixels = g.add('init_fill', 'ImagePadForOutpaint', 'Fill to the output size', {
+      image: scaled,
+      left,
+      top,
+      right: width - fw - left,
+      bottom: height - fh - top,
+      feathering: 0,
+    });
+  } else {
+    pixels = g.add('init_scale', 'ImageScale', mode === 1 ? 'Crop and resize init image' : 'Resize init image', {
+      image: init,
+      upscale_method: 'lanczos',
+      width,
+      height,
+      crop: mode === 1 ? 'center' : 'disabled',
+    });
+  }
+  return g.add('init_latent', 'VAEEncode', 'Encode init image', { pixels, vae });
+}
