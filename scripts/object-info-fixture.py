@@ -36,9 +36,14 @@ ADDED = [
      ['wan2.2_vae.safetensors', 'minimax_h3_video_vae_fp16.safetensors', 'minimax_h3_audio_vae_fp32.safetensors'],
      ['VAELoader.vae_name']),
     ('loras',
-     ['minimax_h3_fl2v_turbo_8step_v1.0_comfyui_bf16.safetensors'],
+     ['minimax_h3_fl2v_turbo_8step_v1.0_comfyui_bf16.safetensors',
+      # the LoRA golden graphs' files (prompt tags); installed on the same server to record their verdicts
+      'film-grain.safetensors', 'style/detail-tweaker.safetensors'],
      ['LoraLoader.lora_name', 'LoraLoaderModelOnly.lora_name', 'CreateHookLora.lora_name',
       'CreateHookLoraModelOnly.lora_name', 'LoraLoaderBypass.lora_name', 'LoraLoaderBypassModelOnly.lora_name']),
+    ('upscale_models',
+     ['4x-UltraSharp.pth'],  # the hires / extras golden graphs' upscale model, likewise
+     ['UpscaleModelLoader.model_name']),
 ]
 
 # VAELoader appends these after the sorted file list (nodes.py `vae_list`).

@@ -1,7 +1,7 @@
 /**
  * Conformance of whole executions and verdicts, against recordings of the real ComfyUI 0.33.0
  * (test/fixtures/real-comfyui):
- * - golden-real.json: the real server accepted all 14 golden graphs (`node_errors: {}`); the fake's own
+ * - golden-real.json: the real server accepted every golden graph (`node_errors: {}`); the fake's own
  *   validation must give the same verdict;
  * - execution-wan22-t2v.json: the Wan 2.2 template's full WebSocket transcript (ComfyUI's node order, not the
  *   graph's; progress_state before executing; the sampler keeping 2/2; SaveVideo's ui shape);

@@ -1,7 +1,7 @@
 /**
  * The client's pre-submit verdict held against a real ComfyUI's verdict on the same graphs, as recorded in
  * test/fixtures/real-comfyui/ (copied from ../shared/ref/real-comfyui/ and scripts/record-verdicts.ts):
- * - golden-real.json: the real server accepted all 14 golden graphs (`node_errors: {}`);
+ * - golden-real.json: the real server accepted every golden graph (`node_errors: {}`);
  * - capture-real.json: every `POST /prompt` of the scripted exchange, bad graphs of every kind included;
  * - verdicts-model-files.json: graphs whose faults are missing model files or node classes.
  *
@@ -82,7 +82,7 @@ describe('verdicts against the real ComfyUI', () => {
   const real = fixture('real-comfyui/golden-real.json') as Record<string, { status: number; response: RealAnswer }>;
 
   it('the real server answered every golden graph, and accepted all of them', () => {
-    expect(goldens).toHaveLength(14);
+    expect(goldens.length).toBeGreaterThanOrEqual(14);
     expect(Object.keys(real).sort()).toEqual([...goldens].sort());
     for (const [name, r] of Object.entries(real)) expect([name, r.status, r.response.node_errors]).toEqual([name, 200, {}]);
   });
