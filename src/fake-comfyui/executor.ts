@@ -15,9 +15,9 @@ import type { DataDirs } from './files.ts';
 import type { Faults } from './faults.ts';
 import { SAMPLER_CLASSES } from './faults.ts';
 import type { RawNodeInfo, RawObjectInfo } from './node-schema.ts';
-import { finalizedInputs, isObject, isOutputNode } from './node-schema.ts';
+import { declaredSpec, finalizedInputs, isObject, isOutputNode, specOptions } from './node-schema.ts';
 import type { FakeValue, NodeResult, NodeRunCtx } from './nodes.ts';
-import { describeValue, NodeException, oomException, runFakeNode } from './nodes.ts';
+import { describeValue, lazyInputsNeeded, NodeException, oomException, runFakeNode } from './nodes.ts';
 import { previewJpeg, previewsRequested } from './preview.ts';
 import { ProgressRegistry, SamplerProgress } from './progress.ts';
 import type { HistoryItem, QueueItem, StatusMessage } from './queue.ts';
@@ -142,6 +142,10 @@ export class Executor {
       inputs: (id) => nodeOf(id).inputs,
       isCached: cached,
       isOutput: (id) => isOutputNode(info[nodeOf(id).class_type] ?? {}),
+      isLazy: (id, input) => {
+        const spec = declaredSpec(info[nodeOf(id).class_type] ?? {}, input);
+        return spec !== undefined && specOptions(spec).lazy === true;
+      },
     });
     for (const o of item.outputs) list.addNode(o);
 
@@ -152,7 +156,12 @@ export class Executor {
         failure = { interrupted: false, nodeId: Object.keys(prompt)[0] ?? '', error: new NodeException('graph.DependencyCycleError', 'Dependency cycle detected'), currentInputs: {} };
         break;
       }
-      failure = await this.runNode(run, id);
+      const outcome = await this.runNode(run, id, list);
+      if (outcome === 'pending') {
+        list.unstage();
+        continue;
+      }
+      failure = outcome;
       if (failure) break;
       list.complete();
     }
@@ -203,7 +212,7 @@ export class Executor {
   }
 
   /** `execution.execute` for one staged node; a failure ends the prompt. */
-  private async runNode(run: Run, id: string): Promise<Failure | undefined> {
+  private async runNode(run: Run, id: string, list: ExecutionList): Promise<Failure | 'pending' | undefined> {
     const { hub, faults, stats, log } = this.deps;
     const { control, item, progress, sid } = run;
     const promptId = item.promptId;
@@ -226,6 +235,12 @@ export class Executor {
     }
     try {
       control.check();
+      const ctx = this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf);
+      const needed = lazyInputsNeeded(ctx);
+      if (needed.length > 0) {
+        for (const input of needed) list.linkInput(id, input);
+        return 'pending';
+      }
       const isFirst = run.firstExecuted;
       run.firstExecuted = false;
       if (faults.takeHold(promptId, id, classType)) {
@@ -251,7 +266,7 @@ export class Executor {
         if (errFault.type === 'oom') throw oomException(errFault.message);
         throw new NodeException('RuntimeError', errFault.message ?? `fake-comfyui injected exception in ${classType}`);
       }
-      const result: NodeResult = await runFakeNode(this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf));
+      const result: NodeResult = await runFakeNode(ctx);
       run.values.set(id, result.outputs);
       this.cache.set(sig, result.ui ? { outputs: result.outputs, ui: result.ui } : { outputs: result.outputs });
       stats.nodesExecuted[promptId] = (stats.nodesExecuted[promptId] ?? 0) + 1;
@@ -287,10 +302,15 @@ export class Executor {
       dirs: this.deps.dirs,
       literal: (name) => {
         const v = node.inputs[name];
+        if (isLink(v)) {
+          const src = outputsOf(v[0])?.[v[1]];
+          return src?.kind === 'opaque' ? src.value : undefined;
+        }
         if (Array.isArray(v)) return undefined;
         if (isObject(v) && '__value__' in v) return v.__value__;
         return v;
       },
+      linked: (name) => isLink(node.inputs[name]),
       value: (name) => {
         const v = node.inputs[name];
         if (!isLink(v)) return undefined;
