@@ -91,6 +91,8 @@ interface Run {
   extraData: Record<string, unknown>;
   firstExecuted: boolean;
   firstSampler: boolean;
+  /** Lazy inputs already requested, per node. */
+  askedLazy: Set<string>;
 }
 
 export class Executor {
@@ -136,6 +138,7 @@ export class Executor {
       extraData,
       firstExecuted: true,
       firstSampler: true,
+      askedLazy: new Set(),
     };
     const nodeOf = (id: string) => prompt[id] as Node;
     const list = new ExecutionList({
@@ -236,9 +239,13 @@ export class Executor {
     try {
       control.check();
       const ctx = this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf);
-      const needed = lazyInputsNeeded(ctx);
+      // An input asked for before and still missing (an out-of-range slot) is not asked for again.
+      const needed = lazyInputsNeeded(ctx).filter((input) => !run.askedLazy.has(`${id}\0${input}`));
       if (needed.length > 0) {
-        for (const input of needed) list.linkInput(id, input);
+        for (const input of needed) {
+          run.askedLazy.add(`${id}\0${input}`);
+          list.linkInput(id, input);
+        }
         return 'pending';
       }
       const isFirst = run.firstExecuted;
