@@ -4,7 +4,8 @@
  * (`ux_friendly_pick_node`: an output node first, then a node feeding an output, then one two steps from an
  * output, else the first ready node in discovery order). This is why the real server runs a Wan graph as
  * `39 VAELoader, 55, 38, 7, 6, 37, ...` and not in the graph's key order, and the fake must too.
- * Simplification: lazy inputs are treated as ordinary links (no `check_lazy_status` round trip).
+ * Lazy inputs are not linked up front; `linkInput` adds one when the node asks for it (`check_lazy_status`),
+ * and the node is staged again once that input has run.
  */
 
 type Link = [from: string, socket: number, to: string];
@@ -14,6 +15,8 @@ export interface ExecutionGraph {
   inputs(id: string): Record<string, unknown>;
   isCached(id: string): boolean;
   isOutput(id: string): boolean;
+  /** Whether the node declares this input `lazy`. */
+  isLazy(id: string, input: string): boolean;
 }
 
 export function isLink(v: unknown): v is [string, number] {
@@ -40,20 +43,33 @@ export class ExecutionList {
       this.pending.add(id);
       this.blockCount.set(id, 0);
       this.blocking.set(id, new Set());
-      for (const value of Object.values(this.graph.inputs(id))) {
-        if (!isLink(value)) continue;
+      for (const [input, value] of Object.entries(this.graph.inputs(id))) {
+        if (!isLink(value) || this.graph.isLazy(id, input)) continue;
         if (!this.graph.isCached(value[0])) stack.push(value[0]);
         links.push([value[0], value[1], id]);
       }
     }
-    for (const [from, , to] of links) {
-      if (this.graph.isCached(from)) continue;
-      this.addNode(from);
-      const blocked = this.blocking.get(from) as Set<string>;
-      if (!blocked.has(to)) {
-        blocked.add(to);
-        this.blockCount.set(to, (this.blockCount.get(to) ?? 0) + 1);
-      }
+    for (const [from, , to] of links) this.addStrongLink(from, to);
+  }
+
+  /** `make_input_strong_link`: a lazy input the node now needs. */
+  linkInput(to: string, input: string): void {
+    const value = this.graph.inputs(to)[input];
+    if (isLink(value)) this.addStrongLink(value[0], to);
+  }
+
+  /** `unstage_node_execution`: the staged node waits for inputs it just asked for. */
+  unstage(): void {
+    this.staged = undefined;
+  }
+
+  private addStrongLink(from: string, to: string): void {
+    if (this.graph.isCached(from)) return;
+    this.addNode(from);
+    const blocked = this.blocking.get(from) as Set<string>;
+    if (!blocked.has(to)) {
+      blocked.add(to);
+      this.blockCount.set(to, (this.blockCount.get(to) ?? 0) + 1);
     }
   }
 

@@ -15,9 +15,9 @@ import type { DataDirs } from './files.ts';
 import type { Faults } from './faults.ts';
 import { SAMPLER_CLASSES } from './faults.ts';
 import type { RawNodeInfo, RawObjectInfo } from './node-schema.ts';
-import { finalizedInputs, isObject, isOutputNode } from './node-schema.ts';
+import { declaredSpec, finalizedInputs, isObject, isOutputNode, specOptions } from './node-schema.ts';
 import type { FakeValue, NodeResult, NodeRunCtx } from './nodes.ts';
-import { describeValue, NodeException, oomException, runFakeNode } from './nodes.ts';
+import { describeValue, lazyInputsNeeded, NodeException, oomException, runFakeNode } from './nodes.ts';
 import { previewJpeg, previewsRequested } from './preview.ts';
 import { ProgressRegistry, SamplerProgress } from './progress.ts';
 import type { HistoryItem, QueueItem, StatusMessage } from './queue.ts';
@@ -91,6 +91,8 @@ interface Run {
   extraData: Record<string, unknown>;
   firstExecuted: boolean;
   firstSampler: boolean;
+  /** Lazy inputs already requested, per node. */
+  askedLazy: Set<string>;
 }
 
 export class Executor {
@@ -136,12 +138,17 @@ export class Executor {
       extraData,
       firstExecuted: true,
       firstSampler: true,
+      askedLazy: new Set(),
     };
     const nodeOf = (id: string) => prompt[id] as Node;
     const list = new ExecutionList({
       inputs: (id) => nodeOf(id).inputs,
       isCached: cached,
       isOutput: (id) => isOutputNode(info[nodeOf(id).class_type] ?? {}),
+      isLazy: (id, input) => {
+        const spec = declaredSpec(info[nodeOf(id).class_type] ?? {}, input);
+        return spec !== undefined && specOptions(spec).lazy === true;
+      },
     });
     for (const o of item.outputs) list.addNode(o);
 
@@ -152,7 +159,12 @@ export class Executor {
         failure = { interrupted: false, nodeId: Object.keys(prompt)[0] ?? '', error: new NodeException('graph.DependencyCycleError', 'Dependency cycle detected'), currentInputs: {} };
         break;
       }
-      failure = await this.runNode(run, id);
+      const outcome = await this.runNode(run, id, list);
+      if (outcome === 'pending') {
+        list.unstage();
+        continue;
+      }
+      failure = outcome;
       if (failure) break;
       list.complete();
     }
@@ -203,7 +215,7 @@ export class Executor {
   }
 
   /** `execution.execute` for one staged node; a failure ends the prompt. */
-  private async runNode(run: Run, id: string): Promise<Failure | undefined> {
+  private async runNode(run: Run, id: string, list: ExecutionList): Promise<Failure | 'pending' | undefined> {
     const { hub, faults, stats, log } = this.deps;
     const { control, item, progress, sid } = run;
     const promptId = item.promptId;
@@ -226,6 +238,16 @@ export class Executor {
     }
     try {
       control.check();
+      const ctx = this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf);
+      // An input asked for before and still missing (an out-of-range slot) is not asked for again.
+      const needed = lazyInputsNeeded(ctx).filter((input) => !run.askedLazy.has(`${id}\0${input}`));
+      if (needed.length > 0) {
+        for (const input of needed) {
+          run.askedLazy.add(`${id}\0${input}`);
+          list.linkInput(id, input);
+        }
+        return 'pending';
+      }
       const isFirst = run.firstExecuted;
       run.firstExecuted = false;
       if (faults.takeHold(promptId, id, classType)) {
@@ -251,7 +273,7 @@ export class Executor {
         if (errFault.type === 'oom') throw oomException(errFault.message);
         throw new NodeException('RuntimeError', errFault.message ?? `fake-comfyui injected exception in ${classType}`);
       }
-      const result: NodeResult = await runFakeNode(this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf));
+      const result: NodeResult = await runFakeNode(ctx);
       run.values.set(id, result.outputs);
       this.cache.set(sig, result.ui ? { outputs: result.outputs, ui: result.ui } : { outputs: result.outputs });
       stats.nodesExecuted[promptId] = (stats.nodesExecuted[promptId] ?? 0) + 1;
@@ -287,10 +309,15 @@ export class Executor {
       dirs: this.deps.dirs,
       literal: (name) => {
         const v = node.inputs[name];
+        if (isLink(v)) {
+          const src = outputsOf(v[0])?.[v[1]];
+          return src?.kind === 'opaque' ? src.value : undefined;
+        }
         if (Array.isArray(v)) return undefined;
         if (isObject(v) && '__value__' in v) return v.__value__;
         return v;
       },
+      linked: (name) => isLink(node.inputs[name]),
       value: (name) => {
         const v = node.inputs[name];
         if (!isLink(v)) return undefined;

@@ -18,7 +18,7 @@ export type FakeValue =
   | { kind: 'image'; sig: string; width: number; height: number; count: number }
   | { kind: 'mask'; sig: string; width: number; height: number; count: number }
   | { kind: 'video'; sig: string; width: number; height: number; frames: number; fps: number; audio: boolean }
-  | { kind: 'opaque'; sig: string; type: string; steps?: number; scale?: number };
+  | { kind: 'opaque'; sig: string; type: string; steps?: number; scale?: number; value?: unknown };
 
 export interface NodeResult {
   outputs: FakeValue[];
@@ -62,10 +62,12 @@ export interface NodeRunCtx {
   prompt: Graph;
   extraData: Record<string, unknown>;
   dirs: DataDirs;
-  /** Literal input (with `{__value__}` unwrapped), undefined when absent or linked. */
+  /** Literal input (with `{__value__}` unwrapped, a linked Primitive* node's value), undefined when absent or linked. */
   literal(name: string): unknown;
   /** Linked input's value, undefined when absent or literal. */
   value(name: string): FakeValue | undefined;
+  /** Whether the input is a link. */
+  linked(name: string): boolean;
   /** Signature of this node's output slot `i`. */
   outSig(i: number): string;
   /**
@@ -142,7 +144,34 @@ async function loadImageFile(n: NodeRunCtx): Promise<{ width: number; height: nu
   return header;
 }
 
+/** Primitive* nodes pass their widget value on, so a linked `steps` or `switch` is read like a literal. */
+const primitive: NodeImpl = (n) => ({ outputs: [{ kind: 'opaque', sig: n.outSig(0), type: String(outputTypes(n.info)[0] ?? '*'), value: n.literal('value') }] });
+
+/**
+ * `check_lazy_status` of nodes with lazy inputs: the inputs still needed before the node can run. The
+ * executor links them in and runs the node again, as ComfyUI does (so the node gets `executing` twice).
+ */
+const LAZY: Record<string, (n: NodeRunCtx) => string[]> = {
+  ComfySwitchNode: (n) => {
+    const wanted = n.literal('switch') ? 'on_true' : 'on_false';
+    return n.linked(wanted) && n.value(wanted) === undefined ? [wanted] : [];
+  },
+};
+
+export function lazyInputsNeeded(n: NodeRunCtx): string[] {
+  return LAZY[n.classType]?.(n) ?? [];
+}
+
 const IMPLS: Record<string, NodeImpl> = {
+  PrimitiveBoolean: primitive,
+  PrimitiveInt: primitive,
+  PrimitiveFloat: primitive,
+  PrimitiveString: primitive,
+  PrimitiveStringMultiline: primitive,
+  ComfySwitchNode: (n) => {
+    const v = n.value(n.literal('switch') ? 'on_true' : 'on_false');
+    return { outputs: [v ?? opaque(n, 0)] };
+  },
   EmptyLatentImage: (n) => ({ outputs: [latent(n, 0, int(n, 'width', 512), int(n, 'height', 512), int(n, 'batch_size', 1))] }),
   EmptySD3LatentImage: (n) => ({ outputs: [latent(n, 0, int(n, 'width', 1024), int(n, 'height', 1024), int(n, 'batch_size', 1))] }),
   EmptyHunyuanLatentVideo: (n) => ({

@@ -113,6 +113,26 @@ describe('a Wan 2.2 text-to-video execution', () => {
   });
 });
 
+describe('a MiniMax H3 first/last-frame to video execution', () => {
+  it('sends the recorded transcript: flattened subgraph ids, lazy switches run twice, untaken branch never runs', async () => {
+    const rec = fixture('execution-h3-fl2va.json') as { graph: Record<string, { class_type: string; inputs: Record<string, unknown> }>; ws_messages: Array<{ type: string; data: unknown }> };
+    for (const node of Object.values(rec.graph)) {
+      if (node.class_type !== 'LoadImage' || typeof node.inputs.image !== 'string') continue;
+      writeFileSync(path.join(fake.dataDir, 'input', node.inputs.image), renderPng({ width: 64, height: 64, contentKey: node.inputs.image }));
+    }
+    const ws = await socket('h3-client', false);
+    const frames = await run(ws, rec.graph);
+    // The real sampler ran at ~130 it/s, so the throttle let step 15 through too; at 0 ms per step the fake
+    // sends only the first and the last. Everything else must be the same.
+    const isMidStep = (f: Frame) => (f.type === 'progress' || f.type === 'progress_state') && JSON.stringify(f.data).includes('"value":15,');
+    const recorded = rec.ws_messages
+      .slice(1)
+      .map((m): Frame => ({ t: 0, kind: 'text', type: m.type, data: m.data }))
+      .filter((f) => !isMidStep(f));
+    expect(frames.map(frameLine)).toEqual(recorded.map(frameLine));
+  });
+});
+
 describe('preview frames', () => {
   const rec = fixture('execution-sd15-preview-flags.json') as {
     frames: Array<{ type?: string; binary?: number; data?: Record<string, unknown>; meta?: Record<string, unknown>; img_head?: string }>;

@@ -141,6 +141,9 @@ describe('worker restarts', () => {
 describe('renders that end while a handed-over prompt still runs', () => {
   scenario('a render cancelled while its prompt was handed back by a stopping worker: the prompt is stopped, not left on the GPU', async () => {
     const key = `cancel-handed-over-${Date.now()}`;
+    // The sampler keeps running until interrupted, however long the worker takes to come back (60 steps of
+    // 200 ms were not enough for a worker restart on a loaded machine): only the cancellation can end it.
+    await setFaults(fake.url, { hang: { nodeClass: 'KSampler', count: 1 } });
     const pending = a1111(front.url, 'txt2img', { ...LONG, prompt: 'cancel the orphan', seed: 31 }, { key });
     const promptId = await waitRunning(fake.url);
     await waitProgress(fake.url, promptId, 3);
