@@ -32,11 +32,14 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
   const connection = await NativeConnection.connect({ address });
   const activities = { noop: async (stage: string) => stage };
   const general = await Worker.create({ connection, taskQueue, workflowsPath: path.join(here, 'floor-workflow.ts'), activities });
-  const gpus = await Promise.all(
-    Array.from({ length: gpuQueues }, (_, i) =>
-      Worker.create({ connection, taskQueue: shape === 'legacy' ? `${taskQueue}.gpu-${i}` : `${taskQueue}-gpu`, activities, maxConcurrentActivityTaskExecutions: 1 }),
-    ),
-  );
+  // Late-bound: ONE worker on the shared GPU queue with a slot per GPU (as a GPU worker process has; the SDK
+  // allows one worker per queue and process). Legacy: a single-slot worker per backend queue.
+  const gpus =
+    shape === 'legacy'
+      ? await Promise.all(
+          Array.from({ length: gpuQueues }, (_, i) => Worker.create({ connection, taskQueue: `${taskQueue}.gpu-${i}`, activities, maxConcurrentActivityTaskExecutions: 1 })),
+        )
+      : [await Worker.create({ connection, taskQueue: `${taskQueue}-gpu`, activities, maxConcurrentActivityTaskExecutions: gpuQueues })];
   const all = [general, ...gpus];
   const running = Promise.all(all.map((w) => w.run()));
   cleanups.add('floor workers', async () => {
