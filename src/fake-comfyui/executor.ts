@@ -15,6 +15,7 @@ import type { FakeValue, NodeResult, NodeRunCtx } from './nodes.ts';
 import { describeValue, NodeException, oomException, runFakeNode } from './nodes.ts';
 import type { ExecutionErrorData, Graph, HistoryItem, PromptQueue, QueueItem, StatusMessage } from './queue.ts';
 import type { WsHub } from './ws-hub.ts';
+import { renderPng } from './png.ts';
 
 /** Raised at a check point when the server is being reset or closed: the run ends without a trace. */
 export class Aborted extends Error {}
@@ -269,6 +270,15 @@ export class Executor {
               progress.set(id, { value: i, max: steps, state: 'running' });
               sendProgressState();
               hub.send('progress', { value: i, max: steps, prompt_id: promptId, node: id }, sid);
+              // With `extra_data.preview_method`, ComfyUI sends a preview image per step after `progress`
+              // (binary type 1 = PREVIEW_IMAGE; here format 2 = PNG: the fake has no JPEG encoder).
+              const method = extraData.preview_method;
+              if (typeof method === 'string' && method !== 'none') {
+                const head = Buffer.alloc(8);
+                head.writeUInt32BE(1, 0);
+                head.writeUInt32BE(2, 4);
+                hub.sendBinary(Buffer.concat([head, renderPng({ width: 64, height: 64, contentKey: `${promptId}:${id}:${i}`, text: {}, deflateLevel: 1 })]), sid);
+              }
             }
           },
         };

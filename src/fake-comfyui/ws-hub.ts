@@ -60,12 +60,22 @@ export class WsHub {
     this.sendFrame(ws, frame);
   }
 
+  /** `send_bytes(event, data, sid)`: a binary frame (a sampler preview), to `sid` only. */
+  sendBinary(frame: Buffer, sid?: string | null): void {
+    const ws = sid === null || sid === undefined ? undefined : this.sockets.get(sid);
+    if (!ws) {
+      this.counters.framesDropped++;
+      return;
+    }
+    this.sendFrame(ws, frame);
+  }
+
   /** `queue_updated`: status broadcast without sid. */
   sendStatus(): void {
     this.send('status', { status: { exec_info: { queue_remaining: this.hooks.queueRemaining() } } });
   }
 
-  private sendFrame(ws: WebSocket, frame: string): void {
+  private sendFrame(ws: WebSocket, frame: string | Buffer): void {
     if (ws.readyState !== WebSocket.OPEN) {
       this.counters.framesDropped++;
       return;
