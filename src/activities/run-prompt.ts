@@ -38,6 +38,7 @@ import { toFailure } from './failures.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
 import { uploadAll } from './upload-inputs.ts';
+import { clearPreview, previewsWanted, writePreview } from '../operators/previews.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
 import { FailureType, RetryableFailureType } from '../workflows/failure-types.ts';
 
@@ -45,6 +46,7 @@ import { FailureType, RetryableFailureType } from '../workflows/failure-types.ts
  *  lets a cancellation, which arrives only in a heartbeat response, reach us within seconds. */
 const HEARTBEAT_TICK_MS = 1_000;
 const STOP_POLL_MS = 250;
+const PREVIEW_MIN_INTERVAL_MS = 250;
 
 /** How long to wait for an interrupt (and then `/free`) to stop a prompt before escalating. */
 export function stopGraceMs(stallTimeoutMs: number): number {
@@ -106,7 +108,27 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   // Silent stretches (a model loading, the escalation below) still need heartbeats, or Temporal would
   // think the worker died.
   const ticker = setInterval(() => ctx.heartbeat(beat), HEARTBEAT_TICK_MS);
-  const follow = { signal, stallTimeoutMs: input.stallTimeoutMs, pollIntervalMs: deps.config.POLL_INTERVAL_MS, onProgress, logger: log };
+  // Live previews for /sdapi/v1/progress, at most a few per second, only when a client watches.
+  const wantPreviews = previewsWanted(deps.config.dataDir);
+  let lastPreviewAt = 0;
+  const onPreview = (image: Buffer): void => {
+    const now = Date.now();
+    if (now - lastPreviewAt < PREVIEW_MIN_INTERVAL_MS) return;
+    lastPreviewAt = now;
+    try {
+      writePreview(deps.config.dataDir, input.renderId, image);
+    } catch (err) {
+      log.debug({ err: (err as Error).message }, 'could not write preview');
+    }
+  };
+  const follow = {
+    signal,
+    stallTimeoutMs: input.stallTimeoutMs,
+    pollIntervalMs: deps.config.POLL_INTERVAL_MS,
+    onProgress,
+    ...(wantPreviews ? { onPreview } : {}),
+    logger: log,
+  };
 
   let promptId = '';
   try {
@@ -151,7 +173,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         ...follow,
         graph: input.graph,
         promptId,
-        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt } },
+        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt }, ...(wantPreviews ? { preview_method: 'auto' } : {}) },
         // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
         cancelOnAbortOrStall: false,
         onSubmitted: ({ reattached }) => {
@@ -213,6 +235,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     throw withBackend(toFailure(err), backend.id);
   } finally {
     clearInterval(ticker);
+    if (wantPreviews) clearPreview(deps.config.dataDir, input.renderId);
   }
 }
 

@@ -187,18 +187,18 @@ export const BinaryEventType = {
 } as const;
 
 export type BinaryFrame =
-  | { kind: 'preview_image'; format: 'jpeg' | 'png' | 'unknown'; imageBytes: number }
-  | { kind: 'preview_image_with_metadata'; metadata: Record<string, unknown> | undefined; imageBytes: number }
+  | { kind: 'preview_image'; format: 'jpeg' | 'png' | 'unknown'; imageBytes: number; image: Buffer }
+  | { kind: 'preview_image_with_metadata'; metadata: Record<string, unknown> | undefined; imageBytes: number; image: Buffer }
   | { kind: 'text'; nodeId: string; text: string }
   | { kind: 'unknown'; eventType: number | undefined; length: number };
 
-/** Classify a binary frame (§2.4). Previews are only classified, never decoded: followers ignore them. */
+/** Classify a binary frame (§2.4). Preview images are passed on as bytes (A1111's `current_image`), never decoded. */
 export function parseBinaryFrame(buf: Buffer): BinaryFrame {
   if (buf.length < 4) return { kind: 'unknown', eventType: undefined, length: buf.length };
   const t = buf.readUInt32BE(0);
   if (t === BinaryEventType.PREVIEW_IMAGE && buf.length >= 8) {
     const f = buf.readUInt32BE(4);
-    return { kind: 'preview_image', format: f === 1 ? 'jpeg' : f === 2 ? 'png' : 'unknown', imageBytes: buf.length - 8 };
+    return { kind: 'preview_image', format: f === 1 ? 'jpeg' : f === 2 ? 'png' : 'unknown', imageBytes: buf.length - 8, image: buf.subarray(8) };
   }
   if (t === BinaryEventType.PREVIEW_IMAGE_WITH_METADATA && buf.length >= 8) {
     const n = buf.readUInt32BE(4);
@@ -210,7 +210,7 @@ export function parseBinaryFrame(buf: Buffer): BinaryFrame {
       } catch {
         metadata = undefined;
       }
-      return { kind: 'preview_image_with_metadata', metadata, imageBytes: buf.length - 8 - n };
+      return { kind: 'preview_image_with_metadata', metadata, imageBytes: buf.length - 8 - n, image: buf.subarray(8 + n) };
     }
   }
   if (t === BinaryEventType.TEXT && buf.length >= 8) {

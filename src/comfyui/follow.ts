@@ -65,6 +65,11 @@ export interface FollowOptions {
   pollIntervalMs: number;
   /** Called on every event for the prompt and on every poll (heartbeat from here). Must not throw. */
   onProgress?: (p: FollowProgress) => void;
+  /**
+   * Sampler preview frames of this prompt (sent when it was submitted with `extra_data.preview_method`).
+   * Frames without metadata cannot name their prompt: taken while this prompt runs. Must not throw.
+   */
+  onPreview?: (image: Buffer, format: 'jpeg' | 'png' | 'unknown') => void;
   /** Open a replacement socket when there is none or it dropped (default true). */
   reconnect?: boolean;
   logger?: ComfyLogger;
@@ -293,6 +298,13 @@ class Follower {
     this.unsubscribe = session.subscribe(
       {
         onEvent: (ev, at) => this.onEvent(ev, at),
+        onBinary: (frame) => {
+          if (this.settled || !this.opts.onPreview) return;
+          if (frame.kind === 'preview_image') this.opts.onPreview(frame.image, frame.format);
+          else if (frame.kind === 'preview_image_with_metadata' && (frame.metadata?.prompt_id === undefined || frame.metadata.prompt_id === this.id)) {
+            this.opts.onPreview(frame.image, 'unknown');
+          }
+        },
         onClose: (info) => {
           if (this.settled || this.socket !== session) return;
           this.opts.logger?.info({ promptId: this.id, clientId: session.clientId, code: info.code }, 'ComfyUI socket closed while following');

@@ -319,9 +319,11 @@ describe('the routes clients call', () => {
 });
 
 describe('live progress', () => {
-  it('follows batch_size × n_iter with the sampler step and stage, and is idle the moment the render returned', async () => {
+  it('follows batch_size × n_iter with the sampler step, stage and a live preview, and is idle the moment the render returned', async () => {
     fake.state.faults.apply({ slow: { stepMs: 150 } });
     try {
+      // A client that polls makes the next prompts ask ComfyUI for previews.
+      expect((await get('/sdapi/v1/progress')).json.current_image).toBeNull();
       const waiting = post('/sdapi/v1/txt2img', { prompt: 'watch me', batch_size: 2, n_iter: 2, width: 64, height: 64, steps: 30 });
       let seen: any;
       let ended = false;
@@ -331,7 +333,7 @@ describe('live progress', () => {
       while (!ended) {
         const p = (await get('/sdapi/v1/progress')).json;
         polled.push(p);
-        if (p.state.sampling_step > 0) {
+        if (p.state.sampling_step > 0 && p.current_image) {
           seen = p;
           break;
         }
@@ -342,12 +344,15 @@ describe('live progress', () => {
       expect(seen.state.job_no).toBeLessThan(4);
       expect(seen.textinfo).toMatch(/^Sampling step \d+\/30, image \d\/4$/);
       expect(seen.progress).toBeGreaterThan(0);
+      expect(Buffer.from(seen.current_image, 'base64').subarray(1, 4).toString('latin1')).toBe('PNG');
+      expect((await get('/sdapi/v1/progress?skip_current_image=true')).json.current_image).toBeNull();
       await raw('POST', '/sdapi/v1/interrupt', {});
       expect((await waiting).status).toBe(200);
       const after = (await get('/sdapi/v1/progress')).json;
       expect(after.progress).toBe(0);
       expect(after.state.job_count).toBe(0);
       expect(after.textinfo).toBeNull();
+      expect(after.current_image).toBeNull();
     } finally {
       fake.state.faults.apply({ slow: null });
     }

@@ -63,12 +63,13 @@ describe('parseBinaryFrame', () => {
   const u32 = (...n: number[]): Buffer => Buffer.concat(n.map((x) => { const b = Buffer.alloc(4); b.writeUInt32BE(x); return b; }));
 
   it('classifies previews and text frames', () => {
-    expect(parseBinaryFrame(Buffer.concat([u32(1, 1), Buffer.from([0xff, 0xd8])]))).toEqual({ kind: 'preview_image', format: 'jpeg', imageBytes: 2 });
+    expect(parseBinaryFrame(Buffer.concat([u32(1, 1), Buffer.from([0xff, 0xd8])]))).toEqual({ kind: 'preview_image', format: 'jpeg', imageBytes: 2, image: Buffer.from([0xff, 0xd8]) });
     const meta = Buffer.from(JSON.stringify({ node_id: '3', prompt_id: 'p', image_type: 'image/png' }));
     expect(parseBinaryFrame(Buffer.concat([u32(4, meta.length), meta, Buffer.from([1, 2, 3])]))).toEqual({
       kind: 'preview_image_with_metadata',
       metadata: { node_id: '3', prompt_id: 'p', image_type: 'image/png' },
       imageBytes: 3,
+      image: Buffer.from([1, 2, 3]),
     });
     expect(parseBinaryFrame(Buffer.concat([u32(3, 2), Buffer.from('12hello')]))).toEqual({ kind: 'text', nodeId: '12', text: 'hello' });
   });

@@ -12,6 +12,7 @@ import { knownModelNames, listProfiles, resolveModel } from '../../models/regist
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../server.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
+import { markPolled, readPreview } from '../../operators/previews.ts';
 
 const optionsPatchSchema = z.record(z.string(), z.unknown());
 /** Clients poll progress about once a second: a late answer is worth less than a partial one. */
@@ -92,7 +93,11 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
       req.log.warn({ err: (err as Error).message }, 'progress: Temporal did not answer');
       snapshot = { jobCount: ctx.inFlight.size };
     }
-    return a1111Progress(snapshot);
+    // A client watches: ask ComfyUI for sampler previews from now on (src/operators/previews.ts).
+    markPolled(ctx.config.dataDir);
+    const skipImage = String((req.query as { skip_current_image?: unknown } | undefined)?.skip_current_image ?? '').toLowerCase() === 'true';
+    const preview = snapshot.current && !skipImage ? readPreview(ctx.config.dataDir, snapshot.current.renderId) : undefined;
+    return a1111Progress(snapshot, preview?.toString('base64'));
   });
 
   // A1111 interrupts (or skips in) the job on the GPU: here that is the oldest render this front is waiting
@@ -116,7 +121,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
 }
 
 /** A1111's `/sdapi/v1/progress` body. `job_timestamp` is A1111's `YYYYMMDDhhmmss` of the job start. */
-export function a1111Progress(s: ProgressSnapshot): Record<string, unknown> {
+export function a1111Progress(s: ProgressSnapshot, currentImage?: string): Record<string, unknown> {
   const c = s.current;
   const started = c?.itemStartedAt !== undefined ? new Date(c.itemStartedAt).toISOString().replace(/[-:T]/g, '').slice(0, 14) : '0';
   return {
@@ -134,7 +139,7 @@ export function a1111Progress(s: ProgressSnapshot): Record<string, unknown> {
       sampling_step: c?.value ?? 0,
       sampling_steps: c?.max ?? 0,
     },
-    current_image: null,
+    current_image: currentImage ?? null,
     textinfo: textinfo(s),
   };
 }
