@@ -7,6 +7,7 @@ import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
 import { infotextFor } from '../render/infotext.ts';
 import type { BlobRef } from '../render/types.ts';
 import { toFailure } from './failures.ts';
+import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
 
@@ -31,6 +32,7 @@ export function createCollectOutputs(deps: ActivityDeps): RenderActivities['coll
       } else {
         refs.push(await deps.blobs.put(data, { mime: /\.webp$/i.test(file.filename) ? 'image/webp' : 'image/jpeg' }));
       }
+      await deleteCollectedOutput(deps.config.COMFYUI_OUTPUT_DIR, file);
     }
     return refs;
   };

@@ -11,6 +11,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
 import type { RenderActivities } from '../activities/types.ts';
+import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
@@ -58,6 +59,9 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: ioActivities,
     shutdownGraceTime,
+    // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
+    sinks: renderOutcomeSinks(),
+    interceptors: { workflowModules: [OUTCOME_INTERCEPTOR_MODULE] },
   });
   const gpu = await Promise.all(
     opts.backends.map((backend) =>
