@@ -11,6 +11,7 @@ import { infotextFor } from '../render/infotext.ts';
 import { encodeOutput } from '../images/encode.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 import { toFailure } from './failures.ts';
+import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
 
@@ -36,7 +37,7 @@ export function createCollectOutputs(deps: ActivityDeps): RenderActivities['coll
 
 /** Also called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
 export async function collectFiles(
-  deps: Pick<ActivityDeps, 'blobs'>,
+  deps: Pick<ActivityDeps, 'blobs' | 'config'>,
   client: ComfyClient,
   files: readonly ComfyFileRef[],
   request: RenderRequest,
@@ -66,6 +67,7 @@ export async function collectFiles(
     } else {
       refs.push(await deps.blobs.put(data, { mime }));
     }
+    await deleteCollectedOutput(deps.config.COMFYUI_OUTPUT_DIR, file);
   }
   return refs;
 }

@@ -16,7 +16,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { renderDuration, rendersCompleted, rendersFailed, rendersStarted } from '../metrics/metrics.ts';
+import { rendersStarted } from '../metrics/metrics.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
@@ -162,9 +162,8 @@ export class RenderService {
     let delay = 250;
     for (;;) {
       try {
-        const result = await started.handle.result();
-        this.observe(started, 'completed');
-        return result;
+        // Outcomes are counted by the worker when the workflow ends (src/metrics/render-sinks.ts), not here.
+        return await started.handle.result();
       } catch (err) {
         if (isTransient(err)) {
           firstTransientAt ??= Date.now();
@@ -174,20 +173,9 @@ export class RenderService {
             continue;
           }
         }
-        const failure = classifyFailure(started.renderId, err);
-        this.observe(started, 'failed', failure.kind);
-        throw failure;
+        throw classifyFailure(started.renderId, err);
       }
     }
-  }
-
-  private observe(started: StartedRender, outcome: 'completed' | 'failed', reason?: string): void {
-    // Attached waits (Idempotency-Key retries) are the same render: counting them would double it.
-    if (started.attached || started.model === undefined) return;
-    const model = started.model;
-    if (outcome === 'completed') rendersCompleted.inc({ model });
-    else rendersFailed.inc({ model, reason: reason ?? 'Error' });
-    if (started.startedAt !== undefined) renderDuration.observe({ model, outcome }, (Date.now() - started.startedAt) / 1000);
   }
 
   handle(renderId: string): WorkflowHandle<typeof render> {

@@ -23,7 +23,10 @@ import { backendsFromUrls, gpuBackends } from '../worker/backends.ts';
 import { BackendHealth } from '../worker/backend-health.ts';
 import { GpuPool } from '../worker/gpu-pool.ts';
 import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker/worker.ts';
-import { setBackendHealthSource } from '../metrics/metrics.ts';
+import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
+import { blobStoreSizer } from '../blobs/fs-inventory.ts';
+import { ensureNamespaceRetention } from '../temporal/retention.ts';
+import { Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
@@ -68,6 +71,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
         logger,
       });
       address = devServer.address;
+      await withConnection(address, (c) => ensureNamespaceRetention(c, config.TEMPORAL_NAMESPACE, config.RENDER_RETENTION_DAYS, logger));
       if (devServer.uiUrl) logger.warn({ uiUrl: devServer.uiUrl }, TEMPORAL_UI_WARNING);
     }
   }
@@ -78,6 +82,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
+  setBlobStoreSizeSource(blobStoreSizer(config.blobDir));
   setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE);
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
@@ -168,5 +173,14 @@ async function closeFront(api: FastifyInstance): Promise<void> {
     await closing;
   } finally {
     clearInterval(sweep);
+  }
+}
+
+async function withConnection<T>(address: string, fn: (c: Connection) => Promise<T>): Promise<T> {
+  const c = await Connection.connect({ address });
+  try {
+    return await fn(c);
+  } finally {
+    await c.close();
   }
 }

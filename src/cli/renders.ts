@@ -12,7 +12,9 @@ import { FsBlobStore } from '../blobs/fs-store.ts';
 import { ConfigError, loadConfig } from '../config/config.ts';
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../operators/operators.ts';
-import { renderFiltersSchema, type RenderFilters } from '../operators/query.ts';
+import { parseTimeSpec, renderFiltersSchema, type RenderFilters } from '../operators/query.ts';
+import { pruneRenders } from '../operators/prune.ts';
+import type { Client } from '@temporalio/client';
 import type { BulkReplayResult, RenderSummary, RenderTimeline } from '../operators/types.ts';
 import { connectClient } from '../temporal/client.ts';
 
@@ -26,6 +28,9 @@ export const RENDERS_USAGE = `usage: comfy-durable renders <command>
   replay  --failed --since T [--until T] [--model M] [--dry-run] [--include-replayed] [--json]
                                         replay every failed render that started in the window
   cancel  <id>
+  prune   --older-than D [--dry-run] [--json]
+                                        retention now: delete renders that ended more than D ago (7d, 12h)
+                                        and every blob no remaining render references; says what it freed
 
   T is an ISO date-time (2026-05-01T22:10:00Z) or relative to now: 30m, 2h, 1d.
   Connects to TEMPORAL_ADDRESS (default 127.0.0.1:7233), namespace TEMPORAL_NAMESPACE; outputs are read
@@ -84,6 +89,8 @@ export async function runRenders(argv: string[]): Promise<number> {
         return await replay(ops, rest);
       case 'cancel':
         return await cancel(ops, rest);
+      case 'prune':
+        return await prune(ops, rest, { client, namespace: config.TEMPORAL_NAMESPACE, blobDir: config.blobDir, comfyInputDir: config.COMFYUI_INPUT_DIR });
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
@@ -225,6 +232,31 @@ async function cancel(ops: RenderOperators, rest: string[]): Promise<number> {
   if (!id) throw new UsageError('cancel needs a render id');
   await ops.cancel(id);
   out(`cancel requested for ${id}`);
+  return 0;
+}
+
+async function prune(
+  ops: RenderOperators,
+  rest: string[],
+  where: { client: Client; namespace: string; blobDir: string; comfyInputDir?: string },
+): Promise<number> {
+  const { values } = args(rest, { 'older-than': { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } });
+  const spec = values['older-than'];
+  if (typeof spec !== 'string') throw new UsageError('prune needs --older-than D (for example 7d or 12h)');
+  const now = new Date();
+  const cutoff = /^\d+(?:\.\d+)?\s*(s|m|min|h|d|w)$/.test(spec.trim()) ? parseTimeSpec(spec, now) : undefined;
+  if (!cutoff) throw new UsageError(`--older-than: expected a duration such as 7d, 12h or 30m, got ${JSON.stringify(spec)}`);
+  const result = await pruneRenders({ ...where, ops, olderThanMs: now.getTime() - cutoff.getTime(), dryRun: values['dry-run'] === true, now });
+  if (values.json) {
+    out(JSON.stringify(result, null, 2));
+    return 0;
+  }
+  const verb = result.dryRun ? 'would free' : 'freed';
+  out(
+    `${result.dryRun ? 'dry run: ' : ''}renders that ended before ${result.cutoff}: ${result.rendersDeleted.length} ${result.dryRun ? 'would be' : ''} deleted; ` +
+      `${result.rendersKept} kept; blobs: ${result.blobsDeleted} (${result.bytesFreed} bytes) ${verb}` +
+      (result.comfyInputsDeleted ? `; ComfyUI input files: ${result.comfyInputsDeleted}` : ''),
+  );
   return 0;
 }
 

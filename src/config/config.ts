@@ -91,6 +91,18 @@ const envSchema = z.object({
    * render is refused with 503 and Retry-After, and nothing is started.
    */
   MAX_WAITING_RENDERS: positiveInt.default(500),
+  /**
+   * How long finished renders are kept: the embedded Temporal's namespace retention (in production set it on
+   * the namespace: README "Retention"), and the default of `renders prune`. Days.
+   */
+  RENDER_RETENTION_DAYS: positiveInt.default(7),
+  /**
+   * ComfyUI's input and output folders, when ComfyUI runs on this machine (off by default). ComfyUI has no
+   * API to delete files: with these set, collected outputs are deleted from the output folder and
+   * `renders prune` deletes old uploaded inputs from the input folder.
+   */
+  COMFYUI_INPUT_DIR: optionalString,
+  COMFYUI_OUTPUT_DIR: optionalString,
   /** Heartbeat timeout of the prompt-following activity: how fast a dead worker is noticed. */
   HEARTBEAT_TIMEOUT_MS: positiveInt.default(30_000),
   /** Overrides every profile's stall timeout (tests and operators with slow disks). */

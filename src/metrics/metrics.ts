@@ -1,9 +1,10 @@
 /**
  * Prometheus metrics (prom-client), one registry per process.
  *
- * Who counts what: the HTTP front counts renders (started, completed, failed by reason, duration) because
- * it is where a render starts and where its outcome is classified for the client; the worker counts what
- * happens on the GPU (prompt attempts by outcome, stalls, escalations, re-uploads). In `start` mode both
+ * Who counts what: the HTTP front counts renders started; the worker counts render outcomes (completed,
+ * failed by reason, duration) where the workflow ends, through a workflow sink (src/metrics/render-sinks.ts),
+ * so a render that completes while no front waits (a front restart, an async client) is counted once; and it
+ * counts what happens on the GPU (prompt attempts by outcome, stalls, escalations, re-uploads). In `start` mode both
  * live in one process and `GET /metrics` shows everything; with `api` and `worker` as separate processes
  * the worker serves its own registry on `METRICS_PORT` (see src/app/services.ts), and the front's backend
  * gauge reads the unhealthy markers the worker writes into the shared DATA_DIR (src/worker/backend-health.ts).
@@ -25,21 +26,21 @@ export const rendersStarted = new Counter({
 
 export const rendersCompleted = new Counter({
   name: 'comfy_durable_renders_completed_total',
-  help: 'Renders this front saw complete with images',
+  help: 'Renders that completed with images (counted by the worker when the workflow ends)',
   labelNames: ['model'] as const,
   registers: [registry],
 });
 
 export const rendersFailed = new Counter({
   name: 'comfy_durable_renders_failed_total',
-  help: 'Renders this front saw end without images, by reason (failure type: ComfyValidation, ComfyStall, Cancelled, ...)',
+  help: 'Renders that ended without images, by reason (failure type: ComfyValidation, ComfyStall, Cancelled, Timeout, ...; counted by the worker)',
   labelNames: ['model', 'reason'] as const,
   registers: [registry],
 });
 
 export const renderDuration = new Histogram({
   name: 'comfy_durable_render_duration_seconds',
-  help: 'Time from workflow start to its outcome, as seen by the front',
+  help: 'Time from workflow run start to its outcome (measured by the worker)',
   labelNames: ['model', 'outcome'] as const,
   // Renders take seconds (schnell, small) to many minutes (Qwen at 2 MP, retries after a stall).
   buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 180, 300, 600, 900, 1200],
@@ -104,6 +105,33 @@ new Gauge({
     if (!healthSource) return;
     const marked = healthSource.unhealthy();
     for (const b of healthSource.backends()) this.set({ backend: b.id }, marked.has(b.id) ? 0 : 1);
+  },
+});
+
+let blobStoreSize: (() => Promise<{ bytes: number; count: number }>) | undefined;
+
+/** Set by the composition root (src/blobs/fs-inventory.ts blobStoreSizer). */
+export function setBlobStoreSizeSource(source: typeof blobStoreSize): void {
+  blobStoreSize = source;
+}
+
+new Gauge({
+  name: 'comfy_durable_blob_store_bytes',
+  help: 'Bytes in the blob store (inputs and outputs of renders; see `renders prune` and RENDER_RETENTION_DAYS)',
+  registers: [registry],
+  async collect() {
+    this.reset();
+    if (blobStoreSize) this.set((await blobStoreSize()).bytes);
+  },
+});
+
+new Gauge({
+  name: 'comfy_durable_blob_store_blobs',
+  help: 'Blobs in the blob store',
+  registers: [registry],
+  async collect() {
+    this.reset();
+    if (blobStoreSize) this.set((await blobStoreSize()).count);
   },
 });
 

@@ -26,7 +26,7 @@ const { temporal } = proto;
 export class RenderNotFoundError extends Error {
   override name = 'RenderNotFoundError';
   constructor(readonly renderId: string) {
-    super(`render ${renderId} not found`);
+    super(`render ${renderId} not found (renders are deleted after the retention period, or by \`renders prune\`)`);
   }
 }
 
@@ -167,6 +167,7 @@ export class RenderOperators {
    */
   async replay(renderId: string, opts: { newSeed?: boolean } = {}): Promise<ReplayStarted> {
     const { request, taskQueue } = await this.recordedRequest(renderId);
+    await this.assertInputsKept(renderId, request);
     const seed = opts.newSeed ? Math.floor(this.random() * RANDOM_SEED_BOUND) : request.seed;
     const next: RenderRequest = { ...request, seed, replayOf: renderId };
     // The original's task queue: its workers are the ones configured for its backends.
@@ -208,6 +209,17 @@ export class RenderOperators {
     await this.client.workflow.getHandle(renderId).cancel();
     this.logger?.info({ renderId }, 'cancel requested');
     return { renderId, status: 'cancel-requested' };
+  }
+
+  /** A replay needs the original's input images: after `renders prune` they may be gone. */
+  private async assertInputsKept(renderId: string, request: RenderRequest): Promise<void> {
+    if (!this.blobs) return;
+    const inputs = [request.initImage, request.mask, ...(request.extraImages ?? [])].filter((r): r is BlobRef => r !== undefined);
+    for (const ref of inputs) {
+      if (!(await this.blobs.has(ref.sha256))) {
+        throw new NotReplayableError(`render ${renderId} cannot be replayed: its input image ${ref.sha256.slice(0, 12)}… was pruned from the blob store (retention, \`renders prune\`)`);
+      }
+    }
   }
 
   /** The request exactly as the workflow received it (first history event), and the queue it ran on. */

@@ -6,13 +6,14 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { OUTCOME_INTERCEPTOR_MODULE } from '../metrics/render-sinks.ts';
 
 const [entry, out] = process.argv.slice(2);
 if (!entry || !out) {
   process.stderr.write('usage: bundle-workflows <workflows entry> <out file>\n');
   process.exit(2);
 }
-const { code } = await bundleWorkflowCode({ workflowsPath: entry, logger: undefined });
+const { code } = await bundleWorkflowCode({ workflowsPath: entry, workflowInterceptorModules: [OUTCOME_INTERCEPTOR_MODULE], logger: undefined });
 mkdirSync(path.dirname(out), { recursive: true });
 // Atomic: a worker starting concurrently never reads a half-written bundle.
 const tmp = `${out}.${process.pid}.tmp`;

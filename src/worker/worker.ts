@@ -16,6 +16,7 @@ import type { Backend } from '../render/types.ts';
 import type { RenderActivities } from '../activities/types.ts';
 import { gpuTaskQueue } from '../workflows/queues.ts';
 import type { GpuPool } from './gpu-pool.ts';
+import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
@@ -65,6 +66,9 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: ioActivities,
     shutdownGraceTime,
+    // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
+    sinks: renderOutcomeSinks(),
+    interceptors: { workflowModules: [OUTCOME_INTERCEPTOR_MODULE] },
   });
   // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
   // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt

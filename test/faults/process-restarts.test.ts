@@ -57,7 +57,7 @@ beforeAll(async () => {
   worker = await startService({ ...common, mode: 'worker', env: { ...ENV, METRICS_PORT: String(metricsPort) } });
   front = await startService({ ...common, mode: 'api', env: ENV });
   client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
-}, 120_000);
+}, 400_000);
 
 afterAll(async () => {
   await Promise.all([front?.kill('SIGKILL'), worker?.kill('SIGKILL')]);
@@ -72,7 +72,7 @@ beforeEach(async () => {
   if (front.child.exitCode !== null || front.child.signalCode !== null) await front.restart();
   await resetFake(fake.url);
   await setFaults(fake.url, { slow: { stepMs: 200 } });
-}, 60_000);
+}, 400_000);
 
 /** Waits for a child to exit on its own; returns its exit code and how long it took. */
 async function exitOf(svc: TestService, timeoutMs: number): Promise<{ code: number | null; ms: number }> {
@@ -148,7 +148,7 @@ describe('renders that end while a handed-over prompt still runs', () => {
     const promptId = await waitRunning(fake.url);
     await waitProgress(fake.url, promptId, 3);
     worker.child.kill('SIGTERM');
-    expect((await exitOf(worker, 15_000)).code).toBe(0);
+    expect((await exitOf(worker, 60_000)).code).toBe(0);
     // No worker: the attempt was handed back and the prompt keeps running in ComfyUI. Cancel the render now,
     // before any attempt can re-attach.
     await client.workflow.getHandle(renderIdForKey(key)).cancel();
@@ -158,10 +158,10 @@ describe('renders that end while a handed-over prompt still runs', () => {
     const stats = await waitFor('the handed-over prompt to be stopped', async () => {
       const st = await fakeStats(fake.url);
       return st.queue.running.length === 0 && st.queue.pending.length === 0 ? st : undefined;
-    });
+    }, 90_000);
     expect(stats.outcomes[promptId]).not.toContain('success');
     expect(Object.keys(stats.executions)).toEqual([promptId]);
-  });
+  }, 150_000);
 });
 
 describe('front restarts', () => {
@@ -212,6 +212,30 @@ describe('front restarts', () => {
     expect(r.json.images).toHaveLength(1);
     expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
   });
+});
+
+describe('render outcomes counted where they happen', () => {
+  scenario('a render that completes while its front is down is counted once, by the worker', async () => {
+    const workerMetrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const completed = async () => metricValue(await workerMetrics(), 'comfy_durable_renders_completed_total', { model: SCHNELL.model }) ?? 0;
+    const before = await completed();
+    const key = `count-after-front-restart-${Date.now()}`;
+    const body = { ...MEDIUM, prompt: 'count me once', seed: 28 };
+    const pending = a1111(front.url, 'txt2img', body, { key }).catch((e: unknown) => e);
+    const promptId = await waitRunning(fake.url);
+    await front.kill('SIGKILL');
+    expect(await pending).toBeInstanceOf(Error);
+    // Nobody waits for it now; it completes in ComfyUI and the workflow ends.
+    await waitFor('the prompt to finish', async () => (await fakeStats(fake.url)).outcomes[promptId]?.includes('success'), 60_000, 200);
+    await waitFor('the worker to count the render', async () => (await completed()) === before + 1, 30_000, 200);
+    await front.restart();
+    // The client's retry attaches to the finished render: no second count anywhere.
+    const r = await a1111(front.url, 'txt2img', body, { key });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(await completed()).toBe(before + 1);
+    const frontMetrics = await (await fetch(`${front.url}/metrics`)).text();
+    expect(metricValue(frontMetrics, 'comfy_durable_renders_completed_total', { model: SCHNELL.model }) ?? 0).toBe(0);
+  }, 120_000);
 });
 
 describe('Idempotency-Key', () => {

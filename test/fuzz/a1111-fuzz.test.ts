@@ -16,7 +16,9 @@ import { Client, Connection } from '@temporalio/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { readFileSync } from 'node:fs';
 import { makePng, redSquare } from '../support/fixtures.ts';
+import { pngBomb } from '../support/png-bomb.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 
@@ -118,6 +120,97 @@ function hugeDimensionsPng(): Buffer {
   png.writeUInt32BE(100_000, 20);
   return png;
 }
+
+/** Peak resident memory of the service process (VmHWM), in bytes: memory work, independent of CPU load. */
+function peakRss(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+const NUMBER_FIELDS = ['cfg_scale', 'denoising_strength', 'eta', 'steps', 'seed', 'width', 'subseed_strength', 'distilled_cfg_scale'] as const;
+
+describe('red-team classes: bombs, long numbers, deep nesting, huge option bodies', () => {
+  // First, while the service's memory peak is still its start-up one: what a bomb would add shows.
+  it('PNG inflate bombs (interlaced too, as image or mask) are refused under a memory budget', async () => {
+    const pid = svc.child.pid!;
+    const before = peakRss(pid);
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.constantFrom('init_images', 'mask'), fc.constantFrom(40, 48, 56), async (interlaced, field, mib) => {
+        const bomb = b64(pngBomb({ inflatedBytes: mib * 1024 * 1024, interlaced, width: 2, height: 2 }));
+        const body = field === 'mask' ? { ...BASE, init_images: [b64(pngBytes)], mask: bomb } : { ...BASE, init_images: [bomb] };
+        const status = await send('img2img', JSON.stringify(body));
+        if (status !== 400) problems.push(`a ${mib} MiB ${interlaced ? 'interlaced ' : ''}bomb as ${field} got ${status}`);
+      }),
+      { numRuns: 12 },
+    );
+    // Each bomb inflates to 40-56 MiB; decoded with its header's limit, it adds nothing like that.
+    const grew = peakRss(pid) - before;
+    expect(grew, `peak RSS grew by ${Math.round(grew / 1024 / 1024)} MiB`).toBeLessThan(32 * 1024 * 1024);
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('long numeric strings are refused under a time budget (no quadratic parsing)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<Route>('txt2img', 'img2img'),
+        fc.subarray([...NUMBER_FIELDS], { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 1_000, max: 64_000 }),
+        fc.constantFrom('x', '.', 'e', ' 1', '..', '-'),
+        async (route, fields, digits, junk) => {
+          const value = `${'1'.repeat(digits)}${junk}`;
+          const body: Record<string, unknown> = { ...BASE, ...Object.fromEntries(fields.map((f) => [f, value])) };
+          if (route === 'img2img') body.init_images = [b64(pngBytes)];
+          const t0 = performance.now();
+          const status = await send(route, JSON.stringify(body));
+          const ms = performance.now() - t0;
+          if (status < 400 || status >= 500) problems.push(`${digits}-digit ${fields.join(',')} got ${status}`);
+          // The old parser took ~6 s for one 64 000-digit field, 45 s for two; linear parsing takes milliseconds.
+          // 5 s is a generous multiple of that even next to a CPU hog.
+          if (ms > 5_000) problems.push(`${digits}-digit ${fields.join(',')} took ${Math.round(ms)} ms`);
+        },
+      ),
+      { numRuns: 30 },
+    );
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('deeply nested JSON in any field is a 4xx, never a 5xx or a render', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<Route>('txt2img', 'img2img'), fc.constantFrom(...FIELDS), fc.integer({ min: 40, max: 20_000 }), async (route, field, depth) => {
+        const deep = `${'{"a":['.repeat(depth)}1${']}'.repeat(depth)}`;
+        const rest = JSON.stringify(route === 'img2img' ? { ...BASE, init_images: [b64(pngBytes)] } : BASE).slice(1, -1);
+        const status = await send(route, `{${rest},${JSON.stringify(field)}:${deep}}`);
+        if (status < 400 || status >= 500) problems.push(`depth ${depth} in ${field} got ${status}`);
+      }),
+      { numRuns: 40 },
+    );
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('huge option bodies leave the options store small and typed', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3_000 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.constantFrom<unknown>(1, 'x', { toString: 1 }, [1, 2], null, true),
+        async (keys, valueLength, oddValue) => {
+          const patch: Record<string, unknown> = { sd_vae: 'ae.safetensors' };
+          for (let i = 0; i < keys; i++) patch[`junk_${i}`] = 'v'.repeat(valueLength);
+          patch[`odd_${keys}`] = oddValue;
+          requests++;
+          const res = await fetch(`${svc.url}/sdapi/v1/options`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(patch) });
+          if (res.status >= 500) problems.push(`options with ${keys} keys got ${res.status}`);
+          const stored = await (await fetch(`${svc.url}/sdapi/v1/options`)).text();
+          if (stored.length > 4_096) problems.push(`options grew to ${stored.length} characters after ${keys} junk keys`);
+        },
+      ),
+      { numRuns: 20 },
+    );
+    const bad = await fetch(`${svc.url}/sdapi/v1/options`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sd_model_checkpoint: { toString: 1 } }) });
+    expect(bad.status).toBe(422);
+    expect(problems).toEqual([]);
+  }, 120_000);
+});
 
 describe('A1111 front under random and malformed input', () => {
   it('arbitrary JSON values as the body', async () => {

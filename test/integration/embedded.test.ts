@@ -58,6 +58,17 @@ describe('embedded mode', () => {
     expect(await fetch(`${svc.url}/`).then((r) => r.text())).toMatch(/name="temporal-ui" content=""/);
   });
 
+  it('sets the default render retention (7 days) on the embedded namespace', async () => {
+    const { Connection } = await import('@temporalio/client');
+    const c = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
+    try {
+      const ns = await c.workflowService.describeNamespace({ namespace: 'default' });
+      expect(Number(ns.config?.workflowExecutionRetentionTtl?.seconds)).toBe(7 * 86_400);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('keeps the gRPC port on loopback', async () => {
     expect(await listening('127.0.0.1', temporalPort)).toBe(true);
     const ip = externalIp();

@@ -79,7 +79,9 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     if (mode === 'worker' || opts.waitHealthy === false) {
-      await waitFor(() => ready, 60_000, () => out, child);
+      // A bound, not a sleep: readiness is the log line. Generous, since bundling the workflows takes a
+      // while next to a CPU hog.
+      await waitFor(() => ready, 180_000, () => out, child);
       return;
     }
     await waitFor(
@@ -91,7 +93,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
           return false;
         }
       },
-      90_000,
+      180_000,
       () => out,
       child,
     );

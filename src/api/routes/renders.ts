@@ -94,9 +94,14 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     try {
       return await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1' });
     } catch (err) {
-      // A cursor of the right alphabet that Temporal cannot read (`AAAA`): INVALID_ARGUMENT, the client's fault.
-      if (cursor !== undefined && isGrpcServiceError(err) && err.code === 3) {
-        throw new RequestError(400, 'cursor', 'cursor: not a cursor returned by this API');
+      // A cursor of the right alphabet that Temporal cannot read (`AAAA`) fails as INVALID_ARGUMENT or even
+      // UNKNOWN: when the same list without it works, the cursor was the problem, and the client's fault.
+      if (cursor !== undefined && isGrpcServiceError(err) && (err.code === 2 || err.code === 3)) {
+        const withoutCursor = await ops.list(filters, { pageSize: 1, withOutcome: false }).then(
+          () => true,
+          () => false,
+        );
+        if (withoutCursor) throw new RequestError(400, 'cursor', 'cursor: not a cursor returned by this API');
       }
       throw err;
     }

@@ -1,0 +1,32 @@
+/**
+ * The worker side of src/workflows/outcome-interceptor.ts: render outcomes into this process's counters.
+ * Duration is the workflow run's own, from its start to now.
+ */
+import type { InjectedSinks } from '@temporalio/worker';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import type { RenderOutcomeSinks } from '../workflows/outcome-interceptor.ts';
+import { renderDuration, rendersCompleted, rendersFailed } from './metrics.ts';
+
+const seconds = (info: WorkflowInfo): number => Math.max(0, (Date.now() - info.runStartTime.getTime()) / 1000);
+
+export function renderOutcomeSinks(): InjectedSinks<RenderOutcomeSinks> {
+  return {
+    renderOutcome: {
+      completed: {
+        fn(info, model) {
+          rendersCompleted.inc({ model });
+          renderDuration.observe({ model, outcome: 'completed' }, seconds(info));
+        },
+      },
+      failed: {
+        fn(info, model, reason) {
+          rendersFailed.inc({ model, reason });
+          renderDuration.observe({ model, outcome: 'failed' }, seconds(info));
+        },
+      },
+    },
+  };
+}
+
+/** The interceptor module, for the workflow bundle and the worker. */
+export const OUTCOME_INTERCEPTOR_MODULE = new URL('../workflows/outcome-interceptor.ts', import.meta.url).pathname;

@@ -1,0 +1,119 @@
+/**
+ * `renders prune --older-than D`: retention now. Deletes closed renders that ended more than D ago from
+ * Temporal, and every blob that no remaining render references and that is itself older than D (inputs,
+ * outputs, and orphans of refused requests). Safe for replays: a blob a remaining render needs (its inputs
+ * for a replay, its outputs for the gallery) is kept; a replay of a pruned render fails with a clear message
+ * (RenderNotFoundError, or NotReplayableError when only its images are gone). With a co-located ComfyUI
+ * (COMFYUI_INPUT_DIR), the input images we uploaded to it that are older than D go too.
+ */
+import { readdir, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { BlobRef } from '../render/types.ts';
+import { INPUT_SUBFOLDER } from '../models/plan.ts';
+import { deleteBlobFile, listBlobFiles } from '../blobs/fs-inventory.ts';
+import type { RenderOperators } from './operators.ts';
+
+export interface PruneOptions {
+  client: Client;
+  namespace: string;
+  ops: RenderOperators;
+  blobDir: string;
+  olderThanMs: number;
+  dryRun?: boolean;
+  /** ComfyUI's input folder, when it is on this machine (off by default). */
+  comfyInputDir?: string;
+  now?: Date;
+}
+
+export interface PruneResult {
+  dryRun: boolean;
+  cutoff: string;
+  rendersDeleted: string[];
+  rendersKept: number;
+  blobsDeleted: number;
+  bytesFreed: number;
+  comfyInputsDeleted: number;
+}
+
+const refsOf = (value: unknown): BlobRef[] => {
+  const out: BlobRef[] = [];
+  const visit = (v: unknown): void => {
+    if (!v || typeof v !== 'object') return;
+    if (Array.isArray(v)) return v.forEach(visit);
+    const o = v as Record<string, unknown>;
+    if (typeof o.sha256 === 'string' && typeof o.mime === 'string') out.push(o as unknown as BlobRef);
+    else Object.values(o).forEach(visit);
+  };
+  visit(value);
+  return out;
+};
+
+export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
+  const now = opts.now ?? new Date();
+  const cutoff = new Date(now.getTime() - opts.olderThanMs);
+  const cutoffIso = cutoff.toISOString();
+  const query = (where: string) => `WorkflowType = 'render' AND ${where}`;
+
+  // Renders past retention: closed before the cutoff.
+  const old: string[] = [];
+  for await (const w of opts.client.workflow.list({ query: query(`ExecutionStatus != 'Running' AND CloseTime < '${cutoffIso}'`) })) old.push(w.workflowId);
+
+  // Every other render keeps what it references: its request's inputs and its outputs.
+  const keep = new Set<string>();
+  let kept = 0;
+  for await (const w of opts.client.workflow.list({ query: query(`(ExecutionStatus = 'Running' OR CloseTime >= '${cutoffIso}')`) })) {
+    kept++;
+    try {
+      const history = await opts.client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
+      const converter = opts.client.options.loadedDataConverter.payloadConverter;
+      for (const ev of history.events ?? []) {
+        const payloads = ev.workflowExecutionStartedEventAttributes?.input?.payloads ?? ev.workflowExecutionCompletedEventAttributes?.result?.payloads ?? [];
+        for (const p of payloads) for (const ref of refsOf(converter.fromPayload(p))) keep.add(ref.sha256);
+      }
+    } catch {
+      // Unreadable history: keep everything rather than guess (abort the blob part).
+      throw new Error(`could not read the history of ${w.workflowId}: refusing to delete blobs it may need`);
+    }
+  }
+
+  let blobsDeleted = 0;
+  let bytesFreed = 0;
+  for (const b of await listBlobFiles(opts.blobDir)) {
+    if (keep.has(b.sha256) || b.mtimeMs >= cutoff.getTime()) continue;
+    blobsDeleted++;
+    bytesFreed += b.size;
+    if (!opts.dryRun) await deleteBlobFile(opts.blobDir, b.sha256);
+  }
+
+  if (!opts.dryRun) {
+    for (const id of old) {
+      await opts.client.workflowService.deleteWorkflowExecution({ namespace: opts.namespace, workflowExecution: { workflowId: id } });
+    }
+  }
+
+  let comfyInputsDeleted = 0;
+  if (opts.comfyInputDir) {
+    // Only files we uploaded: `<input>/comfy-durable/<sha256>.<ext>` (src/models/plan.ts), and none a
+    // remaining render may still need.
+    const dir = path.join(opts.comfyInputDir, INPUT_SUBFOLDER);
+    let names: string[] = [];
+    try {
+      names = await readdir(dir);
+    } catch {
+      names = [];
+    }
+    for (const name of names) {
+      const m = /^([0-9a-f]{64})\.(png|jpe?g|webp)$/i.exec(name);
+      if (!m || keep.has(m[1]!)) continue;
+      const file = path.join(dir, name);
+      const st = await stat(file).catch(() => undefined);
+      if (!st || st.mtimeMs >= cutoff.getTime()) continue;
+      comfyInputsDeleted++;
+      bytesFreed += st.size;
+      if (!opts.dryRun) await unlink(file).catch(() => undefined);
+    }
+  }
+
+  return { dryRun: opts.dryRun ?? false, cutoff: cutoffIso, rendersDeleted: old, rendersKept: kept, blobsDeleted, bytesFreed, comfyInputsDeleted };
+}

@@ -1,0 +1,67 @@
+/**
+ * Render outcomes counted where they happen: a workflow inbound interceptor reports each workflow's end to a
+ * sink, and the sink (src/metrics/render-sinks.ts) increments the counters in the worker. Sinks are not
+ * called while a workflow replays, so an outcome is counted once, whether or not a front waited for it, and
+ * a render that completes after a front restart is counted all the same. No workflow code changes: the
+ * interceptor wraps `execute`. Deterministic: it only reads its input and the error.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancelledFailure,
+  TemporalFailure,
+  TimeoutFailure,
+  proxySinks,
+  type Sinks,
+  type WorkflowInterceptorsFactory,
+} from '@temporalio/workflow';
+import { GaveUpFailureType } from './failure-types.ts';
+
+export interface RenderOutcomeSinks extends Sinks {
+  renderOutcome: {
+    completed(model: string): void;
+    failed(model: string, reason: string): void;
+  };
+}
+
+const { renderOutcome } = proxySinks<RenderOutcomeSinks>();
+
+/** The failure type the front would report (render-service classifyFailure): Cancelled, Timeout, ComfyStall, ... */
+export function outcomeReason(err: unknown): string {
+  let e: unknown = err;
+  for (let depth = 0; depth < 8 && e; depth++) {
+    if (e instanceof CancelledFailure) return 'Cancelled';
+    if (e instanceof TimeoutFailure) return 'Timeout';
+    if (e instanceof ApplicationFailure && e.type !== GaveUpFailureType) return e.type ?? 'Error';
+    if (e instanceof ActivityFailure || (e instanceof ApplicationFailure && e.type === GaveUpFailureType)) {
+      e = (e as Error).cause;
+      continue;
+    }
+    break;
+  }
+  return 'Error';
+}
+
+const modelOf = (arg: unknown): string => {
+  const m = arg && typeof arg === 'object' ? (arg as { model?: unknown }).model : undefined;
+  return typeof m === 'string' ? m : 'unknown';
+};
+
+export const interceptors: WorkflowInterceptorsFactory = () => ({
+  inbound: [
+    {
+      async execute(input, next) {
+        const model = modelOf(input.args[0]);
+        try {
+          const result = await next(input);
+          renderOutcome.completed(model);
+          return result;
+        } catch (err) {
+          // Only Temporal failures end the workflow; any other error fails the workflow task, which is retried.
+          if (err instanceof TemporalFailure) renderOutcome.failed(model, outcomeReason(err));
+          throw err;
+        }
+      },
+    },
+  ],
+});
