@@ -3,8 +3,10 @@
  * (test/fixtures/real-comfyui):
  * - golden-real.json: the real server accepted every golden graph (`node_errors: {}`); the fake's own
  *   validation must give the same verdict;
- * - execution-wan22-t2v.json: the Wan 2.2 template's full WebSocket transcript (ComfyUI's node order, not the
- *   graph's; progress_state before executing; the sampler keeping 2/2; SaveVideo's ui shape);
+ * - verdicts-model-files.json: graphs with missing model files / node classes, answered identically;
+ * - execution-wan22-t2v.json, execution-h3-fl2va.json, execution-flux-schnell-txt2img.json: full WebSocket
+ *   transcripts (ComfyUI's node order, not the graph's; progress_state before executing; samplers keeping
+ *   their last value/max; lazy switches; SaveVideo's ui shape);
  * - execution-sd15-preview-flags.json: a sampler with `preview_method` and `supports_preview_metadata`: one
  *   type-4 preview (JSON metadata + JPEG) per step between `progress_state` and `progress`; and, from the
  *   same source, type-1 JPEG frames after `progress` for a client without the flag.
@@ -133,6 +135,44 @@ describe('a MiniMax H3 first/last-frame to video execution', () => {
   });
 });
 
+/** The recording's own summary: `type node` / `progress_state node:stateV/M,...` / `BINARY n`. */
+const summary = (type: string | undefined, data: Record<string, unknown> | undefined, binary?: number): string => {
+  if (binary !== undefined) return `BINARY ${binary}`;
+  if (type === 'progress_state') return `progress_state ${Object.entries(data ?? {}).map(([k, v]) => `${k}:${String(v).replaceAll('.0', '')}`).join(',')}`;
+  return `${type} ${type === 'executing' ? String(data?.node) : ''}`;
+};
+const fakeSummary = (f: Frame): string => {
+  if (f.kind === 'binary') return `BINARY ${f.event_type}`;
+  const d = f.data as Record<string, unknown>;
+  if (f.type === 'progress_state') {
+    const nodes = d.nodes as Record<string, { state: string; value: number; max: number }>;
+    return summary('progress_state', Object.fromEntries(Object.entries(nodes).map(([k, v]) => [k, `${v.state}${v.value}/${v.max}`])));
+  }
+  return summary(String(f.type), d);
+};
+
+
+describe('the flux-schnell golden graph, executed', () => {
+  it('sends the recorded transcript (tiny random-weight models on the real server)', async () => {
+    const rec = fixture('execution-flux-schnell-txt2img.json') as {
+      frames: Array<{ type?: string; data?: Record<string, unknown> }>;
+      history: { prompt: [number, string, unknown] };
+    };
+    const ws = await socket('flux-client', false);
+    // The golden-verdict test above ran this very graph: start from an empty cache, as the recording did.
+    await fetch(`${fake.url}/free`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ free_memory: true }) });
+    await new CaptureHttp(fake.url).drain();
+    // Steps >= 100 ms apart, as on the real CPU run, so the throttle lets every step through.
+    await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slow: { stepMs: 120 } }) });
+    try {
+      const frames = await run(ws, rec.history.prompt[2]);
+      expect(frames.map(fakeSummary)).toEqual(rec.frames.slice(1).map((f) => summary(f.type, f.data)));
+    } finally {
+      await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slow: null }) });
+    }
+  });
+});
+
 describe('preview frames', () => {
   const rec = fixture('execution-sd15-preview-flags.json') as {
     frames: Array<{ type?: string; binary?: number; data?: Record<string, unknown>; meta?: Record<string, unknown>; img_head?: string }>;
@@ -140,22 +180,6 @@ describe('preview frames', () => {
   };
   const graph = rec.history.prompt[2];
   const extra = { preview_method: rec.history.prompt[3].preview_method };
-  /** The recording's own summary: `type node` / `progress_state node:stateV/M,...` / `BINARY n`. */
-  const summary = (type: string | undefined, data: Record<string, unknown> | undefined, binary?: number): string => {
-    if (binary !== undefined) return `BINARY ${binary}`;
-    if (type === 'progress_state') return `progress_state ${Object.entries(data ?? {}).map(([k, v]) => `${k}:${String(v).replaceAll('.0', '')}`).join(',')}`;
-    return `${type} ${type === 'executing' ? String(data?.node) : ''}`;
-  };
-  const fakeSummary = (f: Frame): string => {
-    if (f.kind === 'binary') return `BINARY ${f.event_type}`;
-    const d = f.data as Record<string, unknown>;
-    if (f.type === 'progress_state') {
-      const nodes = d.nodes as Record<string, { state: string; value: number; max: number }>;
-      return summary('progress_state', Object.fromEntries(Object.entries(nodes).map(([k, v]) => [k, `${v.state}${v.value}/${v.max}`])));
-    }
-    return summary(String(f.type), d);
-  };
-
   it('type 4 with metadata, one per step, for a client with supports_preview_metadata', async () => {
     const ws = await socket('preview-meta', true);
     // The recorded run found the loaders, encoders and latent cached from an earlier run with another seed.
