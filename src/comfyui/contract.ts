@@ -15,6 +15,7 @@ import { readPngSize } from './png-metadata.ts';
 import { derivePromptId } from './prompt-id.ts';
 import { validateGraph } from './validate.ts';
 import { listProfiles } from '../models/registry.ts';
+import { defaultVideoSpec } from '../models/video.ts';
 import { planRender } from '../models/plan.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import type { RenderRequest } from '../render/types.ts';
@@ -174,5 +175,6 @@ function sampleRequest(profile: ModelProfile): RenderRequest {
     ...(kind === 'img2img' ? { initImage: ref } : {}),
     extraImages: kind === 'edit' ? [ref] : [],
     report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: d.width, requestedHeight: d.height },
+    ...(kind === 'video' ? { video: defaultVideoSpec(profile) } : {}),
   };
 }

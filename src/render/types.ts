@@ -14,8 +14,35 @@ export interface BlobRef {
   height?: number;
 }
 
-/** `txt2img` and `img2img` (init image, optional mask) and `edit` (instruction edit with reference images). */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit';
+/**
+ * `txt2img` and `img2img` (init image, optional mask) and `edit` (instruction edit with reference images),
+ * and `video` (one MP4 per render; the details are in `RenderRequest.video`).
+ */
+export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'video';
+
+/**
+ * What a video render conditions on. Wan: `t2v` or `i2v` (a start image). MiniMax-H3: `t2va` (text),
+ * `fl2va` (first and/or last frame), `ref2va` (reference images), each with a stereo soundtrack.
+ */
+export type VideoTask = 't2v' | 'i2v' | 't2va' | 'fl2va' | 'ref2va';
+
+/** The video part of a resolved render: frame count already on the model's grid. */
+export interface VideoSpec {
+  task: VideoTask;
+  /** Frames to render, snapped to the model's grid (Wan 4k+1, H3 17k+5). */
+  frames: number;
+  fps: number;
+  /** Sigma shift (Wan ModelSamplingSD3 / H3 video shift); absent = the model's built-in schedule. */
+  shift?: number;
+  /** H3 audio sigma shift; only set together with `shift`. */
+  audioShift?: number;
+  firstFrame?: BlobRef;
+  lastFrame?: BlobRef;
+  /** H3 `ref2va` reference images, in prompt order (`<Picture 1>` = the first). */
+  references: BlobRef[];
+  /** What the client asked for, reported back beside the snapped values. */
+  requested: { frames?: number; seconds?: string; width?: number; height?: number };
+}
 
 /**
  * A fully resolved, normalised render: every default applied, the seed fixed, the sampler mapped to
@@ -55,6 +82,8 @@ export interface RenderRequest {
   report: { samplerName: string; scheduler: string; requestedWidth: number; requestedHeight: number };
   /** Set when this render re-runs an earlier one. */
   replayOf?: string;
+  /** Present exactly when `kind` is `video`. */
+  video?: VideoSpec;
 }
 
 /** One ComfyUI prompt per output item. */
