@@ -9,7 +9,8 @@ import path from 'node:path';
 import type { NodeInfo } from '../comfyui/object-info.ts';
 import type { DataDirs } from './files.ts';
 import { getSaveImagePath, resolveAnnotated, SavePathError } from './files.ts';
-import { placeholderMp4, readImageHeader, renderPng } from './png.ts';
+import { readImageHeader, renderPng } from './png.ts';
+import { FfmpegError, writeFakeFlac, writeFakeMp4 } from './video.ts';
 import { pyJsonDumps } from './pyjson.ts';
 import type { Graph } from './queue.ts';
 
@@ -18,6 +19,7 @@ export type FakeValue =
   | { kind: 'image'; sig: string; width: number; height: number; count: number }
   | { kind: 'mask'; sig: string; width: number; height: number; count: number }
   | { kind: 'video'; sig: string; width: number; height: number; frames: number; fps: number; audio: boolean }
+  | { kind: 'audio'; sig: string; seconds: number }
   | { kind: 'opaque'; sig: string; type: string; steps?: number };
 
 export interface NodeResult {
@@ -283,31 +285,52 @@ const IMPLS: Record<string, Impl> = {
       ],
     };
   },
+  // H3's audio VAE decodes the audio half of the AV latent: as long as the video at H3's fixed 24 fps.
+  VAEDecodeAudio: (n) => {
+    const l = n.value('samples');
+    return { outputs: [{ kind: 'audio', sig: n.outSig(0), seconds: l?.kind === 'latent' ? l.count / 24 : 1 }] };
+  },
   SaveVideo: async (n) => {
     const video = need(n, 'video', 'video');
+    // On 0.33.0 `format` is a DynamicCombo whose codec is sent as `format.codec`; older servers had `codec`.
     // Validation lets a missing DynamicCombo through; the real node then fails reading it.
-    if (n.literal('codec') === undefined) throw new NodeException('KeyError', "'codec'");
-    let sp;
-    try {
-      sp = getSaveImagePath(str(n, 'filename_prefix', 'video/ComfyUI'), n.dirs.output, video.width, video.height);
-    } catch (err) {
-      if (err instanceof SavePathError) throw new NodeException('Exception', err.message);
-      throw err;
-    }
+    if (n.literal('format.codec') === undefined && n.literal('codec') === undefined) throw new NodeException('KeyError', "'codec'");
+    const format = str(n, 'format', 'auto');
+    if (format !== 'auto' && format !== 'mp4') throw new NodeException('ValueError', `fake ComfyUI writes only mp4, not ${format}`);
+    const sp = savePath(n, str(n, 'filename_prefix', 'video/ComfyUI'), video.width, video.height);
     const file = `${sp.filename}_${String(sp.counter).padStart(5, '0')}_.mp4`;
-    const description = JSON.stringify({
-      fake: 'comfy-durable fake ComfyUI placeholder video',
-      width: video.width,
-      height: video.height,
-      frames: video.frames,
-      fps: video.fps,
-      audio: video.audio,
-      content: video.sig,
-    });
-    await writeFile(path.join(sp.fullOutputFolder, file), placeholderMp4(description));
+    await encode(() =>
+      writeFakeMp4({ path: path.join(sp.fullOutputFolder, file), ...video, contentKey: video.sig, promptTag: pyJsonDumps(n.prompt) }),
+    );
     return { outputs: [video], ui: { images: [{ filename: file, subfolder: sp.subfolder, type: 'output' }], animated: [true] } };
   },
+  SaveAudio: async (n) => {
+    const audio = need(n, 'audio', 'audio');
+    const sp = savePath(n, str(n, 'filename_prefix', 'audio/ComfyUI'), 0, 0);
+    const file = `${sp.filename}_${String(sp.counter).padStart(5, '0')}_.flac`;
+    await encode(() => writeFakeFlac(path.join(sp.fullOutputFolder, file), audio.seconds, audio.sig));
+    return { outputs: [audio], ui: { audio: [{ filename: file, subfolder: sp.subfolder, type: 'output' }] } };
+  },
 };
+
+function savePath(n: NodeRunCtx, prefix: string, width: number, height: number) {
+  try {
+    return getSaveImagePath(prefix, n.dirs.output, width, height);
+  } catch (err) {
+    if (err instanceof SavePathError) throw new NodeException('Exception', err.message);
+    throw err;
+  }
+}
+
+/** An encoder failure is the node's exception (as PyAV's would be in ComfyUI). */
+async function encode(run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (err instanceof FfmpegError) throw new NodeException('RuntimeError', err.message);
+    throw err;
+  }
+}
 
 export async function runFakeNode(n: NodeRunCtx): Promise<NodeResult> {
   const impl = IMPLS[n.classType];
@@ -324,6 +347,8 @@ export function describeValue(v: FakeValue): string {
       return `<${v.kind} ${v.width}x${v.height} x${v.count}>`;
     case 'video':
       return `<video ${v.width}x${v.height} ${v.frames} frames @ ${v.fps} fps>`;
+    case 'audio':
+      return `<audio ${v.seconds.toFixed(3)} s>`;
     default:
       return `<${v.type} object>`;
   }
