@@ -16,6 +16,7 @@ import { registerA1111Discovery } from './routes/a1111-discovery.ts';
 import { registerA1111Render } from './routes/a1111-render.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
+import { registerVideos } from './routes/videos.ts';
 import { InFlight } from './in-flight.ts';
 
 export interface ApiDeps {
@@ -106,6 +107,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerA1111Render(app, ctx);
   registerOps(app, ctx);
   registerRenders(app, ctx);
+  await registerVideos(app, ctx);
   return app;
 }
 

@@ -462,6 +462,38 @@ export class ComfyClient {
     return { data: res.body, contentType: Array.isArray(ct) ? ct[0] : ct };
   }
 
+  /**
+   * `GET /view` as a stream, for outputs too large to hold (videos): the caller consumes `body` (and must,
+   * or the connection stays busy). `timeoutMs` bounds the headers and each gap between body chunks.
+   */
+  async viewStream(file: ComfyFileRef, opts?: CallOptions): Promise<{ body: AsyncIterable<Uint8Array>; contentType: string | undefined; contentLength: number | undefined }> {
+    const qs = new URLSearchParams({ filename: file.filename, subfolder: file.subfolder, type: file.type }).toString();
+    const url = `${this.baseUrl}/view?${qs}`;
+    if (opts?.signal?.aborted) throw new ComfyAbortError(opts.signal.reason);
+    const timeoutMs = opts?.timeoutMs ?? this.timeouts.transferMs;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({
+        method: 'GET',
+        path: `${this.prefix}/view?${qs}`,
+        headers: { accept: '*/*' },
+        ...(opts?.signal ? { signal: opts.signal } : {}),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    } catch (e) {
+      if (opts?.signal?.aborted) throw new ComfyAbortError(opts.signal.reason);
+      throw new ComfyUnavailableError({ url, message: `ComfyUI GET ${url} failed: ${(e as Error).message}`, cause: e });
+    }
+    if (res.statusCode !== 200) {
+      const body = Buffer.from(await res.body.arrayBuffer());
+      this.fail({ status: res.statusCode, headers: res.headers, body, url });
+    }
+    const ct = res.headers['content-type'];
+    const cl = Number(res.headers['content-length']);
+    return { body: res.body, contentType: Array.isArray(ct) ? ct[0] : ct, contentLength: Number.isFinite(cl) ? cl : undefined };
+  }
+
   // ---------------------------------------------------------------- server info
 
   /** All nodes. A node whose info does not validate is skipped and logged: one odd custom node must not
