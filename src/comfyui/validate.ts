@@ -1,4 +1,8 @@
 /**
+ * NOT USED BY THE CLIENT (it checks only definite facts: preflight.ts). Kept solely because the fake ComfyUI
+ * (src/fake-comfyui/routes-core.ts) still answers `POST /prompt` with it; once the fake has its own validator
+ * emulated from the real recording (branch fake-conformance), delete this file and test/unit/validate.test.ts.
+ *
  * Graph validation with ComfyUI's own semantics (`execution.validate_prompt` / `validate_inputs`,
  * ref/comfyui-protocol.md §1.1), so that a graph is rejected here for exactly the reasons, and with the same
  * error shapes, that ComfyUI would reject it with. Used by the client before submitting and by the fake

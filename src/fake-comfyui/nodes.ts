@@ -92,7 +92,7 @@ function need<K extends FakeValue['kind']>(n: NodeRunCtx, name: string, kind: K)
 }
 
 function opaque(n: NodeRunCtx, i: number, type?: string): FakeValue {
-  return { kind: 'opaque', sig: n.outSig(i), type: type ?? n.info.output[i] ?? '*' };
+  return { kind: 'opaque', sig: n.outSig(i), type: type ?? String(n.info.output[i] ?? '*') };
 }
 
 function latent(n: NodeRunCtx, i: number, width: number, height: number, count: number): FakeValue {

@@ -30,7 +30,7 @@ interface Res {
   json: any;
 }
 
-async function call(method: string, route: string, body?: BodyInit, headers: Record<string, string> = {}): Promise<Res> {
+async function call(method: string, route: string, body?: string | FormData, headers: Record<string, string> = {}): Promise<Res> {
   const res = await fetch(`${svc.url}${route}`, { method, body, headers });
   const buf = Buffer.from(await res.arrayBuffer());
   let json: unknown;
