@@ -10,6 +10,10 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { getSaveImagePath, SavePathError } from './files.ts';
+import { need, NodeException, registerNodes, str, type NodeRunCtx } from './nodes.ts';
+import { pyJsonDumps } from './pyjson.ts';
 
 export interface FakeVideoSpec {
   path: string;
@@ -99,3 +103,50 @@ export function writeFakeMp4(spec: FakeVideoSpec): Promise<void> {
 export function writeFakeFlac(path: string, seconds: number, contentKey: string): Promise<void> {
   return runFfmpeg(flacArgs(path, seconds, contentKey));
 }
+
+function savePath(n: NodeRunCtx, prefix: string, width: number, height: number) {
+  try {
+    return getSaveImagePath(prefix, n.dirs.output, width, height);
+  } catch (err) {
+    if (err instanceof SavePathError) throw new NodeException('Exception', err.message);
+    throw err;
+  }
+}
+
+/** An encoder failure is the node's exception (as PyAV's would be in ComfyUI). */
+async function encode(run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (err instanceof FfmpegError) throw new NodeException('RuntimeError', err.message);
+    throw err;
+  }
+}
+
+registerNodes({
+  // H3's audio VAE decodes the audio half of the AV latent: as long as the video at H3's fixed 24 fps.
+  VAEDecodeAudio: (n) => {
+    const l = n.value('samples');
+    return { outputs: [{ kind: 'audio', sig: n.outSig(0), seconds: l?.kind === 'latent' ? l.count / 24 : 1 }] };
+  },
+  SaveVideo: async (n) => {
+    const video = need(n, 'video', 'video');
+    // Validation drops a missing or unknown DynamicCombo key (`format`, `format.codec`) instead of refusing
+    // it; the real node then fails reading it.
+    if (n.literal('format') === undefined) throw new NodeException('KeyError', "'format'");
+    const format = str(n, 'format', 'auto');
+    if (format !== 'auto' && format !== 'mp4') throw new NodeException('ValueError', `the fake ComfyUI writes only mp4, not ${format}`);
+    const sp = savePath(n, str(n, 'filename_prefix', 'video/ComfyUI'), video.width, video.height);
+    const file = `${sp.filename}_${String(sp.counter).padStart(5, '0')}_.mp4`;
+    const spec = { path: path.join(sp.fullOutputFolder, file), ...video, contentKey: video.sig, promptTag: pyJsonDumps(n.prompt) };
+    await encode(() => writeFakeMp4(spec));
+    return { outputs: [video], ui: { images: [{ filename: file, subfolder: sp.subfolder, type: 'output' }], animated: [true] } };
+  },
+  SaveAudio: async (n) => {
+    const audio = need(n, 'audio', 'audio');
+    const sp = savePath(n, str(n, 'filename_prefix', 'audio/ComfyUI'), 0, 0);
+    const file = `${sp.filename}_${String(sp.counter).padStart(5, '0')}_.flac`;
+    await encode(() => writeFakeFlac(path.join(sp.fullOutputFolder, file), audio.seconds, audio.sig));
+    return { outputs: [audio], ui: { audio: [{ filename: file, subfolder: sp.subfolder, type: 'output' }] } };
+  },
+});
