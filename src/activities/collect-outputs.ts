@@ -1,23 +1,33 @@
 /** `/view` each output file → blob store → references (images and videos alike, see store-outputs.ts). */
-import type { BlobRef } from '../render/types.ts';
+import type { ComfyClient } from '../comfyui/client.ts';
+import type { ComfyFileRef } from '../comfyui/graph.ts';
+import type { BlobRef, RenderRequest } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import { storeOutputFile } from './store-outputs.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
 
 export function createCollectOutputs(deps: ActivityDeps): RenderActivities['collectOutputs'] {
-  return async ({ backend, files, request, itemIndex }) => {
-    const client = clientFor(deps, backend);
-    const refs: BlobRef[] = [];
-    for (const file of files) {
-      let ref: BlobRef | undefined;
-      try {
-        ref = await storeOutputFile(deps.blobs, client, file, request, itemIndex);
-      } catch (err) {
-        throw toFailure(err);
-      }
-      if (ref) refs.push(ref);
+  return async ({ backend, files, request, itemIndex }) => collectFiles(deps, clientFor(deps, backend), files, request, itemIndex);
+}
+
+/** Also called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
+export async function collectFiles(
+  deps: Pick<ActivityDeps, 'blobs'>,
+  client: ComfyClient,
+  files: readonly ComfyFileRef[],
+  request: RenderRequest,
+  itemIndex: number,
+): Promise<BlobRef[]> {
+  const refs: BlobRef[] = [];
+  for (const file of files) {
+    let ref: BlobRef | undefined;
+    try {
+      ref = await storeOutputFile(deps.blobs, client, file, request, itemIndex);
+    } catch (err) {
+      throw toFailure(err);
     }
-    return refs;
-  };
+    if (ref) refs.push(ref);
+  }
+  return refs;
 }

@@ -14,7 +14,7 @@ import { infotextFor } from '../render/infotext.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 import type { BlobStore } from '../blobs/store.ts';
 
-const IMAGE_MIME: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp' };
+const IMAGE_MIME: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif' };
 const VIDEO_MIME: Record<string, string> = { mp4: 'video/mp4', webm: 'video/webm', mkv: 'video/x-matroska', mov: 'video/quicktime' };
 
 /** Largest video accepted from ComfyUI (a mistaken graph must not fill the disk). */

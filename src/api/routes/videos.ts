@@ -7,7 +7,7 @@
  *   GET    /v1/videos/{id}           → the job; a failed job with its error's HTTP status
  *   GET    /v1/videos/{id}/content   → the MP4 (streamed); 404 while running, 422 after a failure
  *   DELETE /v1/videos/{id}           → cancels a queued/running render (ComfyUI is interrupted) → {id, deleted, object}
- * Bodies: multipart/form-data, urlencoded or JSON. Errors: FastAPI's `{detail}` plus an OpenAI-style
+ * Bodies: multipart/form-data, urlencoded or JSON; `X-Priority` / `priority` (1..5) as for images. Errors: FastAPI's `{detail}` plus an OpenAI-style
  * `error {message, type, param, code}` naming the field.
  */
 import { randomUUID } from 'node:crypto';
@@ -20,6 +20,7 @@ import type { DecodedImage } from '../../images/decode.ts';
 import type { RenderResult } from '../../render/types.ts';
 import { secondsLabel } from '../../models/video.ts';
 import { RequestError } from '../a1111/errors.ts';
+import { requestPriority } from '../priority.ts';
 import { IdempotencyConflictError, RenderFailedError, type StartedRender } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
 import { readVideoBody } from '../video/body.ts';
@@ -86,22 +87,23 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       return send(reply, 500, videoError(500, `internal error: ${err.message}`));
     });
 
-    const normalize = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; fingerprint: unknown }> => {
+    const normalize = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; fingerprint: unknown; priority: number }> => {
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
       const { fields, files } = await readVideoBody(req, limits);
+      const priority = requestPriority(req.headers['x-priority'], fields);
       const normalized = normalizeVideoRequest(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
       await storeImages(ctx, normalized.images);
       // What an Idempotency-Key retry must repeat: the fields and the files' content (not their bytes).
       const fingerprint = { fields: { ...fields, input_reference: undefined, input_references: undefined }, images: normalized.images.map((i) => i.ref.sha256) };
       normalized.images.length = 0;
-      return { normalized, fingerprint };
+      return { normalized, fingerprint, priority };
     };
 
-    const start = async (req: FastifyRequest, reply: FastifyReply, n: NormalizedVideo, fingerprint: unknown): Promise<StartedRender | undefined> => {
+    const start = async (req: FastifyRequest, reply: FastifyReply, n: NormalizedVideo, fingerprint: unknown, priority: number): Promise<StartedRender | undefined> => {
       const idempotencyKey = headerValue(req.headers['idempotency-key']);
       try {
-        const started = await ctx.renders.start(n.request, { idempotencyKey, body: fingerprint });
+        const started = await ctx.renders.start(n.request, { idempotencyKey, body: fingerprint, priority });
         req.log.info({ renderId: started.renderId, model: n.request.model, frames: n.request.video?.frames, attached: started.attached }, 'video render started');
         return started;
       } catch (err) {
@@ -114,9 +116,9 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
     };
 
     scope.post('/v1/videos', async (req, reply) => {
-      const { normalized, fingerprint } = await normalize(req);
+      const { normalized, fingerprint, priority } = await normalize(req);
       req.body = undefined;
-      const started = await start(req, reply, normalized, fingerprint);
+      const started = await start(req, reply, normalized, fingerprint, priority);
       if (!started) return reply;
       reply.header('X-Render-Id', started.renderId);
       if (started.attached) return readJob(ctx.renders.client, started.renderId).then((v) => v.job);
@@ -125,9 +127,9 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
 
     scope.post('/v1/videos/sync', async (req, reply) => {
       const requestId = `video_sync-${randomUUID()}`;
-      const { normalized, fingerprint } = await normalize(req);
+      const { normalized, fingerprint, priority } = await normalize(req);
       req.body = undefined;
-      const started = await start(req, reply, normalized, fingerprint);
+      const started = await start(req, reply, normalized, fingerprint, priority);
       if (!started) return reply;
       reply.header('X-Request-Id', requestId).header('X-Render-Id', started.renderId).header('X-Model', normalized.request.model);
       const done = ctx.inFlight.add({ renderId: started.renderId, startedAt: Date.now(), cancel: async () => {

@@ -50,5 +50,7 @@ export const videoFieldsSchema = z.looseObject({
   input_references: z.array(inlineImageSchema).optional(),
   extra_params: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   user: z.string().optional(),
+  /** Render priority 1 (most urgent) .. 5, as X-Priority (read by api/priority.ts). */
+  priority: z.unknown().optional(),
 });
 export type VideoFields = z.infer<typeof videoFieldsSchema>;
