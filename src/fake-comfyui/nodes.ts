@@ -159,6 +159,9 @@ const IMPLS: Record<string, NodeImpl> = {
   MiniMaxH3ImageToVideo: (n) => ({
     outputs: [opaque(n, 0), latent(n, 1, int(n, 'width', 1344), int(n, 'height', 768), h3Length(int(n, 'length', 124)))],
   }),
+  MiniMaxH3ReferenceToVideo: (n) => ({
+    outputs: [opaque(n, 0), latent(n, 1, int(n, 'width', 1344), int(n, 'height', 768), h3Length(int(n, 'length', 124)))],
+  }),
   VAEEncode: (n) => {
     const px = need(n, 'pixels', 'image');
     return { outputs: [latent(n, 0, px.width, px.height, px.count)] };
