@@ -240,6 +240,11 @@ describe('async jobs', () => {
       const r = await postJson('/v1/videos', { ...WAN, num_inference_steps: 200, seed: 1234 });
       const id = r.json.id as string;
       await waitFor('sampling to start', async () => (await job(id)).json.progress > 1, 60_000);
+      // The A1111 progress route sees the video on the GPU too (same heartbeats).
+      await waitFor('/sdapi/v1/progress to show it', async () => {
+        const p = (await call('GET', '/sdapi/v1/progress')).json;
+        return p.progress > 0 && p.state.sampling_steps === 200;
+      });
       const del = await call('DELETE', `/v1/videos/${id}`);
       expect(del.status, del.body.toString()).toBe(200);
       expect(del.json).toEqual({ id, deleted: true, object: 'video.deleted' });
