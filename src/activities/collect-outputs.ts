@@ -1,35 +1,12 @@
-/**
- * `/view` each output file → blob store → references. PNGs lose ComfyUI's embedded `prompt`/`workflow`
- * text (they carry per-job file prefixes, so identical renders would differ in bytes) and gain A1111's
- * `parameters` infotext, which depends only on the resolved request: same request and seed, same bytes.
- * Other media (JPEG, WebP, and videos for a video kind) are stored as ComfyUI wrote them, with their mime.
- */
+/** `/view` each output file → blob store → references (images and videos alike, see store-outputs.ts). */
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { ComfyFileRef } from '../comfyui/graph.ts';
-import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
-import { infotextFor } from '../render/infotext.ts';
-import { encodeOutput } from '../images/encode.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
+import { storeOutputFile } from './store-outputs.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
-
-const MIME_BY_EXT: Record<string, string> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  webp: 'image/webp',
-  gif: 'image/gif',
-  mp4: 'video/mp4',
-  webm: 'video/webm',
-};
-
-/** The mime of an output file ComfyUI wrote, or undefined for files that are not a render's result. */
-export function outputMime(filename: string): string | undefined {
-  const ext = /\.([a-z0-9]+)$/i.exec(filename)?.[1]?.toLowerCase();
-  return ext ? MIME_BY_EXT[ext] : undefined;
-}
 
 export function createCollectOutputs(deps: ActivityDeps): RenderActivities['collectOutputs'] {
   return async ({ backend, files, request, itemIndex }) => collectFiles(deps, clientFor(deps, backend), files, request, itemIndex);
@@ -45,28 +22,14 @@ export async function collectFiles(
 ): Promise<BlobRef[]> {
   const refs: BlobRef[] = [];
   for (const file of files) {
-    const mime = outputMime(file.filename);
-    if (file.type !== 'output' || !mime) continue;
-    let data: Buffer;
+    let ref: BlobRef | undefined;
     try {
-      data = (await client.view(file)).data;
+      ref = await storeOutputFile(deps.blobs, client, file, request, itemIndex);
     } catch (err) {
       throw toFailure(err);
     }
-    if (mime === 'image/png') {
-      const infotext = infotextFor(request, itemIndex);
-      const png = stripPngText(data, { parameters: infotext });
-      if (request.output && request.output.format !== 'png') {
-        // A1111 `samples_format`: the API answers in the configured format, the infotext in its EXIF.
-        const enc = await encodeOutput(png, request.output, infotext);
-        refs.push(await deps.blobs.put(enc.data, { mime: enc.mime, width: enc.width, height: enc.height }));
-        continue;
-      }
-      const { width, height } = readPngSize(png);
-      refs.push(await deps.blobs.put(png, { mime, width, height }));
-    } else {
-      refs.push(await deps.blobs.put(data, { mime }));
-    }
+    if (!ref) continue;
+    refs.push(ref);
     await deleteCollectedOutput(deps.config.COMFYUI_OUTPUT_DIR, file);
   }
   return refs;

@@ -20,6 +20,7 @@ import { registerA1111Extras } from './routes/a1111-extras.ts';
 import { registerA1111Catalog } from './routes/a1111-catalog.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
+import { registerVideos } from './routes/videos.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from './auth.ts';
 import { assertJsonDepth } from './body-shape.ts';
@@ -179,6 +180,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerA1111Catalog(app, ctx);
   registerOps(app, ctx);
   registerRenders(app, ctx);
+  await registerVideos(app, ctx);
   return app;
 }
 

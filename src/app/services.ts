@@ -55,6 +55,9 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   if (!getProfile(config.DEFAULT_MODEL)) {
     throw new Error(`DEFAULT_MODEL=${config.DEFAULT_MODEL} is not a known model`);
   }
+  if (!getProfile(config.DEFAULT_VIDEO_MODEL)?.video) {
+    throw new Error(`DEFAULT_VIDEO_MODEL=${config.DEFAULT_VIDEO_MODEL} is not a known video model`);
+  }
 
   let devServer: DevServer | undefined;
   let address = config.TEMPORAL_ADDRESS;

@@ -11,6 +11,7 @@ import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
 import { planRender } from '../models/plan.ts';
+import { defaultVideoSpec } from '../models/video.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 
@@ -81,6 +82,14 @@ export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
     if (kind === 'img2img') {
       requests.push(sampleRequest(profile, { kind, initImage: ref(1), denoise: 0.5 }));
       requests.push(sampleRequest(profile, { kind, initImage: ref(2), mask: ref(3), denoise: 0.9 }));
+    } else if (kind === 'video') {
+      // Every task the model has: without images, with a first frame, with first+last frames, with references.
+      const base = defaultVideoSpec(profile);
+      for (const task of profile.video?.tasks ?? []) {
+        const images = task === 'i2v' ? { firstFrame: ref(1) } : task === 'fl2va' ? { firstFrame: ref(1), lastFrame: ref(2) } : {};
+        const references = task === 'ref2va' ? [ref(3), ref(4)] : [];
+        requests.push(sampleRequest(profile, { kind, video: { ...base, task, ...images, references } }));
+      }
     } else if (kind === 'edit') {
       for (let n = 1; n <= Math.max(1, profile.maxExtraImages); n++) {
         requests.push(sampleRequest(profile, { kind, extraImages: Array.from({ length: n }, (_, i) => ref(10 + i)) }));

@@ -285,6 +285,22 @@ export class ComfyClient {
     return { data: res.body, contentType: Array.isArray(ct) ? ct[0] : ct };
   }
 
+  /**
+   * `GET /view` as a stream, for outputs too large to hold (videos): the caller consumes `body` (and must,
+   * or the connection stays busy). `timeoutMs` bounds the headers and each gap between body chunks.
+   */
+  async viewStream(file: ComfyFileRef, opts?: CallOptions): Promise<{ body: AsyncIterable<Uint8Array>; contentType: string | undefined; contentLength: number | undefined }> {
+    const { body, headers } = await this.http.stream('/view', {
+      ...opts,
+      timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs,
+      query: { filename: file.filename, subfolder: file.subfolder, type: file.type },
+    });
+    const ct = headers['content-type'];
+    const cl = Number(headers['content-length']);
+    return { body, contentType: Array.isArray(ct) ? ct[0] : ct, contentLength: Number.isFinite(cl) ? cl : undefined };
+  }
+
+
   // ---------------------------------------------------------------- server info
 
   /** All nodes, read leniently (object-info.ts): no node class is ever dropped. A used part that cannot be

@@ -89,6 +89,34 @@ export class HttpTransport {
     }
   }
 
+  /**
+   * A GET whose 200 body is returned as a stream (large files: videos); any other status is read and
+   * mapped by `fail`. `timeoutMs` bounds the headers and each gap between body chunks, not the whole body.
+   */
+  async stream(path: string, init: CallOptions & { query?: Record<string, string> } = {}): Promise<{ body: AsyncIterable<Uint8Array>; headers: RawResponse['headers'] }> {
+    const qs = init.query ? new URLSearchParams(init.query).toString() : '';
+    const fullPath = `${this.prefix}${path}${qs ? `?${qs}` : ''}`;
+    const url = `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;
+    if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
+    const timeoutMs = init.timeoutMs ?? this.requestMs;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({
+        method: 'GET',
+        path: fullPath,
+        headers: { accept: '*/*' },
+        ...(init.signal ? { signal: init.signal } : {}),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    } catch (e) {
+      if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
+      throw new ComfyUnavailableError({ url, message: `ComfyUI GET ${url} failed: ${(e as Error).message}`, cause: e });
+    }
+    if (res.statusCode !== 200) this.fail({ status: res.statusCode, headers: res.headers, body: Buffer.from(await res.body.arrayBuffer()), url });
+    return { body: res.body, headers: res.headers };
+  }
+
   /** Map non-2xx to the error taxonomy: 4xx are our fault (not retryable), everything else is retryable. */
   fail(res: RawResponse): never {
     const text = res.body.toString('utf8');

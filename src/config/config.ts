@@ -52,6 +52,13 @@ const envSchema = z.object({
    */
   TEMPORAL_UI_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
+  /** Video model when a `/v1/videos` request names none. */
+  DEFAULT_VIDEO_MODEL: z.string().min(1).default('videogen-wan22-5b'),
+  /**
+   * How long `POST /v1/videos/sync` waits before answering 504 (and cancelling the render). vLLM-Omni's
+   * `VIDEO_SYNC_TIMEOUT_S`; its recipes set `VLLM_OMNI_VIDEO_SYNC_TIMEOUT` (1800 to 14400 s).
+   */
+  VIDEO_SYNC_TIMEOUT_S: positiveInt.default(3600),
   /** JSON file with per-model overrides (file names, defaults): operators change files without code. */
   MODELS_CONFIG: optionalString,
   /**

@@ -25,6 +25,7 @@ import { Aborted, Interrupted } from './run-control.ts';
 import type { RunControl } from './run-control.ts';
 import type { WsHub } from './ws-hub.ts';
 import './save-nodes.ts';
+import './video.ts';
 
 export { Aborted, RunControl } from './run-control.ts';
 

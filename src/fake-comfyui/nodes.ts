@@ -18,6 +18,7 @@ export type FakeValue =
   | { kind: 'image'; sig: string; width: number; height: number; count: number }
   | { kind: 'mask'; sig: string; width: number; height: number; count: number }
   | { kind: 'video'; sig: string; width: number; height: number; frames: number; fps: number; audio: boolean }
+  | { kind: 'audio'; sig: string; seconds: number }
   | { kind: 'opaque'; sig: string; type: string; steps?: number; scale?: number; value?: unknown };
 
 export interface NodeResult {
@@ -187,6 +188,9 @@ const IMPLS: Record<string, NodeImpl> = {
   MiniMaxH3ImageToVideo: (n) => ({
     outputs: [opaque(n, 0), latent(n, 1, int(n, 'width', 1344), int(n, 'height', 768), h3Length(int(n, 'length', 124)))],
   }),
+  MiniMaxH3ReferenceToVideo: (n) => ({
+    outputs: [opaque(n, 0), latent(n, 1, int(n, 'width', 1344), int(n, 'height', 768), h3Length(int(n, 'length', 124)))],
+  }),
   VAEEncode: (n) => {
     const px = need(n, 'pixels', 'image');
     return { outputs: [latent(n, 0, px.width, px.height, px.count)] };
@@ -337,6 +341,8 @@ export function describeValue(v: FakeValue): string {
       return `<${v.kind} ${v.width}x${v.height} x${v.count}>`;
     case 'video':
       return `<video ${v.width}x${v.height} ${v.frames} frames @ ${v.fps} fps>`;
+    case 'audio':
+      return `<audio ${v.seconds.toFixed(3)} s>`;
     default:
       return `<${v.type} object>`;
   }

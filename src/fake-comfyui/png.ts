@@ -186,20 +186,3 @@ export function pngChannel(buf: Buffer, channel: 'rgb' | 'a'): Buffer {
   for (let i = 0; i < n; i++) out.data[i * 4 + 3] = src.data[i * 4 + 3] as number;
   return PNG.sync.write(out);
 }
-
-/**
- * A small placeholder `.mp4` (an `ftyp` box and a `free` box with a description): enough for clients to
- * download, size-check and detect by extension. Video encoding is out of scope for the fake.
- */
-export function placeholderMp4(description: string): Buffer {
-  const ftyp = Buffer.concat([u32(24), Buffer.from('ftypisom', 'latin1'), u32(0x200), Buffer.from('isomiso2', 'latin1')]);
-  const text = Buffer.from(description, 'utf8');
-  const free = Buffer.concat([u32(8 + text.length), Buffer.from('free', 'latin1'), text]);
-  return Buffer.concat([ftyp, free]);
-}
-
-function u32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n, 0);
-  return b;
-}

@@ -51,7 +51,9 @@ export function planRender(req: RenderRequest, opts: { renderId: string }): Rend
   const images = {
     ...(req.initImage ? { init: nameOf(req.initImage) } : {}),
     ...(req.mask ? { mask: nameOf(req.mask) } : {}),
-    refs: req.extraImages.map(nameOf),
+    refs: (req.video?.references ?? req.extraImages).map(nameOf),
+    ...(req.video?.firstFrame ? { first: nameOf(req.video.firstFrame) } : {}),
+    ...(req.video?.lastFrame ? { last: nameOf(req.video.lastFrame) } : {}),
   };
 
   const count = req.batchSize * req.nIter;

@@ -3,10 +3,10 @@
  * model (see DESIGN §5); models of the same family share a graph builder (`families/`), so a new model of an
  * existing family is a profile file plus one registry line.
  */
-import type { RenderKind } from '../render/types.ts';
+import type { RenderKind, VideoTask } from '../render/types.ts';
 
 /** Graph builder shared by models of one family (`families/<family>.ts`). */
-export type ModelFamily = 'flux' | 'flux-kontext' | 'qwen' | 'qwen-edit';
+export type ModelFamily = 'flux' | 'flux-kontext' | 'qwen' | 'qwen-edit' | 'wan22' | 'h3';
 
 /**
  * How the sampler's CFG is chosen.
@@ -62,6 +62,40 @@ export interface ModelProfile {
   stallTimeoutMs: number;
   /** Overall limit for one output item (one ComfyUI prompt), retries included. */
   deadlineMs: number;
+  /** Video models only (kind `video`): frame grid, lengths, frame rates and tasks. */
+  video?: VideoCapabilities;
+}
+
+/**
+ * Frame counts a video model renders: `offset + step·k`. `round` says how a count off the grid moves:
+ * `down` = vLLM-Omni's Wan rule floor(n/4)·4+1, `up` = H3's next 17k+5 (ref/video-apis.md §6.1).
+ */
+export interface FrameGrid {
+  step: number;
+  offset: number;
+  round: 'down' | 'up';
+}
+
+export interface VideoCapabilities {
+  frameGrid: FrameGrid;
+  /** On the grid. */
+  minFrames: number;
+  maxFrames: number;
+  defaultFrames: number;
+  defaultFps: number;
+  minFps: number;
+  maxFps: number;
+  /** Tasks in preference order; the first is used without images. */
+  tasks: readonly VideoTask[];
+  /** The MP4 has an audio track (H3: AAC 32 kHz stereo). */
+  audio: boolean;
+  /** Size when the request has none and no image decides it. */
+  imageSize: { mode: 'max-area'; area: number } | { mode: 'short-edge'; shortEdge: number };
+  /**
+   * The API's `num_inference_steps` counts sigma points (vLLM-Omni and SGLang for H3: an 8-step turbo is
+   * requested as 9), ComfyUI's BasicScheduler counts steps: the front subtracts one.
+   */
+  sigmaPointSteps: boolean;
 }
 
 /**
@@ -80,6 +114,15 @@ export const IMAGE_SIZE_LIMITS = { grid: 16, minSide: 64, maxSide: 2048, maxPixe
  * at which the old shim's clients gave up, leaving it ~6 min to reload and render.
  */
 export const IMAGE_STALL_TIMEOUT_MS = 180_000;
+
+/**
+ * Stall timeout of the video profiles. A video prompt is silent for minutes in normal operation: loading a
+ * 10 GB diffusion model plus a 6-30 GB text encoder from a cold cache, the text encode of a large VL model,
+ * and above all the VAE decode of a hundred-plus frames (no progress events; the real CPU run of a tiny
+ * H3 spent 55 s there, a full-size 1344×768×124 decode takes minutes on a GPU). 10 minutes covers that
+ * with margin while still catching a hung node long before the deadline.
+ */
+export const VIDEO_STALL_TIMEOUT_MS = 600_000;
 
 /** A1111 clients send 512×512-era defaults; DESIGN §5: size-less requests render 512×512. */
 export const DEFAULT_SIZE = { width: 512, height: 512 } as const;

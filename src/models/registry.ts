@@ -12,6 +12,8 @@ import { fluxSchnell } from './flux-schnell.ts';
 import type { ModelProfile } from './profile.ts';
 import { qwenImage } from './qwen-image.ts';
 import { qwenImageEdit } from './qwen-image-edit.ts';
+import { minimaxH3 } from './minimax-h3.ts';
+import { wan22_5b } from './wan22-5b.ts';
 import { isComfySampler, isComfyScheduler } from './samplers.ts';
 
 /** Built-in profiles, in `/sdapi/v1/sd-models` order. A new model = its profile file + one line here. */
@@ -21,6 +23,8 @@ const BUILTIN: readonly ModelProfile[] = [
   fluxKontext,
   qwenImage,
   qwenImageEdit,
+  wan22_5b,
+  minimaxH3,
 ];
 
 const positiveInt = z.number().int().positive();
@@ -159,6 +163,18 @@ export function listProfiles(): ModelProfile[] {
   return [...effective.values()];
 }
 
+const isVideo = (p: ModelProfile): boolean => p.kinds.includes('video');
+
+/** The models the A1111 routes render (`/sdapi/v1/sd-models`). */
+export function listImageProfiles(): ModelProfile[] {
+  return listProfiles().filter((p) => !isVideo(p));
+}
+
+/** The models the `/v1/videos` routes render. */
+export function listVideoProfiles(): ModelProfile[] {
+  return listProfiles().filter(isVideo);
+}
+
 export function getProfile(id: string): ModelProfile | undefined {
   return effective.get(id);
 }
@@ -183,7 +199,7 @@ export function resolveModel(name: string): ModelProfile | undefined {
   return undefined;
 }
 
-/** Ids and titles for "unknown model" errors. */
-export function knownModelNames(): string[] {
-  return listProfiles().map((p) => p.id);
+/** Ids for "unknown model" errors: the image models (A1111 routes) or the video models. */
+export function knownModelNames(scope: 'image' | 'video' = 'image'): string[] {
+  return (scope === 'video' ? listVideoProfiles() : listImageProfiles()).map((p) => p.id);
 }

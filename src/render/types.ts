@@ -16,9 +16,34 @@ export interface BlobRef {
 
 /**
  * `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images), and
- * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling).
+ * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling), and
+ * `video` (one MP4 per render; the details are in `RenderRequest.video`).
  */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale';
+export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'video';
+
+/**
+ * What a video render conditions on. Wan: `t2v` or `i2v` (a start image). MiniMax-H3: `t2va` (text),
+ * `fl2va` (first and/or last frame), `ref2va` (reference images), each with a stereo soundtrack.
+ */
+export type VideoTask = 't2v' | 'i2v' | 't2va' | 'fl2va' | 'ref2va';
+
+/** The video part of a resolved render: frame count already on the model's grid. */
+export interface VideoSpec {
+  task: VideoTask;
+  /** Frames to render, snapped to the model's grid (Wan 4k+1, H3 17k+5). */
+  frames: number;
+  fps: number;
+  /** Sigma shift (Wan ModelSamplingSD3 / H3 video shift); absent = the model's built-in schedule. */
+  shift?: number;
+  /** H3 audio sigma shift; only set together with `shift`. */
+  audioShift?: number;
+  firstFrame?: BlobRef;
+  lastFrame?: BlobRef;
+  /** H3 `ref2va` reference images, in prompt order (`<Picture 1>` = the first). */
+  references: BlobRef[];
+  /** What the client asked for, reported back beside the snapped values. */
+  requested: { frames?: number; seconds?: string; width?: number; height?: number };
+}
 
 /**
  * A fully resolved, normalised render: every default applied, the seed fixed, the sampler mapped to
@@ -68,6 +93,8 @@ export interface RenderRequest {
   output?: OutputFormat;
   /** `upscale` (extras): how each of `extraImages` is upscaled. */
   upscale?: UpscaleSpec;
+  /** Present exactly when `kind` is `video`. */
+  video?: VideoSpec;
 }
 
 export interface LoraUse {

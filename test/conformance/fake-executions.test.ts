@@ -65,7 +65,9 @@ describe('verdicts on the golden graphs', () => {
   const recorded = fixture('golden-real.json') as Record<string, { status: number; response: { node_errors: unknown } }>;
 
   it('accepts every golden graph exactly as the real server did', async () => {
-    const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json'));
+    // golden-real.json holds the real server's verdicts on the image golden graphs; the video ones
+    // (videogen-*.json, newer than the recording) are validated against the recorded /object_info instead.
+    const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json') && !f.startsWith('videogen-'));
     expect(files.sort()).toEqual(Object.keys(recorded).sort());
     for (const file of files) {
       const graph = JSON.parse(readFileSync(new URL(file, GOLDEN_DIR), 'utf8')) as Record<string, { class_type: string; inputs: Record<string, unknown> }>;

@@ -354,7 +354,7 @@ describe('caching and rendered files', () => {
     expect(view.status).toBe(200);
   });
 
-  it('SaveVideo writes a placeholder .mp4 reported under images with animated [true]', async () => {
+  it('SaveVideo writes an .mp4 reported under images with animated [true] (media checked in fake-comfyui-video.test.ts)', async () => {
     const g = sdGraph({ seed: 13 });
     g['9'] = { class_type: 'CreateVideo', inputs: { images: ['8', 0], fps: 24 }, _meta: { title: 'Create Video' } };
     g['10'] = { class_type: 'SaveVideo', inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', 'format.codec': 'auto' }, _meta: { title: 'Save Video' } };

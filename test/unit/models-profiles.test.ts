@@ -16,8 +16,9 @@ import { familyBuilder } from '../../src/models/families/index.ts';
 afterEach(() => resetModelOverrides());
 
 describe('model profiles (DESIGN §5)', () => {
-  it('lists the five image models', () => {
-    expect(listProfiles().map((p) => p.id)).toEqual([
+  it('lists the five image models, then the two video models', () => {
+    expect(listProfiles().slice(5).map((p) => p.id)).toEqual(['videogen-wan22-5b', 'videogen-minimax-h3']);
+    expect(listProfiles().slice(0, 5).map((p) => p.id)).toEqual([
       'imagegen-flux-dev',
       'imagegen-flux-schnell',
       'imagegen-flux-kontext',
@@ -74,9 +75,9 @@ describe('model profiles (DESIGN §5)', () => {
     expect(p.files.textEncoder).toBe('qwen_2.5_vl_7b_fp8_scaled.safetensors');
   });
 
-  it('every profile: grid 16, sane limits, builder supports its kinds and reads its files', () => {
+  it('every profile: grid 16 (video 32), sane limits, builder supports its kinds and reads its files', () => {
     for (const p of listProfiles()) {
-      expect(p.grid).toBe(16);
+      expect(p.grid).toBe(p.kinds.includes('video') ? 32 : 16);
       expect(p.maxSide % p.grid).toBe(0);
       expect(p.minSide % p.grid).toBe(0);
       expect(p.stallTimeoutMs).toBeGreaterThan(60_000);

@@ -8,7 +8,7 @@ import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
 import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { normalizeMask } from '../../images/mask.ts';
 import type { ModelProfile } from '../../models/profile.ts';
-import { knownModelNames, listProfiles, resolveModel } from '../../models/registry.ts';
+import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
 import {
   lookupSampler,
   lookupScheduler,
@@ -212,11 +212,12 @@ function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {
     return profile;
   }
   const profile = resolveModel(name);
-  if (!profile) {
+  if (!profile || profile.kinds.includes('video')) {
     const known = knownModelNames();
-    throw new RequestError(400, field, `${field}: unknown model "${name}"; known models: ${known.join(', ')}`, {
+    const why = profile ? `${profile.id} is a video model (use POST /v1/videos)` : `unknown model "${name}"`;
+    throw new RequestError(400, field, `${field}: ${why}; known models: ${known.join(', ')}`, {
       known,
-      titles: listProfiles().map((p) => p.title),
+      titles: listImageProfiles().map((p) => p.title),
     });
   }
   return profile;

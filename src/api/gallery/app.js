@@ -70,10 +70,17 @@
   function thumbnail(r) {
     const box = el('div', 'thumb');
     if (r.status === 'completed' && (r.outputs === undefined || r.outputs > 0)) {
-      const img = el('img');
-      img.alt = `first image of ${r.id}`;
-      img.loading = 'lazy';
-      img.decoding = 'async';
+      // Video renders preview as a muted, looping <video> of their MP4 (same route, streamed).
+      const video = r.kind === 'video';
+      const img = el(video ? 'video' : 'img');
+      if (video) {
+        Object.assign(img, { muted: true, loop: true, autoplay: true, playsInline: true, controls: true, preload: 'metadata' });
+        img.setAttribute('aria-label', `video of ${r.id}`);
+      } else {
+        img.alt = `first image of ${r.id}`;
+        img.loading = 'lazy';
+        img.decoding = 'async';
+      }
       const src = `/renders/${encodeURIComponent(r.id)}/outputs/0`;
       if (!token) img.src = src;
       else if (thumbUrls.has(r.id)) img.src = thumbUrls.get(r.id);

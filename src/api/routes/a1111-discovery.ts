@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { RequestError } from '../a1111/errors.ts';
 import { checkOptions } from '../options-schema.ts';
-import { knownModelNames, listProfiles, resolveModel } from '../../models/registry.ts';
+import { knownModelNames, listImageProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../server.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
@@ -20,7 +20,7 @@ const PROGRESS_TIMEOUT_MS = 3_000;
 
 export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/sdapi/v1/sd-models', async () =>
-    listProfiles().map((p) => ({
+    listImageProfiles().map((p) => ({
       title: p.title,
       model_name: p.id,
       hash: null,
@@ -49,7 +49,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     const patch: Record<string, unknown> = { ...checked.values };
     if ('sd_model_checkpoint' in patch) {
       const profile = resolveModel(String(patch.sd_model_checkpoint));
-      if (!profile) {
+      if (!profile || profile.kinds.includes('video')) {
         throw new RequestError(400, 'sd_model_checkpoint', `unknown model ${JSON.stringify(patch.sd_model_checkpoint)}; known models: ${knownModelNames().join(', ')}`);
       }
       // Store the title: clients compare it with the titles from sd-models to decide whether to switch.

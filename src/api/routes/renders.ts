@@ -61,11 +61,14 @@ const GALLERY_CSP = [
   "script-src 'self'",
   "style-src 'self'",
   "img-src 'self' blob:",
+  "media-src 'self' blob:",
   "connect-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+const extensionFor = (mime: string): string => ({ 'image/jpeg': 'jpg', 'image/webp': 'webp', 'video/mp4': 'mp4', 'video/webm': 'webm' })[mime] ?? 'png';
 
 function notFound(reply: FastifyReply, message: string, field = 'id'): FastifyReply {
   return sendError(reply, 404, errorBody('HTTPException', message, { field }));
@@ -122,14 +125,19 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     if (!OUTPUT_NUMBER.test(nText)) return notFound(reply, `render ${id} has no output ${JSON.stringify(nText.slice(0, 20))}`, 'n');
     const n = Number(nText);
     try {
-      const { ref, bytes } = await ops.output(id, n);
+      const ref = (await ops.outputs(id))[n];
+      // Videos are streamed from the blob store, never read whole.
+      const video = ref?.mime.startsWith('video/') === true;
+      const { bytes } = video ? { bytes: await ctx.blobs.openStream(ref!.sha256) } : await ops.output(id, n);
+      const mime = ref?.mime ?? 'image/png';
       // Content-addressed: the bytes behind a sha256 never change.
-      return reply
-        .type(ref.mime)
-        .header('ETag', `"${ref.sha256}"`)
+      reply
+        .type(mime)
         .header('Cache-Control', 'private, max-age=86400')
-        .header('Content-Disposition', `inline; filename="${id}-${n}.png"`)
-        .send(bytes);
+        .header('Content-Disposition', `inline; filename="${id}-${n}.${extensionFor(mime)}"`);
+      if (ref) reply.header('ETag', `"${ref.sha256}"`);
+      if (video) reply.header('Content-Length', String(ref!.size));
+      return reply.send(bytes);
     } catch (err) {
       return mapError(reply, err);
     }

@@ -17,8 +17,11 @@ export interface BuildInput {
   seed: number;
   /** Per-job SaveImage prefix, so ComfyUI's cache never skips writing a fresh file. */
   filenamePrefix: string;
-  /** LoadImage names (`subfolder/filename`) of the request's images, already uploaded. */
-  images: { init?: string; mask?: string; refs: readonly string[] };
+  /**
+   * LoadImage names (`subfolder/filename`) of the request's images, already uploaded. Video: `first` and
+   * `last` are the first/last frame (Wan's start image is `first`), `refs` the H3 reference images.
+   */
+  images: { init?: string; mask?: string; refs: readonly string[]; first?: string; last?: string };
 }
 
 export interface FamilyBuilder {

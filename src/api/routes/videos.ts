@@ -1,0 +1,303 @@
+/**
+ * The vLLM-Omni video API (ref/video-apis.md §1): every request becomes a durable `render` workflow of kind
+ * `video`, the same one the image routes use.
+ *   POST   /v1/videos/sync           → video/mp4 bytes (X-Request-Id, X-Model, X-Inference-Time-S, X-Render-Id); 504 on timeout
+ *   POST   /v1/videos                → the job object (status queued)
+ *   GET    /v1/videos                → {object: list, data, first_id, last_id, has_more}; after, limit 0..100, order
+ *   GET    /v1/videos/{id}           → the job; a failed job with its error's HTTP status
+ *   GET    /v1/videos/{id}/content   → the MP4 (streamed); 404 while running, 422 after a failure
+ *   DELETE /v1/videos/{id}           → cancels a queued/running render (ComfyUI is interrupted) → {id, deleted, object}
+ * Bodies: multipart/form-data, urlencoded or JSON; `X-Priority` / `priority` (1..5) as for images. Errors: FastAPI's `{detail}` plus an OpenAI-style
+ * `error {message, type, param, code}` naming the field.
+ */
+import { randomUUID } from 'node:crypto';
+import formbody from '@fastify/formbody';
+import multipart from '@fastify/multipart';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { BlobNotFoundError } from '../../blobs/store.ts';
+import type { DecodedImage } from '../../images/decode.ts';
+import type { RenderResult } from '../../render/types.ts';
+import { secondsLabel } from '../../models/video.ts';
+import { RequestError } from '../a1111/errors.ts';
+import { requestPriority } from '../priority.ts';
+import { IdempotencyConflictError, RenderFailedError, type StartedRender } from '../render-service.ts';
+import type { ApiContext } from '../server.ts';
+import { readVideoBody } from '../video/body.ts';
+import { inferenceSeconds, listJobs, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
+import { normalizeVideoRequest, type NormalizedVideo } from '../video/normalize.ts';
+
+export interface VideoErrorBody {
+  detail: string;
+  error: { message: string; type: string; param: string | null; code: number };
+  [extra: string]: unknown;
+}
+
+export function videoError(status: number, message: string, param?: string, extra: Record<string, unknown> = {}): VideoErrorBody {
+  const type = status === 404 ? 'not_found_error' : status < 500 ? 'invalid_request_error' : 'server_error';
+  return { ...extra, detail: message, error: { message, type, param: param ?? null, code: status } };
+}
+
+function send(reply: FastifyReply, status: number, body: VideoErrorBody): FastifyReply {
+  return reply.code(status).type('application/json').send(body);
+}
+
+const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a video id') });
+const listQuery = z.object({
+  after: z.string().min(1).max(255).optional(),
+  limit: z.coerce.number().int().min(0).max(100).default(20),
+  order: z.enum(['asc', 'desc']).default('desc'),
+});
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const field = issue?.path.map(String).join('.') || 'query';
+  throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
+}
+
+/** How long DELETE waits for ComfyUI to be interrupted before answering 409 "still cancelling". */
+const CANCEL_WAIT_MS = 30_000;
+
+export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Promise<void> {
+  // Encapsulated: the form parsers and the video error shape apply to these routes only.
+  await app.register(async (scope) => {
+    await scope.register(multipart, {
+      limits: { fileSize: ctx.config.MAX_IMAGE_BYTES + 1, files: 16, fields: 64, fieldSize: ctx.config.BODY_LIMIT_BYTES },
+    });
+    await scope.register(formbody, { bodyLimit: ctx.config.BODY_LIMIT_BYTES });
+
+    scope.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
+      if (err instanceof RequestError) {
+        req.log.info({ field: err.field, status: err.status }, err.message);
+        return send(reply, err.status, videoError(err.status, err.message, err.field || undefined));
+      }
+      const fe = err as FastifyError;
+      if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe instanceof SyntaxError) {
+        return send(reply, 400, videoError(400, `request body is not valid JSON: ${fe.message}`, 'body'));
+      }
+      if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+        return send(reply, 415, videoError(415, `unsupported content type ${req.headers['content-type'] ?? ''}: send multipart/form-data, a urlencoded form or JSON`, 'content-type'));
+      }
+      if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+        return send(reply, fe.statusCode, videoError(fe.statusCode, fe.message, 'body'));
+      }
+      req.log.error({ err }, 'unhandled error');
+      return send(reply, 500, videoError(500, `internal error: ${err.message}`));
+    });
+
+    const normalize = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; fingerprint: unknown; priority: number }> => {
+      const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
+      const { fields, files } = await readVideoBody(req, limits);
+      const priority = requestPriority(req.headers['x-priority'], fields);
+      const normalized = normalizeVideoRequest(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
+      for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
+      await storeImages(ctx, normalized.images);
+      // What an Idempotency-Key retry must repeat: the fields and the files' content (not their bytes).
+      const fingerprint = { fields: { ...fields, input_reference: undefined, input_references: undefined }, images: normalized.images.map((i) => i.ref.sha256) };
+      normalized.images.length = 0;
+      return { normalized, fingerprint, priority };
+    };
+
+    const start = async (req: FastifyRequest, reply: FastifyReply, n: NormalizedVideo, fingerprint: unknown, priority: number): Promise<StartedRender | undefined> => {
+      const idempotencyKey = headerValue(req.headers['idempotency-key']);
+      try {
+        const started = await ctx.renders.start(n.request, { idempotencyKey, body: fingerprint, priority });
+        req.log.info({ renderId: started.renderId, model: n.request.model, frames: n.request.video?.frames, attached: started.attached }, 'video render started');
+        return started;
+      } catch (err) {
+        if (err instanceof IdempotencyConflictError) {
+          send(reply, 409, videoError(409, err.message, 'Idempotency-Key'));
+          return undefined;
+        }
+        throw err;
+      }
+    };
+
+    scope.post('/v1/videos', async (req, reply) => {
+      const { normalized, fingerprint, priority } = await normalize(req);
+      req.body = undefined;
+      const started = await start(req, reply, normalized, fingerprint, priority);
+      if (!started) return reply;
+      reply.header('X-Render-Id', started.renderId);
+      if (started.attached) return readJob(ctx.renders.client, started.renderId).then((v) => v.job);
+      return newJob(started.renderId, normalized);
+    });
+
+    scope.post('/v1/videos/sync', async (req, reply) => {
+      const requestId = `video_sync-${randomUUID()}`;
+      const { normalized, fingerprint, priority } = await normalize(req);
+      req.body = undefined;
+      const started = await start(req, reply, normalized, fingerprint, priority);
+      if (!started) return reply;
+      reply.header('X-Request-Id', requestId).header('X-Render-Id', started.renderId).header('X-Model', normalized.request.model);
+      // A1111's interrupt / skip reach a video on the GPU too: a video has one item, so both stop it.
+      const stop = async (): Promise<void> => {
+        await started.handle.cancel();
+      };
+      const done = ctx.inFlight.add({ renderId: started.renderId, startedAt: Date.now(), interrupt: stop, skip: stop });
+      const onClose = (): void => {
+        if (ctx.config.CANCEL_ON_DISCONNECT && !reply.raw.writableEnded) void started.handle.cancel().catch(() => undefined);
+      };
+      reply.raw.once('close', onClose);
+      const timeoutS = ctx.config.VIDEO_SYNC_TIMEOUT_S;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const waiting = ctx.renders.wait(started);
+        const timedOut = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), timeoutS * 1000);
+        });
+        const outcome = await Promise.race([waiting, timedOut]);
+        if (outcome === 'timeout') {
+          waiting.catch(() => undefined);
+          // Nobody will collect it: stop the render (and its ComfyUI prompt) rather than leave it running.
+          await started.handle.cancel().catch(() => undefined);
+          return send(reply, 504, videoError(504, `Video generation timed out after ${timeoutS}s.`, undefined, { render_id: started.renderId }));
+        }
+        return await sendVideo(reply, outcome, started.renderId);
+      } catch (err) {
+        if (err instanceof RenderFailedError) return sendFailure(reply, err);
+        throw err;
+      } finally {
+        clearTimeout(timer);
+        done();
+        reply.raw.off('close', onClose);
+      }
+    });
+
+    scope.get('/v1/videos', async (req) => {
+      const q = parse(listQuery, req.query);
+      try {
+        return await listJobs(ctx.renders.client, q);
+      } catch (err) {
+        if (err instanceof VideoNotFoundError) throw new RequestError(400, 'after', err.message);
+        throw err;
+      }
+    });
+
+    scope.get('/v1/videos/:id', async (req, reply) => {
+      const { id } = parse(idParams, req.params);
+      const view = await readOr404(reply, id);
+      if (!view) return reply;
+      if (view.failedStatus !== undefined) return reply.code(view.failedStatus).send(view.job);
+      return view.job;
+    });
+
+    scope.get('/v1/videos/:id/content', async (req, reply) => {
+      const { id } = parse(idParams, req.params);
+      const view = await readOr404(reply, id);
+      if (!view) return reply;
+      if (view.job.status === 'failed') return send(reply, 422, videoError(422, `Video generation failed: ${view.job.error?.message ?? ''}`.trim(), 'id'));
+      if (!view.result) return send(reply, 404, videoError(404, 'Generation is still in-progress', 'id', { status: view.job.status, progress: view.job.progress }));
+      return sendVideo(reply, view.result, id);
+    });
+
+    scope.delete('/v1/videos/:id', async (req, reply) => {
+      const { id } = parse(idParams, req.params);
+      const view = await readOr404(reply, id);
+      if (!view) return reply;
+      const handle = ctx.renders.handle(id);
+      if (view.job.status === 'queued' || view.job.status === 'in_progress') {
+        await handle.cancel();
+        // The workflow ends only after its GPU activity has interrupted the prompt in ComfyUI.
+        const closed = await Promise.race([
+          handle.result().then(() => true, () => true),
+          new Promise<false>((resolve) => setTimeout(() => resolve(false), CANCEL_WAIT_MS).unref()),
+        ]);
+        if (!closed) return send(reply, 409, videoError(409, `cancellation of video ${id} is still under way`, 'id'));
+      } else {
+        // A finished job: its record goes (vLLM-Omni deletes it); blobs are content-addressed and may be shared.
+        await ctx.renders.client.workflowService.deleteWorkflowExecution({ namespace: ctx.config.TEMPORAL_NAMESPACE, workflowExecution: { workflowId: id } }).catch((err: unknown) => {
+          req.log.warn({ err, id }, 'could not delete the finished render');
+        });
+      }
+      req.log.info({ renderId: id, was: view.job.status }, 'video deleted');
+      return { id, deleted: true, object: 'video.deleted' };
+    });
+
+    async function readOr404(reply: FastifyReply, id: string) {
+      try {
+        const view = await readJob(ctx.renders.client, id);
+        if (view.cancelled) {
+          send(reply, 404, videoError(404, `video ${id} was deleted`, 'id'));
+          return undefined;
+        }
+        return view;
+      } catch (err) {
+        if (err instanceof VideoNotFoundError) {
+          send(reply, 404, videoError(404, err.message, 'id'));
+          return undefined;
+        }
+        throw err;
+      }
+    }
+
+    async function sendVideo(reply: FastifyReply, result: RenderResult, renderId: string): Promise<FastifyReply> {
+      const ref = result.outputs.find((o) => o.mime.startsWith('video/'));
+      if (!ref) return send(reply, 500, videoError(500, `render ${renderId} produced no video`));
+      let stream;
+      try {
+        stream = await ctx.blobs.openStream(ref.sha256);
+      } catch (err) {
+        if (err instanceof BlobNotFoundError) return send(reply, 410, videoError(410, `the video of ${renderId} is no longer in the blob store`, 'id'));
+        throw err;
+      }
+      // Streamed from the blob file: a 500 MB video never sits in memory.
+      return reply
+        .type(ref.mime)
+        .header('Content-Length', String(ref.size))
+        .header('Content-Disposition', `inline; filename="${renderId}.mp4"`)
+        .header('X-Render-Id', renderId)
+        .header('X-Model', result.request.model)
+        .header('X-Inference-Time-S', inferenceSeconds(result).toFixed(3))
+        .header('X-Video-Size', `${result.request.width}x${result.request.height}`)
+        .header('X-Video-Frames', String(result.request.video?.frames ?? ''))
+        .header('X-Video-Fps', String(result.request.video?.fps ?? ''))
+        .send(stream);
+    }
+  });
+}
+
+function sendFailure(reply: FastifyReply, err: RenderFailedError): FastifyReply {
+  reply.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);
+  const { comfy_message: comfyMessage, ...where } = err.fields;
+  return send(reply, err.status, videoError(err.status, err.message, where.input, { render_id: err.renderId, type: err.kind, ...where, ...(comfyMessage ? { comfy_message: comfyMessage } : {}) }));
+}
+
+/** The job object of a render this call just started (no round trip to Temporal). */
+function newJob(renderId: string, n: NormalizedVideo): VideoJob {
+  const r = n.request;
+  const v = r.video!;
+  return {
+    id: renderId,
+    object: 'video',
+    model: r.model,
+    prompt: r.prompt,
+    status: 'queued',
+    progress: 0,
+    size: `${r.width}x${r.height}`,
+    seconds: secondsLabel(v.frames, v.fps),
+    num_frames: v.frames,
+    fps: v.fps,
+    quality: 'default',
+    created_at: Math.floor(Date.now() / 1000),
+    completed_at: null,
+    expires_at: null,
+    remixed_from_video_id: null,
+    error: null,
+    media_type: 'video/mp4',
+    file_name: null,
+    inference_time_s: null,
+  };
+}
+
+/** Its own function: a loop variable in the route would pin the last decoded image for the whole render. */
+async function storeImages(ctx: ApiContext, images: DecodedImage[]): Promise<void> {
+  for (const img of images) await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  return s && s.trim() !== '' ? s.trim() : undefined;
+}

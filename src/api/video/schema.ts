@@ -1,0 +1,56 @@
+/**
+ * The request fields of the vLLM-Omni video API (`POST /v1/videos`, `/v1/videos/sync`), ref/video-apis.md
+ * §1.2 and §4. The same schema reads JSON bodies (numbers are numbers) and form bodies (multipart or
+ * urlencoded: every value is a string), so numeric fields accept numeric strings. Unknown fields are
+ * ignored, as vLLM-Omni's pydantic model does.
+ */
+import { z } from 'zod';
+import { MAX_PROMPT_CHARS } from '../a1111/schema.ts';
+
+/** A number, or a form field holding one. */
+const num = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v), z.number({ error: 'must be a number' }));
+const int = z.preprocess((v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v), z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }));
+const text = (max = MAX_PROMPT_CHARS) => z.string({ error: 'must be a string' }).max(max, { error: `must be at most ${max} characters` });
+
+/** An image given inline: raw base64, a data URL, or the newer OpenAI SDK's `{image_url}` object. */
+export const inlineImageSchema = z.union([
+  z.string(),
+  z.object({ image_url: z.string({ error: 'image_url must be a string' }) }).transform((o) => o.image_url),
+]);
+
+export const H3_TASKS = ['t2va', 'fl2va', 'ref2va'] as const;
+
+/** `extra_params` (a JSON object, or its JSON text in a form): H3 task and keyframe roles, shifts, duration. */
+export const extraParamsSchema = z.looseObject({
+  task: z.enum(H3_TASKS, { error: `must be one of ${H3_TASKS.join(', ')}` }).optional(),
+  /** Seconds (H3: 4-15 in vLLM-Omni's recipe); `seconds` and `num_frames` take precedence. */
+  duration: num.optional(),
+  audio_flow_shift: num.optional(),
+  /** Where each `fl2va` image goes: 0 = first frame, -1 = last frame; `[0]`, `[-1]` or `[0, -1]`. */
+  frame_indices: z.array(int, { error: 'must be a list of frame indices' }).optional(),
+});
+export type ExtraParams = z.infer<typeof extraParamsSchema>;
+
+export const videoFieldsSchema = z.looseObject({
+  model: text(256).optional(),
+  prompt: text().optional(),
+  negative_prompt: text().optional(),
+  seed: int.optional(),
+  size: text(32).optional(),
+  width: int.optional(),
+  height: int.optional(),
+  /** OpenAI sends a string (`"4"`); vLLM-Omni clients may send a number. */
+  seconds: num.optional(),
+  num_frames: int.optional(),
+  fps: num.optional(),
+  num_inference_steps: int.optional(),
+  guidance_scale: num.optional(),
+  flow_shift: num.optional(),
+  input_reference: inlineImageSchema.optional(),
+  input_references: z.array(inlineImageSchema).optional(),
+  extra_params: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  user: z.string().optional(),
+  /** Render priority 1 (most urgent) .. 5, as X-Priority (read by api/priority.ts). */
+  priority: z.unknown().optional(),
+});
+export type VideoFields = z.infer<typeof videoFieldsSchema>;
