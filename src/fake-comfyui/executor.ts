@@ -125,10 +125,15 @@ export interface FakeStats {
    * render's item succeeded exactly once. A run abandoned by a reset or a dead worker has no entry.
    */
   outcomes: Record<string, Array<'success' | 'error' | 'interrupted'>>;
+  /**
+   * Every run in start order with wall-clock times (ms since the epoch; null while running or when abandoned):
+   * the cluster test checks from these that no GPU sat idle while renders waited, across several fakes.
+   */
+  runs: Array<{ promptId: string; startedAt: number; endedAt: number | null }>;
 }
 
 export function emptyStats(): FakeStats {
-  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {} };
+  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {}, runs: [] };
 }
 
 interface RunOutcome {
@@ -450,8 +455,11 @@ export class Worker {
             return;
           }
           stats.executions[item.promptId] = (stats.executions[item.promptId] ?? 0) + 1;
+          const run = { promptId: item.promptId, startedAt: Date.now(), endedAt: null as number | null };
+          stats.runs.push(run);
           const outcome = await executor.execute(item, control);
           if (control.aborted) return;
+          run.endedAt = Date.now();
           const last = outcome.messages.at(-1)?.[0];
           const ended = outcome.success ? 'success' : last === 'execution_interrupted' ? 'interrupted' : 'error';
           (stats.outcomes[item.promptId] ??= []).push(ended);

@@ -90,3 +90,42 @@ export function parseEnvFile(text: string): Record<string, string> {
   }
   return env;
 }
+
+export function environmentOf(s: Service): Record<string, string> {
+  const env = s.environment ?? {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map((e) => {
+        const eq = e.indexOf('=');
+        if (eq < 0) throw new Error(`environment entry without a value: ${e}`);
+        return [e.slice(0, eq), e.slice(eq + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(
+    Object.entries(env).map(([k, v]) => {
+      if (v === null) throw new Error(`environment ${k} has no value`);
+      return [k, String(v)];
+    }),
+  );
+}
+
+export function list(v: string[] | string | undefined): string[] {
+  if (v === undefined) return [];
+  return Array.isArray(v) ? v : [v];
+}
+
+export interface Mount {
+  source: string;
+  target: string;
+  readOnly: boolean;
+  named: boolean;
+}
+export function mounts(s: Service): Mount[] {
+  return (s.volumes ?? []).map((v) => {
+    const parts = v.split(':');
+    if (parts.length < 2 || parts.length > 3) throw new Error(`unexpected volume syntax: ${v}`);
+    const [source, target, mode] = parts as [string, string, string | undefined];
+    return { source, target, readOnly: mode === 'ro', named: !/^[./~]/.test(source) };
+  });
+}

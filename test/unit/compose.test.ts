@@ -14,7 +14,7 @@ import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
-import { deepMapStrings, interpolate, parseEnvFile, type Compose, type Service, type VarUse } from '../support/compose-file.ts';
+import { deepMapStrings, environmentOf, interpolate, list, mounts, parseEnvFile, type Compose, type Mount, type Service, type VarUse } from '../support/compose-file.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
@@ -34,49 +34,10 @@ function service(name: string, c: Compose = compose): Service {
   return s;
 }
 
-function environmentOf(s: Service): Record<string, string> {
-  const env = s.environment ?? {};
-  if (Array.isArray(env)) {
-    return Object.fromEntries(
-      env.map((e) => {
-        const eq = e.indexOf('=');
-        if (eq < 0) throw new Error(`environment entry without a value: ${e}`);
-        return [e.slice(0, eq), e.slice(eq + 1)];
-      }),
-    );
-  }
-  return Object.fromEntries(
-    Object.entries(env).map(([k, v]) => {
-      if (v === null) throw new Error(`environment ${k} has no value`);
-      return [k, String(v)];
-    }),
-  );
-}
-
-function list(v: string[] | string | undefined): string[] {
-  if (v === undefined) return [];
-  return Array.isArray(v) ? v : [v];
-}
-
 function dependsOn(s: Service): Record<string, string> {
   const d = s.depends_on ?? {};
   if (Array.isArray(d)) return Object.fromEntries(d.map((n) => [n, 'service_started']));
   return Object.fromEntries(Object.entries(d).map(([n, v]) => [n, v.condition ?? 'service_started']));
-}
-
-interface Mount {
-  source: string;
-  target: string;
-  readOnly: boolean;
-  named: boolean;
-}
-function mounts(s: Service): Mount[] {
-  return (s.volumes ?? []).map((v) => {
-    const parts = v.split(':');
-    if (parts.length < 2 || parts.length > 3) throw new Error(`unexpected volume syntax: ${v}`);
-    const [source, target, mode] = parts as [string, string, string | undefined];
-    return { source, target, readOnly: mode === 'ro', named: !/^[./~]/.test(source) };
-  });
 }
 
 interface Published {
