@@ -9,6 +9,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
 import type { BackendHealth } from '../worker/backend-health.ts';
+import type { GpuPool } from '../worker/gpu-pool.ts';
 import type { RenderActivities } from './types.ts';
 import { createBuildGraph } from './build-graph.ts';
 import { createChooseBackend } from './choose-backend.ts';
@@ -33,12 +34,13 @@ export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend)
   return client;
 }
 
-export function createActivities(deps: ActivityDeps): RenderActivities {
+/** `pool`: the ComfyUIs this process runs prompts on (see worker/gpu-pool.ts); none for an `api` process. */
+export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActivities {
   return {
     buildGraph: createBuildGraph(deps),
     chooseBackend: createChooseBackend(deps),
     uploadInputs: createUploadInputs(deps),
-    runPrompt: createRunPrompt(deps),
+    runPrompt: createRunPrompt(deps, pool),
     collectOutputs: createCollectOutputs(deps),
     stopPrompts: createStopPrompts(deps),
   };

@@ -30,7 +30,9 @@ import {
   promptReattached,
   promptStalls,
 } from '../metrics/metrics.ts';
-import type { Backend, PromptRun } from '../render/types.ts';
+import type { Backend, PromptRun, StageTiming } from '../render/types.ts';
+import type { GpuPool } from '../worker/gpu-pool.ts';
+import { collectFiles } from './collect-outputs.ts';
 import type { BackendHealth } from '../worker/backend-health.ts';
 import { toFailure } from './failures.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
@@ -53,117 +55,180 @@ export function stopGraceMs(stallTimeoutMs: number): number {
  * Retry delay while the backend is unhealthy: long enough for an operator or a supervisor to restart
  * ComfyUI between attempts, short enough that the render resumes soon after.
  */
+/** Bound late, an attempt that found its backend unhealthy is retried soon, on another worker's backend. */
+const LATE_BOUND_UNHEALTHY_RETRY_MS = 1_000;
+
 export function unhealthyRetryDelayMs(stallTimeoutMs: number): number {
   return Math.min(60_000, Math.max(5_000, stallTimeoutMs));
 }
 
-export function createRunPrompt(deps: ActivityDeps): RenderActivities['runPrompt'] {
+export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivities['runPrompt'] {
   const objectInfo = new ObjectInfoCache();
 
   return async (input: RunPromptInput): Promise<PromptRun> => {
     const ctx = Context.current();
-    const { attempt } = input;
-    const workflowExecution = ctx.info.workflowExecution ?? { workflowId: input.renderId, runId: '' };
-    const backend = input.backend;
-    const client = clientFor(deps, backend);
-    const log = deps.logger.child({ renderId: input.renderId, item: input.item, attempt, backend: backend.id });
     const signal = ctx.cancellationSignal;
-    const startedAt = Date.now();
-    const graceMs = stopGraceMs(input.stallTimeoutMs);
-
-    let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt };
-    const onProgress = (p: FollowProgress): void => {
-      beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt };
-      if (p.node !== undefined) beat.node = p.node;
-      if (p.value !== undefined) beat.value = p.value;
-      if (p.max !== undefined) beat.max = p.max;
-      ctx.heartbeat(beat);
-    };
-    // Silent stretches (a model loading, the escalation below) still need heartbeats, or Temporal would
-    // think the worker died.
-    const ticker = setInterval(() => ctx.heartbeat(beat), HEARTBEAT_TICK_MS);
-    const follow = { signal, stallTimeoutMs: input.stallTimeoutMs, pollIntervalMs: deps.config.POLL_INTERVAL_MS, onProgress, logger: log };
-
-    let promptId = '';
+    // Bound late: the backend is whichever free ComfyUI this worker has now (legacy renders name theirs).
+    const lease = await pool.acquire(input.backend ? { backendId: input.backend.id } : input.model !== undefined ? { model: input.model } : {}, signal);
+    let ranModel: string | undefined;
     try {
-      // ComfyUI coming back from a restart (tens of seconds with custom nodes) is waited for, within the
-      // stall budget, instead of burning the item's attempts on connection errors.
-      await waitReachable(client, input.stallTimeoutMs, deps.config.POLL_INTERVAL_MS, signal);
-      await ensureBackendUsable(deps.health, backend, client, input.stallTimeoutMs);
-
-      const previous = await findLivePrompt(client, previousPromptIds(workflowExecution, input.item, attempt), signal);
-      let result: FollowResult;
-      if (previous) {
-        promptId = previous;
-        log.info({ promptId }, 're-attaching to the prompt an earlier attempt submitted');
-        promptReattached.inc({ backend: backend.id });
-        beat = { ...beat, promptId };
-        ctx.heartbeat(beat);
-        // The prompt's events go to the socket of the attempt that submitted it, which has ended: reclaim
-        // that client id, or a long remaining render would look stalled for want of progress events.
-        const ownerClientId = await queuedClientId(client, promptId, signal);
-        result = await followPrompt(client, { ...follow, promptId, ...(ownerClientId ? { ownerClientId } : {}) });
-      } else {
-        promptId = attemptPromptId(workflowExecution, input.item, attempt);
-        await validateBeforeSubmit(client, input, objectInfo);
-        result = await submitWithReupload(deps, client, input, objectInfo, log, {
-          ...follow,
-          graph: input.graph,
-          promptId,
-          extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt } },
-          // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
-          cancelOnAbortOrStall: false,
-          onSubmitted: ({ reattached }) => {
-            beat = { ...beat, promptId };
-            ctx.heartbeat(beat);
-            log.info({ promptId, reattached }, 'prompt submitted');
-          },
-        });
-      }
-      deps.health.markHealthy(backend, `prompt ${promptId} succeeded`);
-      promptAttempts.inc({ backend: backend.id, outcome: 'success' });
-      return {
-        promptId,
-        attempt,
-        files: result.files.map(({ filename, subfolder, type }) => ({ filename, subfolder, type })),
-        startedAt: result.startedAt ?? startedAt,
-        finishedAt: result.finishedAt ?? Date.now(),
-      };
-    } catch (err) {
-      if (signal.aborted) {
-        const reason = cancelReason(signal.reason);
-        promptAttempts.inc({ backend: backend.id, outcome: reason === 'CANCELLED' ? 'cancelled' : reason === 'WORKER_SHUTDOWN' ? 'worker_shutdown' : 'abandoned' });
-        if (reason === 'CANCELLED' && promptId !== '') {
-          // The render was cancelled: stop the GPU before the workflow is allowed to end.
-          const stopped = await cancelAndWait(client, promptId, graceMs, log);
-          log.info({ promptId, stopped }, 'render cancelled: prompt cancelled in ComfyUI');
-        } else if (promptId !== '') {
-          log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
-        }
-        throw signal.reason ?? err;
-      }
-      promptAttempts.inc({ backend: backend.id, outcome: outcomeLabel(err) });
-      if (err instanceof ComfyStallError) {
-        promptStalls.inc({ backend: backend.id, state: err.state });
-        const stop = await stopStalledPrompt(deps.health, backend, client, err, graceMs, log);
-        throw ApplicationFailure.create({
-          message: `${err.message}; ${STOP_OUTCOME_TEXT[stop]}`,
-          type: err.type,
-          nonRetryable: false,
-          details: [{ ...err.details(), stop }],
-        });
-      }
-      if (err instanceof ComfyExecutionError && err.isOutOfMemory) {
-        // CUDA OOM: free VRAM and caches before the retry, or it fails the same way.
-        log.warn({ promptId }, 'out of memory: freeing ComfyUI memory before the retry');
-        await client.free({ unloadModels: true, freeMemory: true }, { timeoutMs: 5_000 }).catch(() => undefined);
-      }
-      log.warn({ promptId, err: (err as Error).message }, 'runPrompt attempt failed');
-      throw toFailure(err);
+      const run = await runAttempt(deps, objectInfo, lease.backend, input);
+      ranModel = input.model;
+      return run;
     } finally {
-      clearInterval(ticker);
+      lease.release(ranModel);
     }
   };
+}
+
+async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, leased: Backend, input: RunPromptInput): Promise<PromptRun> {
+  const ctx = Context.current();
+  const { attempt } = input;
+  const workflowExecution = ctx.info.workflowExecution ?? { workflowId: input.renderId, runId: '' };
+  let backend = leased;
+  let client = clientFor(deps, backend);
+  let log = deps.logger.child({ renderId: input.renderId, item: input.item, attempt, backend: backend.id });
+  const signal = ctx.cancellationSignal;
+  const startedAt = Date.now();
+  const graceMs = stopGraceMs(input.stallTimeoutMs);
+  const timings: StageTiming[] = [];
+
+  let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt };
+  const onProgress = (p: FollowProgress): void => {
+    beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt };
+    if (p.node !== undefined) beat.node = p.node;
+    if (p.value !== undefined) beat.value = p.value;
+    if (p.max !== undefined) beat.max = p.max;
+    ctx.heartbeat(beat);
+  };
+  // The first heartbeat names the backend at once: if this worker dies, the next attempt knows where to look.
+  ctx.heartbeat(beat);
+  // Silent stretches (a model loading, the escalation below) still need heartbeats, or Temporal would
+  // think the worker died.
+  const ticker = setInterval(() => ctx.heartbeat(beat), HEARTBEAT_TICK_MS);
+  const follow = { signal, stallTimeoutMs: input.stallTimeoutMs, pollIntervalMs: deps.config.POLL_INTERVAL_MS, onProgress, logger: log };
+
+  let promptId = '';
+  try {
+    // ComfyUI coming back from a restart (tens of seconds with custom nodes) is waited for, within the
+    // stall budget, instead of burning the item's attempts on connection errors.
+    // A backend marked unhealthy fails the attempt at once (before waiting for it to answer). Bound late,
+    // the next attempt goes to another worker's ComfyUI soon: this worker asks for no work while its only
+    // backends are unhealthy (worker/gpu-pool.ts). A legacy render has only this backend: wait longer.
+    await ensureBackendUsable(deps.health, backend, client, input.backend ? unhealthyRetryDelayMs(input.stallTimeoutMs) : LATE_BOUND_UNHEALTHY_RETRY_MS);
+    await waitReachable(client, input.stallTimeoutMs, deps.config.POLL_INTERVAL_MS, signal);
+
+    const previous = await findLivePrompt(deps, backend, previousPrompts(workflowExecution, input), signal);
+    let result: FollowResult;
+    const promptStart = Date.now();
+    if (previous) {
+      promptId = previous.promptId;
+      if (previous.backend.id !== backend.id) {
+        // An earlier attempt's prompt lives on another ComfyUI (its worker died or handed it back): follow
+        // it there rather than render it twice; its outputs are collected from there too.
+        backend = previous.backend;
+        client = clientFor(deps, backend);
+        log = log.child({ backend: backend.id, leased: leased.id });
+      }
+      log.info({ promptId }, 're-attaching to the prompt an earlier attempt submitted');
+      promptReattached.inc({ backend: backend.id });
+      beat = { ...beat, backend: backend.id, promptId };
+      ctx.heartbeat(beat);
+      // The prompt's events go to the socket of the attempt that submitted it, which has ended: reclaim
+      // that client id, or a long remaining render would look stalled for want of progress events.
+      const ownerClientId = await queuedClientId(client, promptId, signal);
+      result = await followPrompt(client, { ...follow, promptId, ...(ownerClientId ? { ownerClientId } : {}) });
+    } else {
+      promptId = attemptPromptId(workflowExecution, input.item, attempt);
+      if (!input.backend && input.uploads && input.uploads.length > 0) {
+        // Current shape: inputs go to the backend that runs the prompt, now that it is known.
+        const t0 = Date.now();
+        await uploadAll(deps, backend, input.uploads);
+        timings.push({ stage: 'uploadInputs', ms: Date.now() - t0 });
+      }
+      await validateBeforeSubmit(client, backend, input, objectInfo);
+      result = await submitWithReupload(deps, client, backend, input, objectInfo, log, {
+        ...follow,
+        graph: input.graph,
+        promptId,
+        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt } },
+        // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
+        cancelOnAbortOrStall: false,
+        onSubmitted: ({ reattached }) => {
+          beat = { ...beat, promptId };
+          ctx.heartbeat(beat);
+          log.info({ promptId, reattached }, 'prompt submitted');
+        },
+      });
+    }
+    timings.push({ stage: 'prompt', ms: Date.now() - promptStart });
+    deps.health.markHealthy(backend, `prompt ${promptId} succeeded`);
+    promptAttempts.inc({ backend: backend.id, outcome: 'success' });
+    const files = result.files.map(({ filename, subfolder, type }) => ({ filename, subfolder, type }));
+    const run: PromptRun = {
+      promptId,
+      attempt,
+      files,
+      startedAt: result.startedAt ?? startedAt,
+      finishedAt: result.finishedAt ?? Date.now(),
+    };
+    if (input.request) {
+      const t0 = Date.now();
+      run.outputs = await collectFiles(deps, client, files, input.request, input.item);
+      timings.push({ stage: 'collectOutputs', ms: Date.now() - t0 });
+      run.backend = backend.id;
+      run.timings = timings;
+    }
+    return run;
+  } catch (err) {
+    if (signal.aborted) {
+      const reason = cancelReason(signal.reason);
+      promptAttempts.inc({ backend: backend.id, outcome: reason === 'CANCELLED' ? 'cancelled' : reason === 'WORKER_SHUTDOWN' ? 'worker_shutdown' : 'abandoned' });
+      if (reason === 'CANCELLED' && promptId !== '') {
+        // The render was cancelled: stop the GPU before the workflow is allowed to end.
+        const stopped = await cancelAndWait(client, promptId, graceMs, log);
+        log.info({ promptId, stopped }, 'render cancelled: prompt cancelled in ComfyUI');
+      } else if (promptId !== '') {
+        log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
+      }
+      throw signal.reason ?? err;
+    }
+    promptAttempts.inc({ backend: backend.id, outcome: outcomeLabel(err) });
+    if (err instanceof ComfyStallError) {
+      promptStalls.inc({ backend: backend.id, state: err.state });
+      const stop = await stopStalledPrompt(deps.health, backend, client, err, graceMs, log);
+      throw ApplicationFailure.create({
+        message: `${err.message}; ${STOP_OUTCOME_TEXT[stop]}`,
+        type: err.type,
+        nonRetryable: false,
+        details: [{ ...err.details(), stop, backend: backend.id }],
+      });
+    }
+    if (err instanceof ComfyExecutionError && err.isOutOfMemory) {
+      // CUDA OOM: free VRAM and caches before the retry, or it fails the same way.
+      log.warn({ promptId }, 'out of memory: freeing ComfyUI memory before the retry');
+      await client.free({ unloadModels: true, freeMemory: true }, { timeoutMs: 5_000 }).catch(() => undefined);
+    }
+    log.warn({ promptId, err: (err as Error).message }, 'runPrompt attempt failed');
+    throw withBackend(toFailure(err), backend.id);
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+/** Names the backend in a failure's details, so the workflow knows where the attempt's prompt may live. */
+function withBackend(err: unknown, backendId: string): unknown {
+  if (!(err instanceof ApplicationFailure)) return err;
+  const d = err.details?.[0];
+  if (d !== undefined && (typeof d !== 'object' || d === null || Array.isArray(d))) return err;
+  return ApplicationFailure.create({
+    message: err.message,
+    ...(err.type ? { type: err.type } : {}),
+    nonRetryable: err.nonRetryable ?? false,
+    ...(err.nextRetryDelay !== undefined ? { nextRetryDelay: err.nextRetryDelay } : {}),
+    details: [{ ...(d as Record<string, unknown> | undefined), backend: backendId }, ...(err.details?.slice(1) ?? [])],
+    ...(err.cause ? { cause: err.cause } : {}),
+  });
 }
 
 type StopOutcome = 'interrupted' | 'freed' | 'unhealthy' | 'unreachable';
@@ -246,11 +311,10 @@ async function waitReachable(client: ComfyClient, budgetMs: number, everyMs: num
 }
 
 /** Refuse to submit to a backend still marked unhealthy (a wedged ComfyUI runs nothing new). */
-async function ensureBackendUsable(health: BackendHealth, backend: Backend, client: ComfyClient, stallTimeoutMs: number): Promise<void> {
+async function ensureBackendUsable(health: BackendHealth, backend: Backend, client: ComfyClient, retryAfterMs: number): Promise<void> {
   if (!health.get(backend)) return;
   const mark = await health.recheck(backend, client);
   if (!mark) return;
-  const retryAfterMs = unhealthyRetryDelayMs(stallTimeoutMs);
   throw ApplicationFailure.create({
     message: `ComfyUI backend ${backend.id} (${backend.url}) is unhealthy since ${new Date(mark.since).toISOString()}: ${mark.reason}`,
     type: RetryableFailureType.BackendUnhealthy,
@@ -268,6 +332,7 @@ async function ensureBackendUsable(health: BackendHealth, backend: Backend, clie
 async function submitWithReupload(
   deps: ActivityDeps,
   client: ComfyClient,
+  backend: Backend,
   input: RunPromptInput,
   objectInfo: ObjectInfoCache,
   log: Logger,
@@ -282,9 +347,9 @@ async function submitWithReupload(
       if (!(e instanceof ComfyValidationError) || !e.missingInputFile || e.status !== 400 || reuploaded || uploads.length === 0) throw e;
       reuploaded = true;
       log.warn({ promptId: opts.promptId, files: uploads.map((u) => `${u.subfolder}/${u.filename}`) }, 'ComfyUI lost uploaded inputs: uploading them again');
-      inputReuploads.inc({ backend: input.backend.id });
-      await uploadAll(deps, input.backend, uploads);
-      objectInfo.invalidate(input.backend.id);
+      inputReuploads.inc({ backend: backend.id });
+      await uploadAll(deps, backend, uploads);
+      objectInfo.invalidate(backend.id);
     }
   }
 }
@@ -320,13 +385,19 @@ function outcomeLabel(err: unknown): string {
 }
 
 /**
- * Ids earlier attempts may have submitted, newest first. Re-derived rather than read from heartbeat details:
- * each attempt is a new activity, so no details carry over, and a crash before the first heartbeat is covered.
+ * Prompts earlier attempts may have submitted, newest first, with the backend each is looked for on.
+ * Re-derived rather than read from heartbeat details: each attempt is a new activity, so no details carry
+ * over, and a crash before the first heartbeat is covered. Legacy renders have one backend; current ones
+ * name each earlier attempt's backend when the workflow learnt it ('' or missing: look on every backend).
  */
-function previousPromptIds(exec: RenderExecution, item: number, attempt: number): string[] {
-  const ids: string[] = [];
-  for (let a = attempt - 1; a >= 1; a--) ids.push(attemptPromptId(exec, item, a));
-  return ids;
+function previousPrompts(exec: RenderExecution, input: RunPromptInput): Array<{ promptId: string; backendId?: string }> {
+  const out: Array<{ promptId: string; backendId?: string }> = [];
+  for (let a = input.attempt - 1; a >= 1; a--) {
+    const promptId = attemptPromptId(exec, input.item, a);
+    const backendId = input.backend?.id ?? input.previousBackends?.[a - 1];
+    out.push(backendId ? { promptId, backendId } : { promptId });
+  }
+  return out;
 }
 
 /** `client_id` of a pending or running prompt, from `/queue` (undefined when finished or unknown). */
@@ -335,26 +406,43 @@ async function queuedClientId(client: ComfyClient, promptId: string, signal: Abo
   return [...q.running, ...q.pending].find((e) => e.promptId === promptId)?.clientId;
 }
 
-/** The first candidate ComfyUI still has pending, running or finished successfully. */
-async function findLivePrompt(client: ComfyClient, ids: string[], signal: AbortSignal): Promise<string | undefined> {
-  for (const id of ids) {
-    const status = await client.promptStatus(id, { signal });
-    if (status.state === 'pending' || status.state === 'running' || status.state === 'success') return id;
+/**
+ * The newest earlier prompt ComfyUI still has pending, running or finished successfully, and where. The
+ * leased backend is asked first; a backend that does not answer has lost nothing we could follow.
+ */
+async function findLivePrompt(
+  deps: ActivityDeps,
+  leased: Backend,
+  candidates: Array<{ promptId: string; backendId?: string }>,
+  signal: AbortSignal,
+): Promise<{ promptId: string; backend: Backend } | undefined> {
+  for (const c of candidates) {
+    const where = c.backendId !== undefined ? deps.backends.filter((b) => b.id === c.backendId) : [leased, ...deps.backends.filter((b) => b.id !== leased.id)];
+    for (const backend of where) {
+      let state: string;
+      try {
+        state = (await clientFor(deps, backend).promptStatus(c.promptId, { signal, ...(backend.id === leased.id ? {} : { timeoutMs: 3_000 }) })).state;
+      } catch (err) {
+        if (backend.id === leased.id) throw err;
+        continue;
+      }
+      if (state === 'pending' || state === 'running' || state === 'success') return { promptId: c.promptId, backend };
+    }
   }
   return undefined;
 }
 
-async function validateBeforeSubmit(client: ComfyClient, input: RunPromptInput, cache: ObjectInfoCache): Promise<void> {
-  const info = await cache.get(input.backend.id, client);
+async function validateBeforeSubmit(client: ComfyClient, backend: Backend, input: RunPromptInput, cache: ObjectInfoCache): Promise<void> {
+  const info = await cache.get(backend.id, client);
   const v = validateGraph(input.graph, info);
   if (v.ok && Object.keys(v.nodeErrors).length === 0) return;
-  cache.invalidate(input.backend.id);
+  cache.invalidate(backend.id);
   const lines = Object.entries(v.nodeErrors).flatMap(([id, ne]) =>
     ne.errors.map((e) => `node ${id} (${ne.class_type}): ${e.message}${e.details ? `: ${e.details}` : ''}`),
   );
   const head = v.ok ? 'graph has invalid outputs' : `${v.error.message}${v.error.details ? `: ${v.error.details}` : ''}`;
   throw ApplicationFailure.create({
-    message: [`ComfyUI at ${input.backend.url} cannot run this graph: ${head}`, ...lines].join('\n'),
+    message: [`ComfyUI at ${backend.url} cannot run this graph: ${head}`, ...lines].join('\n'),
     type: FailureType.ComfyValidation,
     nonRetryable: true,
     details: [{ nodeErrors: v.nodeErrors, ...(v.ok ? {} : { error: v.error }) }],

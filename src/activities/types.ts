@@ -9,8 +9,17 @@ export interface RenderLimits {
   maxAttempts: number;
 }
 
+/**
+ * One prompt attempt. Two shapes share the `runPrompt` activity:
+ * - current renders: scheduled on the shared GPU queue, no `backend`; the attempt runs on whichever free
+ *   ComfyUI the worker that takes it has (worker/gpu-pool.ts), uploads the inputs there, submits, follows,
+ *   and stores the outputs (`request` set): the result carries the blob references.
+ * - renders started before the shared queue: `backend` set, on that backend's own queue, no outputs
+ *   (their workflow calls `collectOutputs`).
+ */
 export interface RunPromptInput {
-  backend: Backend;
+  /** Legacy shape only: the backend chosen when the render started. */
+  backend?: Backend;
   renderId: string;
   item: number;
   /**
@@ -26,6 +35,15 @@ export interface RunPromptInput {
    * reports a LoadImage file missing (it was restarted on a fresh input folder).
    */
   uploads?: InputUpload[];
+  /** The model, for backend affinity (prefer a ComfyUI that last ran it). */
+  model?: string;
+  /** Current shape: store the outputs (with the request's infotext) and return their references. */
+  request?: RenderRequest;
+  /**
+   * Backend ids of attempts 1..attempt-1 where known (from their results, failures or heartbeats), to find
+   * a prompt an earlier attempt left running; an unknown one ('') is looked for on every backend.
+   */
+  previousBackends?: string[];
 }
 
 /** What `runPrompt` heartbeats: live progress for `/sdapi/v1/progress` and the operators (re-attach uses re-derived ids). */
@@ -51,5 +69,14 @@ export interface RenderActivities {
    * while pending, no-op once finished or unknown). Used when a render ends — cancelled, or out of
    * attempts/time — while an attempt's prompt may have been left running for a re-attach that never comes.
    */
-  stopPrompts(input: { backend: Backend; item: number; attempts: number }): Promise<void>;
+  stopPrompts(input: StopPromptsInput): Promise<void>;
+}
+
+export interface StopPromptsInput {
+  /** Legacy shape: the render's one backend. */
+  backend?: Backend;
+  /** Current shape: the backend of each attempt 1..n ('' = unknown: look on every backend). */
+  attemptBackends?: string[];
+  item: number;
+  attempts: number;
 }

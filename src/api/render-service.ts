@@ -26,6 +26,8 @@ export interface StartOptions {
   idempotencyKey?: string;
   /** The raw client body, to detect a reused Idempotency-Key with a different body. */
   body?: unknown;
+  /** Temporal priority key, 1 (most urgent) … 5 (api/priority.ts); the server's default (3) when unset. */
+  priority?: number;
 }
 
 export interface StartedRender {
@@ -68,8 +70,9 @@ export class IdempotencyConflictError extends Error {
   override name = 'IdempotencyConflictError';
 }
 
-function memoFor(request: RenderRequest, fingerprint?: string): Record<string, unknown> {
+function memoFor(request: RenderRequest, fingerprint?: string, priority?: number): Record<string, unknown> {
   return {
+    ...(priority !== undefined ? { priority } : {}),
     prompt: request.prompt.slice(0, 200),
     size: `${request.width}x${request.height}`,
     steps: request.steps,
@@ -101,7 +104,9 @@ export class RenderService {
         taskQueue: this.taskQueue,
         workflowId: renderId,
         args: [request],
-        memo: memoFor(request, fingerprint),
+        memo: memoFor(request, fingerprint, opts.priority),
+        // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
+        ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
         typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
         // A key attaches to its render while it runs and after it completed (same images, no new render);
         // only after a failure may the same key start it again.

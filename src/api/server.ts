@@ -3,6 +3,7 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { timingSafeEqual } from 'node:crypto';
+import { registerBodyGate } from './body-gate.ts';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Config } from '../config/config.ts';
@@ -79,6 +80,9 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       }
     });
   }
+
+  // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
+  registerBodyGate(app, { largeBytes: deps.config.LARGE_BODY_BYTES, maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES });
 
   app.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
     if (err instanceof RequestError) {

@@ -20,6 +20,7 @@ import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
 import { ensureSearchAttributes } from '../temporal/ensure-search-attributes.ts';
 import { backendsFromUrls, gpuBackends } from '../worker/backends.ts';
 import { BackendHealth } from '../worker/backend-health.ts';
+import { GpuPool } from '../worker/gpu-pool.ts';
 import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker/worker.ts';
 import { setBackendHealthSource } from '../metrics/metrics.ts';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
@@ -81,12 +82,15 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   let stopProbing: (() => void) | undefined;
   let metricsServer: MetricsServer | undefined;
   if (mode === 'start' || mode === 'worker') {
-    const activities = createActivities({ config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }) });
+    const served = gpuBackends(backends, config.GPU_BACKENDS);
+    const pool = new GpuPool(served, health);
+    const activities = createActivities({ config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }) }, pool);
     workers = await createWorkers({
       address,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      backends: gpuBackends(backends, config.GPU_BACKENDS),
+      backends: served,
+      pool,
       activities,
       workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp')),
       logger,

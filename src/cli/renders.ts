@@ -244,12 +244,13 @@ const clip = (s: string, n: number): string => {
 };
 
 export function table(renders: RenderSummary[]): string {
-  const head = ['ID', 'STATUS', 'MODEL', 'KIND', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
+  const head = ['ID', 'STATUS', 'MODEL', 'KIND', 'PRIO', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
   const rows = renders.map((r) => [
     r.id,
     r.status,
     r.model ?? '-',
     r.kind ?? '-',
+    r.priority === undefined ? '-' : String(r.priority),
     time(r.startedAt),
     r.status === 'running' ? '-' : duration(r.durationMs),
     r.seed === undefined ? '-' : String(r.seed),
@@ -271,7 +272,7 @@ function graphLines(graph: ComfyGraph): string[] {
 
 export function formatTimeline(tl: RenderTimeline): string {
   const L: string[] = [];
-  L.push(`${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}`);
+  L.push(`${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}${tl.priority !== undefined ? `  priority ${tl.priority}` : ''}`);
   L.push(`  started ${time(tl.startedAt)}  closed ${time(tl.closedAt)}  took ${duration(tl.durationMs)}  (${tl.historyEvents} history events, queue ${tl.taskQueue ?? '?'})`);
   if (tl.replayOf) L.push(`  replay of ${tl.replayOf}`);
   if (tl.cancelRequestedAt) L.push(`  cancel requested at ${time(tl.cancelRequestedAt)}`);
@@ -292,12 +293,14 @@ export function formatTimeline(tl: RenderTimeline): string {
 
   L.push('', 'timeline:');
   for (const s of tl.stages) {
-    L.push(`  ${s.name.padEnd(20)} ${s.outcome.padEnd(10)} ${time(s.scheduledAt).padEnd(22)} ${duration(s.durationMs).padStart(8)}${s.cancelRequested ? '  (cancel requested)' : ''}`);
+    L.push(`  ${s.name.padEnd(20)} ${s.outcome.padEnd(10)} ${time(s.scheduledAt).padEnd(22)} ${duration(s.durationMs).padStart(8)}${s.local ? '  (local)' : ''}${s.cancelRequested ? '  (cancel requested)' : ''}`);
     for (const a of s.attempts) {
       const err = a.error ? `  ${a.error.type ?? 'Error'}: ${clip(a.error.message, 160)}` : '';
       const note = a.note ? `  (${a.note})` : '';
       const prompt = a.promptId ? `  prompt ${a.promptId}` : '';
-      L.push(`    attempt ${String(a.attempt).padEnd(10)} ${a.outcome.padEnd(10)} ${time(a.startedAt).padEnd(22)} ${duration(a.durationMs).padStart(8)}${prompt}${err}${note}`);
+      const on = a.backend ? `  on ${a.backend}` : '';
+      L.push(`    attempt ${String(a.attempt).padEnd(10)} ${a.outcome.padEnd(10)} ${time(a.startedAt).padEnd(22)} ${duration(a.durationMs).padStart(8)}${prompt}${on}${err}${note}`);
+      if (a.steps?.length) L.push(`      ${a.steps.map((t) => `${t.stage} ${duration(t.ms)}`).join(', ')}`);
     }
     if (s.heartbeat) L.push(`    heartbeat ${clip(JSON.stringify(s.heartbeat), 160)}`);
   }

@@ -56,6 +56,9 @@ const envSchema = z.object({
   MAX_EXTRA_IMAGES: positiveInt.default(3),
   /** Whole-request limit; base64 inflates images by 4/3 and a request may carry several. */
   BODY_LIMIT_BYTES: positiveInt.default(100 * 1024 * 1024),
+  /** Bodies this large or larger are read and decoded at most MAX_CONCURRENT_LARGE_BODIES at a time. */
+  LARGE_BODY_BYTES: positiveInt.default(256 * 1024),
+  MAX_CONCURRENT_LARGE_BODIES: positiveInt.default(4),
   /** Heartbeat timeout of the prompt-following activity: how fast a dead worker is noticed. */
   HEARTBEAT_TIMEOUT_MS: positiveInt.default(30_000),
   /** Overrides every profile's stall timeout (tests and operators with slow disks). */

@@ -18,6 +18,7 @@ import { RENDER_BACKEND, RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../
 import { decodeFirst, failureReason, failureView } from './failure.ts';
 import { buildListQuery, decodeCursor, encodeCursor, type RenderFilters } from './query.ts';
 import { buildTimeline, statusName } from './timeline.ts';
+import { DEFAULT_PRIORITY } from '../api/priority.ts';
 import type { BulkReplayItem, BulkReplayResult, RenderPage, RenderSummary, RenderTimeline, ReplayStarted } from './types.ts';
 
 const { temporal } = proto;
@@ -308,5 +309,6 @@ function summaryOf(info: WorkflowExecutionInfo): RenderSummary {
   set('steps', typeof memo.steps === 'number' ? memo.steps : undefined);
   set('seed', typeof memo.seed === 'number' ? memo.seed : undefined);
   set('images', typeof memo.images === 'number' ? memo.images : undefined);
+  set('priority', typeof memo.priority === 'number' ? memo.priority : DEFAULT_PRIORITY);
   return s;
 }

@@ -127,6 +127,8 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   let startMs: number | undefined;
   let closeMs: number | undefined;
   const collectedOutputs: BlobRef[] = [];
+  /** A local activity runs inside the workflow task that scheduled it: the latest one started. */
+  let lastTaskStartedMs: number | undefined;
 
   const finishAttempt = (ex: Execution, at: number | undefined, outcome: AttemptView['outcome'], error?: FailureView): void => {
     const { stage } = ex;
@@ -158,11 +160,13 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
     const at = ms(ev.eventTime);
     const eventId = Number(ev.eventId ?? 0);
 
+    if (ev.workflowTaskStartedEventAttributes) lastTaskStartedMs = at;
     if (ev.workflowExecutionStartedEventAttributes) {
       const a = ev.workflowExecutionStartedEventAttributes;
       startMs = at;
       tl.runId = a.originalExecutionRunId ?? undefined;
       tl.taskQueue = a.taskQueue?.name ?? undefined;
+      tl.priority = a.priority?.priorityKey || 3;
       const request = decodeFirst(converter, a.input);
       if (request && typeof request === 'object') tl.request = request as RenderRequest;
       for (const [k, p] of Object.entries(a.memo?.fields ?? {})) tl.memo[k] = decodePayload(converter, p);
@@ -173,6 +177,8 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
     } else if (ev.upsertWorkflowSearchAttributesEventAttributes) {
       const backend = searchAttribute(converter, ev.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields, 'RenderBackend');
       if (backend) tl.backend = backend;
+    } else if (ev.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
+      recordLocalActivity(tl, converter, ev.markerRecordedEventAttributes, { taskStartedMs: lastTaskStartedMs, at }, collectedOutputs);
     } else if (ev.activityTaskScheduledEventAttributes) {
       const a = ev.activityTaskScheduledEventAttributes;
       const activityType = a.activityType?.name ?? 'activity';
@@ -299,6 +305,49 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   return tl;
 }
 
+/** How sdk-core records a local activity: a marker with its result (or failure) and when it ran. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
+function recordLocalActivity(
+  tl: RenderTimeline,
+  converter: PayloadConverter,
+  m: T.api.history.v1.IMarkerRecordedEventAttributes,
+  when: { taskStartedMs: number | undefined; at: number | undefined },
+  collected: BlobRef[],
+): void {
+  const data = obj(decodeFirst(converter, m.details?.data));
+  const activityType = str(data.activity_type) ?? 'localActivity';
+  const stage: StageView = { name: activityType, activityType, activityId: str(data.activity_id) ?? '', local: true, outcome: 'completed', attempts: [] };
+  // It ran within the workflow task that scheduled it, and ended at sdk-core's `complete_time` (the marker's
+  // own event time is when that task completed). `original_schedule_time` is not usable: sdk-core sets it
+  // when it writes the marker, after the activity completed.
+  const t = obj(data.complete_time);
+  const sec = num(t.seconds) ?? (typeof t.seconds === 'string' ? Number(t.seconds) : undefined);
+  const completed = sec === undefined ? undefined : sec * 1_000 + Math.floor((num(t.nanos) ?? 0) / 1_000_000);
+  const end = completed ?? when.at;
+  const start = when.taskStartedMs !== undefined && end !== undefined && when.taskStartedMs <= end ? when.taskStartedMs : end;
+  const attempt: AttemptView = { attempt: num(data.attempt) ?? 1, outcome: 'completed' };
+  if (start !== undefined) {
+    stage.scheduledAt = iso(start);
+    attempt.startedAt = iso(start);
+  }
+  if (end !== undefined) {
+    stage.endedAt = iso(end);
+    attempt.endedAt = iso(end);
+    if (start !== undefined) stage.durationMs = attempt.durationMs = end - start;
+  }
+  const failure = failureView(converter, m.failure);
+  if (failure) {
+    attempt.outcome = 'failed';
+    attempt.error = failure;
+    stage.outcome = 'failed';
+    stage.error = failure;
+  }
+  stage.attempts.push(attempt);
+  tl.stages.push(stage);
+  if (!failure) recordResult(tl, stage, decodeFirst(converter, m.details?.result), collected);
+}
+
 function withRetryState(error: FailureView, retryState: unknown): FailureView {
   const rs = enumName(temporal.api.enums.v1.RetryState as never, retryState, 'RETRY_STATE_');
   return rs && !error.retryState ? { ...error, retryState: rs } : error;
@@ -327,7 +376,12 @@ function recordResult(tl: RenderTimeline, stage: StageView, result: unknown, col
       tl.prompts.push(p);
       const last = stage.attempts.at(-1);
       if (last && !last.promptId) last.promptId = promptId;
+      // Late-bound attempts store their outputs themselves and say where they ran and where the time went.
+      const backend = str(r.backend);
+      if (last && backend) last.backend = backend;
+      if (last && Array.isArray(r.timings)) last.steps = r.timings as StageTiming[];
     }
+    if (Array.isArray(r.outputs)) collected.push(...(r.outputs as BlobRef[]));
   } else if (stage.activityType === 'collectOutputs' && Array.isArray(result)) {
     collected.push(...(result as BlobRef[]));
   } else if (stage.activityType === 'chooseBackend') {

@@ -28,6 +28,8 @@ export interface RenderSummary {
   steps?: number;
   seed?: number;
   images?: number;
+  /** Priority key it was started with (1 most urgent … 5; 3 when the client gave none). */
+  priority?: number;
   /** Number of output images of a completed render. */
   outputs?: number;
   /** Why a failed, timed-out or terminated render ended, in one line. */
@@ -67,17 +69,27 @@ export interface AttemptView {
   error?: FailureView;
   /** ComfyUI prompt of this attempt (runPrompt), when known. */
   promptId?: string;
+  /** ComfyUI backend the attempt ran on (late-bound renders: chosen when the attempt started). */
+  backend?: string;
+  /** Where a late-bound attempt's time went (uploadInputs, prompt, collectOutputs), from its result. */
+  steps?: StageTiming[];
   note?: string;
 }
 
 /** `abandoned`: still pending when the render ended (terminated, timed out). */
 export type StageOutcome = 'scheduled' | 'running' | 'completed' | 'failed' | 'timed-out' | 'cancelled' | 'abandoned';
 
-/** One activity execution: `buildGraph`, `chooseBackend`, `uploadInputs`, `runPrompt[i]`, `collectOutputs[i]`. */
+/**
+ * One activity execution: `buildGraph`, then `runPrompt[i]` (late-bound renders: one activity per attempt
+ * that uploads, renders and stores outputs); renders started before that also show `chooseBackend`,
+ * `uploadInputs` and `collectOutputs[i]`.
+ */
 export interface StageView {
   name: string;
   activityType: string;
   activityId: string;
+  /** A local activity (recorded as a marker: its result and timing, no schedule or start events). */
+  local?: boolean;
   item?: number;
   taskQueue?: string;
   scheduledAt?: string;
@@ -121,6 +133,8 @@ export interface RenderTimeline {
   closedAt?: string;
   durationMs?: number;
   memo: Record<string, unknown>;
+  /** Temporal priority key of the render (from its start event; 3 = the default). */
+  priority?: number;
   /** The resolved request exactly as the workflow received it. */
   request?: RenderRequest;
   /** The ComfyUI graphs from the buildGraph result, one per output item. */

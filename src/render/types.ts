@@ -93,6 +93,12 @@ export interface PromptRun {
   files: ComfyFileRef[];
   startedAt: number;
   finishedAt: number;
+  /** Current shape: the backend the prompt ran on (bound when the attempt started). */
+  backend?: string;
+  /** Current shape: the item's outputs in the blob store (images, or videos for a video kind). */
+  outputs?: BlobRef[];
+  /** Current shape: where the attempt's time went (upload, prompt, outputs), in ms. */
+  timings?: StageTiming[];
 }
 
 export interface StageTiming {

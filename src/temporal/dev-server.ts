@@ -20,7 +20,36 @@ export interface DevServerOptions {
   ip?: string;
   logger: Logger;
   startTimeoutMs?: number;
+  /**
+   * Dynamic config passed as `--dynamic-config-value KEY=JSON`. Defaults to EMBEDDED_DYNAMIC_CONFIG; pass `{}`
+   * for the server's stock settings (the hop probe compares both).
+   */
+  dynamicConfig?: Record<string, unknown>;
 }
+
+/**
+ * Settings of the embedded server (README "Temporal settings" explains each and what a production cluster
+ * should set). Measured with bench/hop-probe.ts on this 2-core box.
+ *
+ * - The history service's queue processors read their task queues at most `MaxPollRPS` times per second
+ *   per shard (default 20), and the dev server has ONE shard: every task hop (workflow task → activity task
+ *   → workflow task ...) waits up to 50 ms for the transfer processor's next read. 1000 removes that quantum
+ *   (a 1-activity workflow drops from ~100 ms to ~25 ms). The timer processor paces durable timers and
+ *   timeouts the same way (retry back-offs, schedule-to-start), the visibility processor how soon
+ *   `renders list` sees a change. Cost: under load the processors read SQLite more often; idle they still
+ *   wait for notifications, so an idle server costs nothing more.
+ * - One task-queue partition: priority keys are honoured strictly only within a partition, and several
+ *   partitions also break first-in-first-out between them (measured: 10 tasks at key 5 then 2 at key 1 start
+ *   `1 5 5 1 ...` with 4 partitions, `1 1 5 5 ...` with one). A single box gains nothing from partitions.
+ *   The CLI takes no per-queue constraints, so this applies to every queue of the embedded server.
+ */
+export const EMBEDDED_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxPollRPS': 1000,
+  'history.visibilityProcessorMaxPollRPS': 1000,
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
+};
 
 export interface DevServer {
   address: string;
@@ -50,6 +79,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   ];
   if (opts.ui) args.push('--ui-port', String(opts.uiPort ?? opts.port + 1000));
   else args.push('--headless');
+  for (const [key, value] of Object.entries(opts.dynamicConfig ?? EMBEDDED_DYNAMIC_CONFIG)) {
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  }
   for (const key of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${SA_TYPE_NAMES[key.type] ?? 'Keyword'}`);
 
   const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,6 +1,9 @@
 /**
- * Temporal workers of one process: the general queue (workflows and I/O activities) and, per ComfyUI
- * backend, a queue with exactly one activity slot that runs prompts — one GPU, one render.
+ * Temporal workers of one process:
+ * - the general queue: workflows, their local activities (graph building) and the small I/O activities;
+ * - the shared GPU queue (`<taskQueue>-gpu`): prompt attempts, with one activity slot per healthy ComfyUI
+ *   of this process (worker/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt;
+ * - per backend, its legacy single-slot queue, for renders started before the shared queue existed.
  */
 import { execFile } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
@@ -11,6 +14,8 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
 import type { RenderActivities } from '../activities/types.ts';
+import { gpuTaskQueue } from '../workflows/queues.ts';
+import type { GpuPool } from './gpu-pool.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
@@ -34,6 +39,8 @@ export interface WorkerSetOptions {
   namespace: string;
   taskQueue: string;
   backends: Backend[];
+  /** The ComfyUIs of `backends`, handed out to prompt attempts. */
+  pool: GpuPool;
   activities: RenderActivities;
   logger: Logger;
   shutdownGraceMs?: number;
@@ -59,7 +66,31 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     activities: ioActivities,
     shutdownGraceTime,
   });
-  const gpu = await Promise.all(
+  // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
+  // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt
+  // ComfyUI. One small RPC every 2 s per GPU is nothing.
+  const maxHeartbeatThrottleInterval = '2s';
+  const fixed = (numSlots: number) => ({ type: 'fixed-size' as const, numSlots });
+  const shared =
+    opts.backends.length === 0
+      ? []
+      : [
+          await Worker.create({
+            connection,
+            namespace: opts.namespace,
+            taskQueue: gpuTaskQueue(opts.taskQueue),
+            activities: { runPrompt },
+            tuner: {
+              activityTaskSlotSupplier: opts.pool.slotSupplier(),
+              workflowTaskSlotSupplier: fixed(1),
+              localActivityTaskSlotSupplier: fixed(1),
+              nexusTaskSlotSupplier: fixed(1),
+            },
+            maxHeartbeatThrottleInterval,
+            shutdownGraceTime,
+          }),
+        ];
+  const legacy = await Promise.all(
     opts.backends.map((backend) =>
       Worker.create({
         connection,
@@ -67,16 +98,16 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
         taskQueue: backend.taskQueue,
         activities: { runPrompt },
         maxConcurrentActivityTaskExecutions: 1,
-        // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
-        // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt
-        // ComfyUI. One small RPC every 2 s per GPU is nothing.
-        maxHeartbeatThrottleInterval: '2s',
+        maxHeartbeatThrottleInterval,
         shutdownGraceTime,
       }),
     ),
   );
-  const all = [general, ...gpu];
-  opts.logger.info({ taskQueue: opts.taskQueue, backends: opts.backends.map((b) => b.taskQueue) }, 'workers created');
+  const all = [general, ...shared, ...legacy];
+  opts.logger.info(
+    { taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id), legacyQueues: opts.backends.map((b) => b.taskQueue) },
+    'workers created',
+  );
   return {
     connection,
     run: async () => {

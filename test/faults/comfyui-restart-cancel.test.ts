@@ -125,7 +125,7 @@ describe('ComfyUI wedged or restarted', () => {
     60_000,
   );
 
-  scenario('ComfyUI restarted mid-render, inputs lost -> new attempt, inputs uploaded again, rendered once', async () => {
+  scenario('ComfyUI restarted mid-render, inputs lost -> new attempt uploads them again, rendered once', async () => {
     await setFaults(fake.url, { slow: { stepMs: 150 } });
     const init = redSquare(64).toString('base64');
     const pending = a1111(svc.url, 'img2img', { ...SCHNELL, prompt: 'restart', seed: 12, steps: 20, init_images: [init], denoising_strength: 0.6 });
@@ -143,7 +143,10 @@ describe('ComfyUI wedged or restarted', () => {
     const attempts = await runPromptAttempts(client, r.renderId!);
     expect(attempts.map((a) => `${a.outcome}:${a.type ?? ''}`)).toEqual(['failed:ComfyPromptLost', 'completed:']);
     const metrics = await (await fetch(`${svc.url}/metrics`)).text();
-    expect(metricValue(metrics, 'comfy_durable_input_reuploads_total', { backend: 'comfyui-0' })).toBe(1);
+    // Each late-bound attempt uploads its inputs to the ComfyUI it runs on before submitting, so the new
+    // attempt found them there (the input folder above is filled again) and never met a missing LoadImage
+    // file: the lost-input re-upload inside an attempt was not needed.
+    expect(metricValue(metrics, 'comfy_durable_input_reuploads_total', { backend: 'comfyui-0' }) ?? 0).toBe(0);
   });
 });
 

@@ -8,6 +8,8 @@ export interface AttemptEvent {
   message?: string;
   /** For completed attempts: the prompt id that produced the result. */
   promptId?: string;
+  /** For completed late-bound attempts: the backend the prompt ran on. */
+  backend?: string;
 }
 
 export async function runPromptAttempts(client: Client, renderId: string): Promise<AttemptEvent[]> {
@@ -21,8 +23,8 @@ export async function runPromptAttempts(client: Client, renderId: string): Promi
     if (sch?.activityType?.name === 'runPrompt') scheduled.add(id);
     const done = ev.activityTaskCompletedEventAttributes;
     if (done && scheduled.has(Number(done.scheduledEventId ?? 0))) {
-      const result = decode(done.result?.payloads?.[0]?.data) as { promptId?: string } | undefined;
-      out.push({ outcome: 'completed', ...(result?.promptId ? { promptId: result.promptId } : {}) });
+      const result = decode(done.result?.payloads?.[0]?.data) as { promptId?: string; backend?: string } | undefined;
+      out.push({ outcome: 'completed', ...(result?.promptId ? { promptId: result.promptId } : {}), ...(result?.backend ? { backend: result.backend } : {}) });
     }
     const failed = ev.activityTaskFailedEventAttributes;
     if (failed && scheduled.has(Number(failed.scheduledEventId ?? 0))) {

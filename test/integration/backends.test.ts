@@ -1,7 +1,7 @@
 /**
- * Several ComfyUIs behind one service: renders spread over them (the load is the Temporal backlog of each
- * backend's single-slot queue, not ComfyUI's own queue, which stays at depth one), and a worker serves only
- * the backends GPU_BACKENDS names.
+ * Several ComfyUIs behind one service: prompts are bound late (one shared GPU queue, one slot per ComfyUI),
+ * so concurrent renders keep every backend busy and no ComfyUI ever holds more than one prompt; a worker
+ * serves only the backends GPU_BACKENDS names.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
@@ -41,8 +41,11 @@ describe('several backends', () => {
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
     const [a, b] = await Promise.all(fakes.map(executions));
     expect(a! + b!).toBe(6);
-    expect(a).toBeGreaterThan(0);
-    expect(b).toBeGreaterThan(0);
+    // Work-conserving: a free backend takes the next waiting prompt, so with 6 equal renders both keep
+    // working (the old up-front guess once sent all six to one backend); 3/3 on a quiet machine, and even a
+    // backend slowed by a CPU hog gets its share.
+    expect(a).toBeGreaterThanOrEqual(2);
+    expect(b).toBeGreaterThanOrEqual(2);
   });
 
   it('a worker limited by GPU_BACKENDS to an unknown id refuses to start, naming the variable', async () => {

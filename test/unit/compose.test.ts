@@ -358,6 +358,11 @@ describe('docker-compose.yml', () => {
     const dc = parse(fs.readFileSync(path.join(ROOT, dcMount!.source, dcFile), 'utf8')) as Record<string, unknown>;
     expect(dc['limit.maxIDLength']).toBeDefined();
     expect(dc['system.forceSearchAttributesCacheRefreshOnRead'], 'dev-only setting').toBeUndefined();
+    // Priority and FIFO are strict only on one partition: the GPU queue of the compose task queue has one.
+    const gpuQueue = `${environmentOf(service('worker')).TEMPORAL_TASK_QUEUE}-gpu`;
+    for (const key of ['matching.numTaskqueueReadPartitions', 'matching.numTaskqueueWritePartitions']) {
+      expect(dc[key], key).toEqual([{ value: 1, constraints: { taskQueueName: gpuQueue } }]);
+    }
     // The one-shot jobs run scripts that exist in the repo through their mount.
     for (const n of ['temporal-admin-tools', 'temporal-create-namespace']) {
       const ep = list(service(n).entrypoint);

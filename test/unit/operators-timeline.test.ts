@@ -21,11 +21,15 @@ const timeline = (name: string) =>
   buildTimeline(name, historyFromJSON(JSON.parse(readFileSync(path.join(dir, `${name}.json`), 'utf8'))), defaultPayloadConverter);
 const names = (stages: { name: string }[]) => stages.map((s) => s.name);
 
-describe('timeline of recorded histories', () => {
-  it('success: every stage completed once; request, graph, prompt and output recorded', () => {
+describe('timeline of recorded histories (late-bound shape)', () => {
+  it('success: build graph (local activity) and one GPU attempt that stored the output; request, graph, prompt and output recorded', () => {
     const tl = timeline('success');
     expect(tl.status).toBe('completed');
-    expect(names(tl.stages)).toEqual(['buildGraph', 'chooseBackend', 'runPrompt[0]', 'collectOutputs[0]']);
+    expect(names(tl.stages)).toEqual(['buildGraph', 'runPrompt[0]']);
+    expect(tl.stages[0]).toMatchObject({ local: true, activityType: 'buildGraph' });
+    const attempt = tl.stages[1]!.attempts[0]!;
+    expect(attempt.backend).toBe('comfyui-0');
+    expect(attempt.steps?.map((s) => s.stage)).toEqual(['prompt', 'collectOutputs']);
     for (const s of tl.stages) {
       expect(s.outcome).toBe('completed');
       expect(s.attempts).toHaveLength(1);
@@ -50,8 +54,8 @@ describe('timeline of recorded histories', () => {
   it('stall then retry: runPrompt shows the stalled attempt with its error and prompt, then the one that rendered', () => {
     const tl = timeline('stall-retry');
     expect(tl.status).toBe('completed');
-    expect(names(tl.stages)).toEqual(['buildGraph', 'chooseBackend', 'runPrompt[0]', 'collectOutputs[0]']);
-    const run = tl.stages[2]!;
+    expect(names(tl.stages)).toEqual(['buildGraph', 'runPrompt[0]']);
+    const run = tl.stages[1]!;
     expect(run.outcome).toBe('completed');
     expect(run.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
       [1, 'failed'],
@@ -101,6 +105,32 @@ describe('timeline of recorded histories', () => {
     expect(text).toMatch(/attempt 2\s+completed/);
     expect(text).toMatch(/sampler\s+KSampler\s+.*seed=2/);
     expect(formatTimeline(timeline('failure'))).toContain('REASON: runPrompt: ComfyExecution');
+  });
+});
+
+describe('timeline of renders started before late binding (legacy shape)', () => {
+  it('success: build, choose backend, run, collect, each completed once', () => {
+    const tl = timeline('legacy-success');
+    expect(tl.status).toBe('completed');
+    expect(names(tl.stages)).toEqual(['buildGraph', 'chooseBackend', 'runPrompt[0]', 'collectOutputs[0]']);
+    for (const s of tl.stages) expect(s.attempts.map((a) => a.outcome)).toEqual(['completed']);
+    expect(tl.backend).toBeDefined();
+    expect(tl.graphs).toHaveLength(1);
+    expect(tl.outputs).toHaveLength(1);
+  });
+
+  it('stall then retry: both attempts of runPrompt with the stall first', () => {
+    const run = timeline('legacy-stall-retry').stages.find((s) => s.name === 'runPrompt[0]')!;
+    expect(run.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'completed'],
+    ]);
+    expect(run.attempts[0]!.error?.type).toBe('ComfyStall');
+  });
+
+  it('failure and cancel keep their reason', () => {
+    expect(timeline('legacy-failure').reason).toBe('runPrompt: ComfyExecution: ComfyUI node sampler (KSampler) failed: RuntimeError: recorded failure');
+    expect(timeline('legacy-cancel').status).toBe('cancelled');
   });
 });
 

@@ -22,6 +22,8 @@ const files = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .sort();
 const SCENARIOS = ['cancel.json', 'failure.json', 'stall-retry.json', 'success.json'];
+/** Recorded before prompts were bound late (no patch marker): they must replay through the legacy branch. */
+const LEGACY = SCENARIOS.map((f) => `legacy-${f}`);
 
 // The replayer logs every workflow task it fails on purpose (the mutant below): keep the output readable.
 Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
@@ -45,8 +47,8 @@ describe('recorded render histories replay against the current workflow code', (
     results = await replayAll(WORKFLOWS_PATH);
   }, 60_000);
 
-  it('has a history for each scenario: success, retry after a stall, failure, cancel', () => {
-    expect(files).toEqual(expect.arrayContaining(SCENARIOS));
+  it('has a history for each scenario: success, retry after a stall, failure, cancel; current and legacy shape', () => {
+    expect(files).toEqual(expect.arrayContaining([...SCENARIOS, ...LEGACY]));
     // The stall scenario really holds a retried prompt: a stalled attempt, then one that rendered.
     const run = buildTimeline('stall-retry', load('stall-retry.json'), defaultPayloadConverter).stages.find((s) => s.name === 'runPrompt[0]');
     expect(run?.attempts.map((a) => a.outcome)).toEqual(['failed', 'completed']);

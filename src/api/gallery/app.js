@@ -122,6 +122,7 @@
     fact(dl, 'seed', r.seed);
     fact(dl, 'size', r.size);
     fact(dl, 'steps', r.steps);
+    fact(dl, 'priority', r.priority);
     if (r.images && r.images > 1) fact(dl, 'images', r.images);
     body.append(dl);
 

@@ -6,6 +6,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequest, type DecodedImage } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { errorBody, sendError } from '../http-errors.ts';
+import { releaseBodySlot } from '../body-gate.ts';
+import { requestPriority } from '../priority.ts';
 import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
 
@@ -13,6 +15,7 @@ type Route = 'txt2img' | 'img2img';
 
 export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void {
   const handler = (route: Route) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const priority = requestPriority(req.headers['x-priority'], req.body);
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
     const normalized = normalizeRequest(route, req.body, {
       defaultModel,
@@ -31,7 +34,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     const idempotencyKey = headerValue(req.headers['idempotency-key']);
     let started;
     try {
-      started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body });
+      started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body, priority });
     } catch (err) {
       if (err instanceof IdempotencyConflictError) {
         return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'Idempotency-Key' }));
@@ -42,6 +45,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     // bytes, or every client waiting for its render pins ~2.4× its image size (DESIGN §9 memory budget).
     normalized.images.length = 0;
     req.body = undefined;
+    releaseBodySlot(req);
     reply.header('X-Render-Id', started.renderId);
     req.log.info({ renderId: started.renderId, model: normalized.request.model, attached: started.attached }, 'render started');
 
@@ -88,8 +92,9 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     }
   };
 
-  app.post('/sdapi/v1/txt2img', handler('txt2img'));
-  app.post('/sdapi/v1/img2img', handler('img2img'));
+  // The handler releases its large-body slot itself, once the images are stored (api/body-gate.ts).
+  app.post('/sdapi/v1/txt2img', { config: { keepsBodySlot: true } }, handler('txt2img'));
+  app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true } }, handler('img2img'));
 }
 
 /**

@@ -1,0 +1,45 @@
+/**
+ * Workflows of the hop probe (bench/hop-probe.ts): the smallest shapes whose latency adds up to a render's,
+ * with no-op activities. Bundled by the probe's own worker.
+ */
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+
+export interface ProbeActivities {
+  noop(stage: string): Promise<string>;
+}
+
+const opts = { startToCloseTimeout: '1 minute' } as const;
+
+/** One workflow task, no activity. */
+export async function probeEmpty(): Promise<number> {
+  return 0;
+}
+
+/** One activity on the workflow's own queue (the SDK may dispatch it eagerly). */
+export async function probeOneActivity(): Promise<number> {
+  await proxyActivities<ProbeActivities>(opts).noop('same-queue');
+  return 1;
+}
+
+/** One activity on another queue: what a GPU activity costs (never eager). */
+export async function probeCrossQueue(otherQueue: string): Promise<number> {
+  await proxyActivities<ProbeActivities>({ ...opts, taskQueue: otherQueue }).noop('cross-queue');
+  return 1;
+}
+
+/** The collapsed render: a local activity (graph build) then one activity on the GPU queue. */
+export async function probeRenderShape(otherQueue: string): Promise<number> {
+  await proxyLocalActivities<ProbeActivities>(opts).noop('buildGraph');
+  await proxyActivities<ProbeActivities>({ ...opts, taskQueue: otherQueue }).noop('renderAttempt');
+  return 2;
+}
+
+/** The render before the collapse: build, choose, run on the GPU queue, collect. */
+export async function probeOldShape(otherQueue: string): Promise<number> {
+  const io = proxyActivities<ProbeActivities>(opts);
+  await io.noop('buildGraph');
+  await io.noop('chooseBackend');
+  await proxyActivities<ProbeActivities>({ ...opts, taskQueue: otherQueue }).noop('runPrompt');
+  await io.noop('collectOutputs');
+  return 4;
+}

@@ -1,0 +1,67 @@
+/** The large-body gate: at most N large bodies are parsed and held at once, the rest wait in order. */
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { registerBodyGate, releaseBodySlot } from '../../src/api/body-gate.ts';
+
+function app() {
+  const f = Fastify();
+  const gate = registerBodyGate(f, { largeBytes: 100, maxConcurrent: 1 });
+  const order: string[] = [];
+  const gates = new Map<string, () => void>();
+  f.post('/keep', { config: { keepsBodySlot: true } }, async (req) => {
+    const { id } = req.body as { id: string };
+    order.push(`start ${id}`);
+    await new Promise<void>((r) => gates.set(id, r));
+    releaseBodySlot(req);
+    order.push(`released ${id}`);
+    // The client still waits for its answer; the slot is free already.
+    await new Promise<void>((r) => gates.set(`${id}-answer`, r));
+    return { id };
+  });
+  f.post('/plain', async (req) => ({ id: (req.body as { id: string }).id }));
+  return { f, gate, order, gates };
+}
+
+const big = (id: string) => JSON.stringify({ id, pad: 'x'.repeat(200) });
+const until = async (cond: () => boolean) => {
+  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(cond()).toBe(true);
+};
+
+describe('registerBodyGate', () => {
+  it('lets the next large body in only once the previous handler released its slot, not when it answers', async () => {
+    const { f, gate, order, gates } = app();
+    const a = f.inject({ method: 'POST', url: '/keep', headers: { 'content-type': 'application/json' }, payload: big('a') });
+    const b = f.inject({ method: 'POST', url: '/keep', headers: { 'content-type': 'application/json' }, payload: big('b') });
+    await until(() => order.includes('start a'));
+    await until(() => gate.waiting() === 1);
+    expect(order).toEqual(['start a']);
+    gates.get('a')!();
+    await until(() => order.includes('start b'));
+    expect(order).toEqual(['start a', 'released a', 'start b']);
+    gates.get('b')!();
+    gates.get('a-answer')!();
+    await until(() => gates.has('b-answer'));
+    gates.get('b-answer')!();
+    expect((await a).json()).toEqual({ id: 'a' });
+    expect((await b).json()).toEqual({ id: 'b' });
+    expect(gate.active()).toBe(0);
+  });
+
+  it('small bodies pass without a slot; other routes release once parsed; a refused body frees its slot', async () => {
+    const { f, gate, order, gates } = app();
+    const held = f.inject({ method: 'POST', url: '/keep', headers: { 'content-type': 'application/json' }, payload: big('h') });
+    await until(() => order.includes('start h'));
+    const small = await f.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ id: 's' }) });
+    expect(small.json()).toEqual({ id: 's' });
+    gates.get('h')!();
+    await until(() => gate.active() === 0);
+    const plain = await f.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json' }, payload: big('p') });
+    expect(plain.json()).toEqual({ id: 'p' });
+    const bad = await f.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json' }, payload: `{"id": "x", ${'"y":1,'.repeat(30)}` });
+    expect(bad.statusCode).toBe(400);
+    expect(gate.active()).toBe(0);
+    gates.get('h-answer')!();
+    await held;
+  });
+});
