@@ -53,6 +53,9 @@ if [ "$what" = all ] || [ "$what" = temporal ]; then
   if [ ! -x "$dir/bin/temporal-sql-tool" ]; then mv "$dir/bin/sql" "$dir/bin/temporal-sql-tool"; fi
   # The versioned schema files ship in the module source that go install left in the module cache.
   modsrc=$(go env GOMODCACHE)/go.temporal.io/server@$TEMPORAL_SERVER_VERSION
+  if [ ! -d "$modsrc/schema/postgresql/v12" ]; then # binaries cached but the module cache was cleaned
+    (cd "$TOOLS" && go mod download "go.temporal.io/server@$TEMPORAL_SERVER_VERSION")
+  fi
   record TEMPORAL_SERVER_BIN "$dir/bin/temporal-server"
   record TEMPORAL_SQL_TOOL_BIN "$dir/bin/temporal-sql-tool"
   record TEMPORAL_SCHEMA_DIR "$modsrc/schema/postgresql/v12"

@@ -27,6 +27,8 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Wait for /health to be 200 (only meaningful when the front runs). */
   waitHealthy?: boolean;
+  /** How long start-up may take (default 60 s for a worker, 90 s for a front). */
+  readyTimeoutMs?: number;
 }
 
 export interface TestService {
@@ -79,7 +81,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     if (mode === 'worker' || opts.waitHealthy === false) {
-      await waitFor(() => ready, 60_000, () => out, child);
+      await waitFor(() => ready, opts.readyTimeoutMs ?? 60_000, () => out, child);
       return;
     }
     await waitFor(
@@ -91,7 +93,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
           return false;
         }
       },
-      90_000,
+      opts.readyTimeoutMs ?? 90_000,
       () => out,
       child,
     );
