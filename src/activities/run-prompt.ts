@@ -15,6 +15,7 @@
  * - ComfyUI lost an uploaded input (restarted on a fresh input folder): upload again, submit once more.
  * - out of memory: `/free` before the failure, so the retry finds VRAM and caches cleared.
  */
+import { gpuQueueWait } from '../metrics/backend-metrics.ts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
@@ -70,6 +71,7 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
   return async (input: RunPromptInput): Promise<PromptRun> => {
     const ctx = Context.current();
     const signal = ctx.cancellationSignal;
+    gpuQueueWait.observe({ priority: String(ctx.info.priority?.priorityKey ?? 3) }, Math.max(0, Date.now() - ctx.info.currentAttemptScheduledTimestampMs) / 1000);
     // Bound late: the backend is whichever free ComfyUI this worker has now (legacy renders name theirs).
     const lease = await pool.acquire(input.backend ? { backendId: input.backend.id } : input.model !== undefined ? { model: input.model } : {}, signal);
     let ranModel: string | undefined;

@@ -9,7 +9,7 @@ import { buildServer } from '../api/server.ts';
 import { OptionsStore } from '../api/options-store.ts';
 import { ComfyCatalog } from '../api/comfy-catalog.ts';
 import { RenderService } from '../api/render-service.ts';
-import { FsBlobStore } from '../blobs/fs-store.ts';
+import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
@@ -81,7 +81,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
 
   const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
   const clients = comfyClients(backends, logger);
-  const blobs = new FsBlobStore(config.blobDir);
+  const blobs = blobStoreFromConfig(config);
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));

@@ -1,87 +1,47 @@
 /** Filesystem blob store (the default): `<dir>/<aa>/<sha256>`, written atomically via a temp file + rename. */
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, type ReadStream } from 'node:fs';
-import { mkdir, open, readFile, rename, stat, writeFile, unlink } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobRef } from '../render/types.ts';
-import { BlobNotFoundError, BlobTooLargeError, SHA256_HEX, type BlobMeta, type BlobStore } from './store.ts';
+import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange } from './store.ts';
 
 export class FsBlobStore implements BlobStore {
   constructor(private readonly dir: string) {}
 
   private pathFor(sha256: string): string {
-    if (!SHA256_HEX.test(sha256)) throw new Error(`not a sha256: ${sha256}`);
+    assertSha256(sha256);
     return path.join(this.dir, sha256.slice(0, 2), sha256);
   }
 
-  async put(bytes: Buffer, meta: BlobMeta): Promise<BlobRef> {
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
-    const ref: BlobRef = { sha256, size: bytes.length, mime: meta.mime };
-    if (meta.width !== undefined) ref.width = meta.width;
-    if (meta.height !== undefined) ref.height = meta.height;
-    if (await this.has(sha256)) return ref;
-    const file = this.pathFor(sha256);
-    await mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${randomUUID()}.tmp`;
-    try {
-      await writeFile(tmp, bytes);
-      await rename(tmp, file);
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      throw err;
-    }
-    return ref;
+  put(bytes: Buffer, meta: BlobMeta): Promise<BlobRef> {
+    return this.putStream([bytes], meta);
   }
 
-  async putStream(source: AsyncIterable<Uint8Array>, meta: BlobMeta, opts: { maxBytes?: number } = {}): Promise<BlobRef> {
-    // Written under a temporary name in the store's own directory (same filesystem: the rename is atomic),
-    // hashed on the way, then renamed to its content address.
-    await mkdir(this.dir, { recursive: true });
-    const tmp = path.join(this.dir, `incoming-${randomUUID()}.tmp`);
+  async putStream(source: BlobSource, meta: BlobMeta, opts: PutStreamOptions = {}): Promise<BlobRef> {
+    // The name is the hash, known only at the end: stream into a temp file beside the blobs, then rename.
+    const staging = path.join(this.dir, 'tmp');
+    await mkdir(staging, { recursive: true });
+    const tmp = path.join(staging, `${randomUUID()}.tmp`);
     const hash = createHash('sha256');
-    let size = 0;
-    const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        size += chunk.length;
-        if (size > max) return done(new BlobTooLargeError(`stream exceeds ${max} bytes`));
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
+    const counted = { size: 0 };
     try {
-      await pipeline(source, meter, createWriteStream(tmp));
+      await pipeline(Readable.from(meteredChunks(source, hash, counted, opts.maxBytes)), createWriteStream(tmp));
       const sha256 = hash.digest('hex');
-      const ref: BlobRef = { sha256, size, mime: meta.mime };
-      if (meta.width !== undefined) ref.width = meta.width;
-      if (meta.height !== undefined) ref.height = meta.height;
-      if (await this.has(sha256)) {
-        await unlink(tmp).catch(() => undefined);
-        return ref;
-      }
       const file = this.pathFor(sha256);
-      await mkdir(path.dirname(file), { recursive: true });
-      await rename(tmp, file);
-      return ref;
+      if (await this.has(sha256)) {
+        await unlink(tmp);
+      } else {
+        await mkdir(path.dirname(file), { recursive: true });
+        await rename(tmp, file);
+      }
+      return blobRef(sha256, counted.size, meta);
     } catch (err) {
       await unlink(tmp).catch(() => undefined);
       throw err;
     }
-  }
-
-  async openStream(sha256: string): Promise<ReadStream> {
-    const file = this.pathFor(sha256);
-    // Open first, so a missing blob is an error here rather than an 'error' event mid-response.
-    let handle;
-    try {
-      handle = await open(file, 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(sha256);
-      throw err;
-    }
-    return handle.createReadStream({ autoClose: true, highWaterMark: 256 * 1024 });
   }
 
   async get(sha256: string): Promise<Buffer> {
@@ -93,12 +53,23 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  async has(sha256: string): Promise<boolean> {
+  async openRead(sha256: string, range?: ByteRange): Promise<Readable> {
+    const size = await this.size(sha256);
+    if (size === undefined) throw new BlobNotFoundError(sha256);
+    assertRange(range, size, sha256);
+    return createReadStream(this.pathFor(sha256), range ? { start: range.start, end: range.end ?? size - 1 } : {});
+  }
+
+  async size(sha256: string): Promise<number | undefined> {
     try {
-      await stat(this.pathFor(sha256));
-      return true;
-    } catch {
-      return false;
+      return (await stat(this.pathFor(sha256))).size;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
     }
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    return (await this.size(sha256)) !== undefined;
   }
 }

@@ -1,7 +1,13 @@
 /**
- * Content-addressed blob store. Images never travel through workflow history: activities put bytes here and
- * pass `BlobRef`s (sha256, size, mime, dims). Identical bytes share one blob, so re-puts are no-ops.
+ * Content-addressed blob store. Images and videos never travel through workflow history: activities put bytes
+ * here and pass `BlobRef`s (sha256, size, mime, dims). Identical bytes share one blob, so re-puts are no-ops.
+ *
+ * Two implementations share this interface and one test suite (test/blobs/blob-store.test.ts): the filesystem
+ * store (default, one host) and the S3-compatible store (workers and fronts on different hosts). Large blobs
+ * (videos run to hundreds of MB) go through `putStream` / `openRead`, which never hold a whole object in memory;
+ * `put` / `get` are conveniences for images that are in memory anyway.
  */
+import type { Readable } from 'node:stream';
 import type { BlobRef } from '../render/types.ts';
 
 export interface BlobMeta {
@@ -10,21 +16,51 @@ export interface BlobMeta {
   height?: number;
 }
 
+/** What `putStream` reads: a Node Readable, an async generator, or chunks already in memory. */
+export type BlobSource = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
+/** Inclusive byte range, as in HTTP `Range: bytes=start-end`; `end` omitted = to the last byte. */
+export interface ByteRange {
+  start: number;
+  end?: number;
+}
+
 export interface BlobStore {
   put(bytes: Buffer, meta: BlobMeta): Promise<BlobRef>;
-  get(sha256: string): Promise<Buffer>;
-  has(sha256: string): Promise<boolean>;
   /**
-   * Stores a stream without holding it in memory (videos: hundreds of MB), hashing while it is written.
-   * `maxBytes` aborts (and leaves nothing behind) when the stream is longer.
+   * Hashes while it stores: the content address is known only once the last byte went through. `maxBytes`
+   * aborts (BlobTooLargeError, nothing left behind) when the source is longer.
    */
-  putStream(source: AsyncIterable<Uint8Array>, meta: BlobMeta, opts?: { maxBytes?: number }): Promise<BlobRef>;
-  /** The blob as a stream of chunks; BlobNotFoundError when absent. */
-  openStream(sha256: string): Promise<NodeJS.ReadableStream & AsyncIterable<Buffer>>;
+  putStream(source: BlobSource, meta: BlobMeta, opts?: PutStreamOptions): Promise<BlobRef>;
+  get(sha256: string): Promise<Buffer>;
+  /** A stream of the blob's bytes (or of `range`); throws BlobNotFoundError before streaming when missing. */
+  openRead(sha256: string, range?: ByteRange): Promise<Readable>;
+  /** Size in bytes, or undefined when the blob is missing. */
+  size(sha256: string): Promise<number | undefined>;
+  has(sha256: string): Promise<boolean>;
+}
+
+export interface PutStreamOptions {
+  maxBytes?: number;
 }
 
 export class BlobTooLargeError extends Error {
   override name = 'BlobTooLargeError';
+}
+
+/** The source's chunks, hashed and counted on the way; BlobTooLargeError past `maxBytes`. */
+export async function* meteredChunks(
+  source: BlobSource,
+  hash: { update(chunk: Uint8Array): unknown },
+  counter: { size: number },
+  maxBytes = Number.POSITIVE_INFINITY,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of source) {
+    counter.size += chunk.length;
+    if (counter.size > maxBytes) throw new BlobTooLargeError(`stream exceeds ${maxBytes} bytes`);
+    hash.update(chunk);
+    yield chunk;
+  }
 }
 
 export class BlobNotFoundError extends Error {
@@ -35,3 +71,22 @@ export class BlobNotFoundError extends Error {
 }
 
 export const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+export function assertSha256(sha256: string): void {
+  if (!SHA256_HEX.test(sha256)) throw new Error(`not a sha256: ${sha256}`);
+}
+
+export function blobRef(sha256: string, size: number, meta: BlobMeta): BlobRef {
+  const ref: BlobRef = { sha256, size, mime: meta.mime };
+  if (meta.width !== undefined) ref.width = meta.width;
+  if (meta.height !== undefined) ref.height = meta.height;
+  return ref;
+}
+
+export function assertRange(range: ByteRange | undefined, size: number, sha256: string): void {
+  if (!range) return;
+  const end = range.end ?? size - 1;
+  if (!Number.isInteger(range.start) || !Number.isInteger(end) || range.start < 0 || end < range.start || end >= size) {
+    throw new RangeError(`range ${range.start}-${range.end ?? ''} is outside blob ${sha256} (${size} bytes)`);
+  }
+}

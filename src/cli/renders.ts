@@ -8,7 +8,7 @@ import { sanitizeForTerminal } from './sanitize.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { FsBlobStore } from '../blobs/fs-store.ts';
+import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ConfigError, loadConfig } from '../config/config.ts';
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../operators/operators.ts';
@@ -76,7 +76,7 @@ export async function runRenders(argv: string[]): Promise<number> {
     return 1;
   }
   const { client, connection } = connected;
-  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: new FsBlobStore(config.blobDir) });
+  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: blobStoreFromConfig(config) });
   try {
     switch (command) {
       case 'list':

@@ -131,6 +131,20 @@ const envSchema = z.object({
    * attempt re-attaches to the prompt, which keeps running in ComfyUI).
    */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
+  /**
+   * Where blobs (inputs, outputs) live: `fs` = DATA_DIR/blobs (one host, or a shared volume); `s3` = an
+   * S3-compatible bucket, so workers and fronts on different hosts share them. Credentials for `s3` come from the
+   * AWS SDK's default chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles).
+   */
+  BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
+  S3_BUCKET: optionalString,
+  /** Key prefix inside the bucket, e.g. `comfy-durable/`. */
+  S3_PREFIX: optionalString,
+  /** Endpoint of a non-AWS S3-compatible server (versitygw, MinIO, Ceph RGW); unset = AWS. */
+  S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Path-style URLs (`endpoint/bucket/key`); default on when S3_ENDPOINT is set, as most such servers need. */
+  S3_FORCE_PATH_STYLE: bool.optional(),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -150,6 +164,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  if (parsed.data.BLOB_STORE === 's3' && !parsed.data.S3_BUCKET) {
+    throw new ConfigError('invalid configuration:\n  S3_BUCKET: required when BLOB_STORE=s3');
   }
   const dataDir = path.resolve(parsed.data.DATA_DIR);
   return {

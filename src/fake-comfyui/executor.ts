@@ -56,10 +56,15 @@ export interface FakeStats {
    * render's item succeeded exactly once. A run abandoned by a reset or a dead worker has no entry.
    */
   outcomes: Record<string, Array<'success' | 'error' | 'interrupted'>>;
+  /**
+   * Every run in start order with wall-clock times (ms since the epoch; null while running or when abandoned):
+   * the cluster test checks from these that no GPU sat idle while renders waited, across several fakes.
+   */
+  runs: Array<{ promptId: string; startedAt: number; endedAt: number | null }>;
 }
 
 export function emptyStats(): FakeStats {
-  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {} };
+  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {}, runs: [] };
 }
 
 export interface RunOutcome {

@@ -52,8 +52,11 @@ export class Worker {
             return;
           }
           stats.executions[item.promptId] = (stats.executions[item.promptId] ?? 0) + 1;
+          const run = { promptId: item.promptId, startedAt: Date.now(), endedAt: null as number | null };
+          stats.runs.push(run);
           const outcome = await executor.execute(item, control);
           if (control.aborted) return;
+          run.endedAt = Date.now();
           const last = outcome.messages.at(-1)?.[0];
           const ended = outcome.success ? 'success' : last === 'execution_interrupted' ? 'interrupted' : 'error';
           (stats.outcomes[item.promptId] ??= []).push(ended);

@@ -13,6 +13,7 @@
  * Legacy per-backend queues (renders started before the shared queue) acquire one named backend and wait
  * for it while it is busy.
  */
+import { backendBusy, trackBackend } from '../metrics/backend-metrics.ts';
 import type { CustomSlotSupplier, SlotPermit } from '@temporalio/worker';
 import type { Backend } from '../render/types.ts';
 
@@ -40,6 +41,7 @@ export class GpuPool {
     private readonly health: HealthView,
   ) {
     this.free = new Set(backends.map((b) => b.id));
+    for (const b of backends) trackBackend(b.id);
   }
 
   /** Backends this pool may hand out now: healthy ones. */
@@ -109,6 +111,7 @@ export class GpuPool {
       const pick = opts.backendId !== undefined ? this.byId(opts.backendId) : this.best(opts.model);
       if (pick) {
         this.free.delete(pick.id);
+        backendBusy(pick.id, true);
         let released = false;
         return {
           backend: pick,
@@ -117,6 +120,7 @@ export class GpuPool {
             released = true;
             if (model) this.lastModel.set(pick.id, model);
             this.free.add(pick.id);
+            backendBusy(pick.id, false);
             this.wake();
           },
         };

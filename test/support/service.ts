@@ -27,6 +27,8 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Wait for /health to be 200 (only meaningful when the front runs). */
   waitHealthy?: boolean;
+  /** How long start-up may take (default 60 s for a worker, 90 s for a front). */
+  readyTimeoutMs?: number;
 }
 
 export interface TestService {
@@ -81,7 +83,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
     if (mode === 'worker' || opts.waitHealthy === false) {
       // A bound, not a sleep: readiness is the log line. Generous, since bundling the workflows takes a
       // while next to a CPU hog.
-      await waitFor(() => ready, 180_000, () => out, child);
+      await waitFor(() => ready, opts.readyTimeoutMs ?? 180_000, () => out, child);
       return;
     }
     await waitFor(
@@ -93,7 +95,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
           return false;
         }
       },
-      180_000,
+      opts.readyTimeoutMs ?? 180_000,
       () => out,
       child,
     );

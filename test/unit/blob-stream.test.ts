@@ -19,14 +19,14 @@ function sha(n: number, seed: number): string {
 }
 
 describe('FsBlobStore streams', () => {
-  it('putStream stores under the sha256 of the bytes; openStream reads them back; the same bytes via put() are the same blob', async () => {
+  it('putStream stores under the sha256 of the bytes; openRead reads them back; the same bytes via put() are the same blob', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-blobs-'));
     const store = new FsBlobStore(dir);
     const ref = await store.putStream(chunks(24, 3), { mime: 'video/mp4', width: 320, height: 192 });
     expect(ref).toEqual({ sha256: sha(24, 3), size: 24 * 1024 * 1024, mime: 'video/mp4', width: 320, height: 192 });
     const h = createHash('sha256');
     let size = 0;
-    for await (const c of await store.openStream(ref.sha256)) {
+    for await (const c of await store.openRead(ref.sha256)) {
       h.update(c);
       size += c.length;
     }
@@ -43,6 +43,6 @@ describe('FsBlobStore streams', () => {
     const store = new FsBlobStore(dir);
     await expect(store.putStream(chunks(4, 1), { mime: 'video/mp4' }, { maxBytes: 2 * 1024 * 1024 })).rejects.toBeInstanceOf(BlobTooLargeError);
     expect(readdirSync(dir)).toEqual([]);
-    await expect(store.openStream('0'.repeat(64))).rejects.toBeInstanceOf(BlobNotFoundError);
+    await expect(store.openRead('0'.repeat(64))).rejects.toBeInstanceOf(BlobNotFoundError);
   });
 });

@@ -14,100 +14,10 @@ import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
+import { deepMapStrings, environmentOf, interpolate, list, mounts, parseEnvFile, type Compose, type Mount, type Service, type VarUse } from '../support/compose-file.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
-
-// ---------------------------------------------------------------------------------------------------------
-// Compose file model and interpolation (the subset of Compose's rules this file uses, applied strictly).
-
-type EnvValue = string | number | boolean | null;
-interface Healthcheck {
-  test: string[] | string;
-}
-interface DeviceRequest {
-  driver?: string;
-  count?: number | string;
-  device_ids?: string[];
-  capabilities?: string[];
-}
-interface Service {
-  image?: string;
-  build?: { context: string; dockerfile?: string };
-  command?: string[] | string;
-  entrypoint?: string[] | string;
-  environment?: Record<string, EnvValue> | string[];
-  volumes?: string[];
-  ports?: string[];
-  expose?: string[];
-  depends_on?: Record<string, { condition?: string }> | string[];
-  healthcheck?: Healthcheck;
-  restart?: string;
-  init?: boolean;
-  deploy?: { resources?: { reservations?: { devices?: DeviceRequest[] } } };
-}
-interface Compose {
-  name?: string;
-  services: Record<string, Service>;
-  volumes?: Record<string, unknown>;
-}
-
-interface VarUse {
-  name: string;
-  op: string | undefined;
-  arg: string | undefined;
-}
-
-const VAR_RE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;
-
-function interpolate(value: string, env: Record<string, string>, uses?: VarUse[]): string {
-  return value.replace(VAR_RE, (match, braced: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
-    if (match === '$$') return '$';
-    const name = (braced ?? bare)!;
-    uses?.push({ name, op, arg });
-    const v = env[name];
-    switch (op) {
-      case undefined:
-        if (v === undefined) throw new Error(`\${${name}} has no default`);
-        return v;
-      case ':-':
-        return v ? v : (arg ?? '');
-      case '-':
-        return v ?? arg ?? '';
-      case ':?':
-      case '?':
-        if (!v) throw new Error(`\${${name}} is required: ${arg ?? ''}`);
-        return v;
-      case ':+':
-        return v ? (arg ?? '') : '';
-      case '+':
-        return v !== undefined ? (arg ?? '') : '';
-      default:
-        throw new Error(`unknown interpolation ${match}`);
-    }
-  });
-}
-
-function deepMapStrings(value: unknown, fn: (s: string) => string): unknown {
-  if (typeof value === 'string') return fn(value);
-  if (Array.isArray(value)) return value.map((v) => deepMapStrings(v, fn));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, deepMapStrings(v, fn)]));
-  }
-  return value;
-}
-
-function parseEnvFile(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const t = line.trim();
-    if (!t || t.startsWith('#')) continue;
-    const eq = t.indexOf('=');
-    if (eq <= 0) throw new Error(`bad .env line: ${line}`);
-    env[t.slice(0, eq)] = t.slice(eq + 1);
-  }
-  return env;
-}
 
 const composeText = read('docker-compose.yml');
 const rawCompose = parse(composeText, { merge: true }) as Compose;
@@ -124,49 +34,10 @@ function service(name: string, c: Compose = compose): Service {
   return s;
 }
 
-function environmentOf(s: Service): Record<string, string> {
-  const env = s.environment ?? {};
-  if (Array.isArray(env)) {
-    return Object.fromEntries(
-      env.map((e) => {
-        const eq = e.indexOf('=');
-        if (eq < 0) throw new Error(`environment entry without a value: ${e}`);
-        return [e.slice(0, eq), e.slice(eq + 1)];
-      }),
-    );
-  }
-  return Object.fromEntries(
-    Object.entries(env).map(([k, v]) => {
-      if (v === null) throw new Error(`environment ${k} has no value`);
-      return [k, String(v)];
-    }),
-  );
-}
-
-function list(v: string[] | string | undefined): string[] {
-  if (v === undefined) return [];
-  return Array.isArray(v) ? v : [v];
-}
-
 function dependsOn(s: Service): Record<string, string> {
   const d = s.depends_on ?? {};
   if (Array.isArray(d)) return Object.fromEntries(d.map((n) => [n, 'service_started']));
   return Object.fromEntries(Object.entries(d).map(([n, v]) => [n, v.condition ?? 'service_started']));
-}
-
-interface Mount {
-  source: string;
-  target: string;
-  readOnly: boolean;
-  named: boolean;
-}
-function mounts(s: Service): Mount[] {
-  return (s.volumes ?? []).map((v) => {
-    const parts = v.split(':');
-    if (parts.length < 2 || parts.length > 3) throw new Error(`unexpected volume syntax: ${v}`);
-    const [source, target, mode] = parts as [string, string, string | undefined];
-    return { source, target, readOnly: mode === 'ro', named: !/^[./~]/.test(source) };
-  });
 }
 
 interface Published {
@@ -294,9 +165,12 @@ describe('docker-compose.yml', () => {
       expect(tag ?? digest, `${name}: ${s.image} is pinned`).toBeTruthy();
       expect(tag, `${name}: ${s.image}`).not.toBe('latest');
     }
-    expect(service('temporal').image).toBe('temporalio/server:1.30.1');
-    expect(service('temporal-admin-tools').image).toBe('temporalio/admin-tools:1.30.1');
-    expect(service('temporal-create-namespace').image).toBe('temporalio/admin-tools:1.30.1');
+    // The Temporal version the cluster test (test/cluster) builds from the Go module proxy and runs.
+    const clusterVersion = /^TEMPORAL_SERVER_VERSION=v(\S+)$/m.exec(read('scripts/setup-cluster-tools.sh'))?.[1];
+    expect(clusterVersion).toBeTruthy();
+    expect(service('temporal').image).toBe(`temporalio/server:${clusterVersion}`);
+    expect(service('temporal-admin-tools').image).toBe(`temporalio/admin-tools:${clusterVersion}`);
+    expect(service('temporal-create-namespace').image).toBe(`temporalio/admin-tools:${clusterVersion}`);
     expect(service('temporal-ui').image).toBe('temporalio/ui:2.34.0');
     expect(imageParts(service('postgresql').image!).tag).toMatch(/^16(\.\d+)?$/);
     // Our image: built here, tagged with the package version; worker and api run the same one.
@@ -484,6 +358,11 @@ describe('docker-compose.yml', () => {
     const dc = parse(fs.readFileSync(path.join(ROOT, dcMount!.source, dcFile), 'utf8')) as Record<string, unknown>;
     expect(dc['limit.maxIDLength']).toBeDefined();
     expect(dc['system.forceSearchAttributesCacheRefreshOnRead'], 'dev-only setting').toBeUndefined();
+    // Priority and FIFO are strict only on one partition: the GPU queue of the compose task queue has one.
+    const gpuQueue = `${environmentOf(service('worker')).TEMPORAL_TASK_QUEUE}-gpu`;
+    for (const key of ['matching.numTaskqueueReadPartitions', 'matching.numTaskqueueWritePartitions']) {
+      expect(dc[key], key).toEqual([{ value: 1, constraints: { taskQueueName: gpuQueue } }]);
+    }
     // The one-shot jobs run scripts that exist in the repo through their mount.
     for (const n of ['temporal-admin-tools', 'temporal-create-namespace']) {
       const ep = list(service(n).entrypoint);

@@ -128,7 +128,7 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
       const ref = (await ops.outputs(id))[n];
       // Videos are streamed from the blob store, never read whole.
       const video = ref?.mime.startsWith('video/') === true;
-      const { bytes } = video ? { bytes: await ctx.blobs.openStream(ref!.sha256) } : await ops.output(id, n);
+      const { bytes } = video ? { bytes: await ctx.blobs.openRead(ref!.sha256) } : await ops.output(id, n);
       const mime = ref?.mime ?? 'image/png';
       // Content-addressed: the bytes behind a sha256 never change.
       reply

@@ -238,7 +238,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       if (!ref) return send(reply, 500, videoError(500, `render ${renderId} produced no video`));
       let stream;
       try {
-        stream = await ctx.blobs.openStream(ref.sha256);
+        stream = await ctx.blobs.openRead(ref.sha256);
       } catch (err) {
         if (err instanceof BlobNotFoundError) return send(reply, 410, videoError(410, `the video of ${renderId} is no longer in the blob store`, 'id'));
         throw err;

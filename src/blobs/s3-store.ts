@@ -1,0 +1,139 @@
+/**
+ * S3-compatible blob store (AWS S3, or any server speaking its API: versitygw, MinIO, Ceph RGW, ...), for
+ * workers and fronts on different hosts. Objects live at `<prefix>blobs/<aa>/<sha256>` with their MIME type as
+ * Content-Type.
+ *
+ * Streaming: a put streams through a multipart upload (at most PART_SIZE x QUEUE_SIZE bytes buffered) to a
+ * staging key `<prefix>tmp/<uuid>` while it hashes, then copies server-side to the content address and deletes
+ * the staging object. A crash between the two leaves only a staging object, never a blob under a wrong name:
+ * operators can expire `<prefix>tmp/` with a bucket lifecycle rule. Reads stream the response body.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { BlobRef } from '../render/types.ts';
+import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange } from './store.ts';
+
+/** S3's minimum part size; parts of a multipart upload except the last must be at least this big. */
+const PART_SIZE = 8 * 1024 * 1024;
+const QUEUE_SIZE = 2;
+
+export interface S3BlobStoreOptions {
+  bucket: string;
+  /** Key prefix, e.g. `comfy-durable/` (a trailing slash is added when missing). */
+  prefix?: string;
+  /** Client settings; credentials come from the SDK's default chain (AWS_ACCESS_KEY_ID, profiles, roles). */
+  client?: S3ClientConfig;
+}
+
+export class S3BlobStore implements BlobStore {
+  readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+
+  constructor(options: S3BlobStoreOptions) {
+    this.client = new S3Client(options.client ?? {});
+    this.bucket = options.bucket;
+    const prefix = options.prefix ?? '';
+    this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
+  }
+
+  private keyFor(sha256: string): string {
+    assertSha256(sha256);
+    return `${this.prefix}blobs/${sha256.slice(0, 2)}/${sha256}`;
+  }
+
+  /** Bytes already in memory: hash first, then one PutObject straight to the content address. */
+  async put(bytes: Buffer, meta: BlobMeta): Promise<BlobRef> {
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    if ((await this.size(sha256)) === undefined) {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyFor(sha256), Body: bytes, ContentType: meta.mime }));
+    }
+    return blobRef(sha256, bytes.length, meta);
+  }
+
+  async putStream(source: BlobSource, meta: BlobMeta, opts: PutStreamOptions = {}): Promise<BlobRef> {
+    const hash = createHash('sha256');
+    const counted = { size: 0 };
+    const staging = `${this.prefix}tmp/${randomUUID()}`;
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: staging, Body: Readable.from(meteredChunks(source, hash, counted, opts.maxBytes)), ContentType: meta.mime },
+      partSize: PART_SIZE,
+      queueSize: QUEUE_SIZE,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+      const sha256 = hash.digest('hex');
+      if ((await this.size(sha256)) === undefined) {
+        // Server-side copy keeps the bytes off this host; a single copy takes objects up to 5 GB.
+        await this.client.send(
+          new CopyObjectCommand({
+            Bucket: this.bucket,
+            Key: this.keyFor(sha256),
+            CopySource: `${this.bucket}/${encodeURIComponent(staging)}`,
+          }),
+        );
+      }
+      return blobRef(sha256, counted.size, meta);
+    } finally {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: staging })).catch(() => undefined);
+    }
+  }
+
+  async get(sha256: string): Promise<Buffer> {
+    const body = await this.openRead(sha256);
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  async openRead(sha256: string, range?: ByteRange): Promise<Readable> {
+    const key = this.keyFor(sha256);
+    let rangeHeader: string | undefined;
+    if (range) {
+      // S3 clamps an end past the last byte instead of refusing it: check against the size like the fs store.
+      const size = await this.size(sha256);
+      if (size === undefined) throw new BlobNotFoundError(sha256);
+      assertRange(range, size, sha256);
+      rangeHeader = `bytes=${range.start}-${range.end ?? size - 1}`;
+    }
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: rangeHeader }));
+      if (!(res.Body instanceof Readable)) throw new Error(`S3 GetObject for ${key} returned no readable body`);
+      return res.Body;
+    } catch (err) {
+      if (isNotFound(err)) throw new BlobNotFoundError(sha256);
+      throw err;
+    }
+  }
+
+  async size(sha256: string): Promise<number | undefined> {
+    try {
+      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyFor(sha256) }));
+      return res.ContentLength ?? 0;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    return (await this.size(sha256)) !== undefined;
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+}

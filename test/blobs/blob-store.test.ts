@@ -1,0 +1,77 @@
+/**
+ * The same blob suite against both stores: the filesystem store in a temp dir, and the S3 store against a real
+ * S3-compatible server (versitygw, built by scripts/setup-cluster-tools.sh) with a fresh bucket.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CreateBucketCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FsBlobStore } from '../../src/blobs/fs-store.ts';
+import { S3BlobStore } from '../../src/blobs/s3-store.ts';
+import { skipUnlessTools } from '../support/cluster-tools.ts';
+import { startS3Server, type S3TestServer } from '../support/s3-server.ts';
+import { blobStoreSuite } from './suite.ts';
+
+const fsDir = mkdtempSync(path.join(os.tmpdir(), 'cd-blobs-'));
+afterAll(() => rmSync(fsDir, { recursive: true, force: true }));
+blobStoreSuite('filesystem', () => ({
+  store: new FsBlobStore(fsDir),
+  otherHost: new FsBlobStore(fsDir),
+  leftovers: async () => {
+    try {
+      return readdirSync(path.join(fsDir, 'tmp'));
+    } catch {
+      return [];
+    }
+  },
+}));
+
+describe.skipIf(skipUnlessTools('S3 blob store', 'VERSITYGW_BIN'))('S3', () => {
+  let server: S3TestServer;
+  const bucket = 'comfy-durable-test';
+  const prefix = 'deploy-a/';
+  const storeFor = (): S3BlobStore =>
+    new S3BlobStore({
+      bucket,
+      prefix,
+      client: {
+        endpoint: server.endpoint,
+        region: server.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+      },
+    });
+  let store: S3BlobStore;
+  let otherHost: S3BlobStore;
+
+  beforeAll(async () => {
+    server = await startS3Server();
+    store = storeFor();
+    otherHost = storeFor();
+    await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+  afterAll(async () => {
+    store?.client.destroy();
+    otherHost?.client.destroy();
+    await server?.stop();
+  });
+
+  blobStoreSuite('S3', () => ({
+    store,
+    otherHost,
+    leftovers: async () => {
+      const res = await store.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${prefix}tmp/` }));
+      return (res.Contents ?? []).map((o) => o.Key ?? '');
+    },
+  }));
+
+  it('keeps the MIME type as the object Content-Type under the prefix', async () => {
+    const ref = await store.put(Buffer.from('not really a png'), { mime: 'image/png' });
+    const head = await store.client.send(new HeadObjectCommand({ Bucket: bucket, Key: `${prefix}blobs/${ref.sha256.slice(0, 2)}/${ref.sha256}` }));
+    expect(head.ContentType).toBe('image/png');
+    const streamed = await store.putStream([Buffer.from('a streamed video')], { mime: 'video/mp4' });
+    const head2 = await store.client.send(new HeadObjectCommand({ Bucket: bucket, Key: `${prefix}blobs/${streamed.sha256.slice(0, 2)}/${streamed.sha256}` }));
+    expect(head2.ContentType).toBe('video/mp4');
+  });
+});
