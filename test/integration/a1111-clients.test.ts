@@ -306,7 +306,9 @@ describe('the routes clients call', () => {
     expect((await get('/sdapi/v1/latent-upscale-modes')).json).toContainEqual({ name: 'Latent' });
     const memory = (await get('/sdapi/v1/memory')).json;
     expect(memory.ram.total).toBeGreaterThan(0);
-    expect(memory.cuda.system.total).toBe(24 * 1024 ** 3);
+    const stats = (await (await fetch(`${fake.url}/system_stats`)).json()) as { system: { ram_total: number }; devices: { vram_total: number }[] };
+    expect(memory.ram.total).toBe(stats.system.ram_total);
+    expect(memory.cuda.system.total).toBe(stats.devices[0]!.vram_total);
     for (const route of ['hypernetworks', 'face-restorers', 'realesrgan-models', 'sd-modules', 'script-info', 'extensions']) {
       expect((await get(`/sdapi/v1/${route}`)).json, route).toEqual([]);
     }
