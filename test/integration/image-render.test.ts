@@ -181,12 +181,12 @@ describe('img2img and edits', () => {
     expect(r.json.images).toHaveLength(1);
   });
 
-  it('Qwen-Image-Edit without extra_images is a 400 naming extra_images, and starts nothing', async () => {
+  it('Qwen-Image-Edit with a mask is a 400 naming mask (instruction edits take none), and starts nothing', async () => {
     const before = await workflowsStarted();
-    const r = await post('/sdapi/v1/txt2img', { prompt: 'edit nothing', model: 'imagegen-qwen-image-edit' });
+    const png = b64(redSquare(16));
+    const r = await post('/sdapi/v1/img2img', { prompt: 'edit', model: 'imagegen-qwen-image-edit', init_images: [png], mask: png });
     expect(r.status).toBe(400);
-    expect(r.json.field).toBe('extra_images');
-    expect(r.json.detail).toMatch(/extra_images/);
+    expect(r.json.field).toBe('mask');
     expect(await workflowsStarted()).toBe(before);
   });
 });
@@ -203,7 +203,7 @@ describe('bad input is a clear 4xx naming the field, and starts no workflow', ()
     ['unknown sampler', '/sdapi/v1/txt2img', { prompt: 'x', sampler_name: 'Warp Drive' }, 400, 'sampler_name'],
     ['extra_images on a model that cannot use them', '/sdapi/v1/txt2img', { prompt: 'x', model: 'imagegen-flux-dev', extra_images: [png] }, 400, 'extra_images'],
     ['size out of range', '/sdapi/v1/txt2img', { prompt: 'x', width: 100000 }, 400, 'width'],
-    ['size not on the grid', '/sdapi/v1/txt2img', { prompt: 'x', height: 513 }, 400, 'height'],
+    ['size beyond the pixel budget', '/sdapi/v1/txt2img', { prompt: 'x', width: 2048, height: 2048 }, 400, 'width'],
     ['batch over the limit', '/sdapi/v1/txt2img', { prompt: 'x', batch_size: 50 }, 400, 'batch_size'],
     ['img2img without init_images', '/sdapi/v1/img2img', { prompt: 'x' }, 404, 'init_images'],
     ['prompt over the length limit', '/sdapi/v1/txt2img', { prompt: 'x'.repeat(20_000) }, 422, 'prompt'],
