@@ -2,7 +2,6 @@
  * `comfy-durable contract <url>`: exercises the ComfyUI client against any ComfyUI (real or fake) with
  * model-free checks, so a protocol change upstream is caught before a render fails in production.
  */
-import { sanitizeForTerminal } from './sanitize.ts';
 import { runContractChecks } from '../comfyui/contract.ts';
 
 export async function runContract(args: string[]): Promise<number> {
@@ -15,7 +14,7 @@ export async function runContract(args: string[]): Promise<number> {
   let failed = 0;
   for (const r of results) {
     if (!r.ok) failed++;
-    process.stdout.write(sanitizeForTerminal(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}\n`));
+    process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}\n`);
   }
   process.stdout.write(`${results.length - failed} passed, ${failed} failed\n`);
   return failed === 0 ? 0 : 1;
