@@ -20,7 +20,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
 import { followPrompt, submitAndFollow, type FollowProgress, type FollowResult } from '../comfyui/follow.ts';
 import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
-import { validateGraph } from '../comfyui/validate.ts';
+import { validateBeforeSubmit } from './presubmit.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -342,21 +342,4 @@ async function findLivePrompt(client: ComfyClient, ids: string[], signal: AbortS
     if (status.state === 'pending' || status.state === 'running' || status.state === 'success') return id;
   }
   return undefined;
-}
-
-async function validateBeforeSubmit(client: ComfyClient, input: RunPromptInput, cache: ObjectInfoCache): Promise<void> {
-  const info = await cache.get(input.backend.id, client);
-  const v = validateGraph(input.graph, info);
-  if (v.ok && Object.keys(v.nodeErrors).length === 0) return;
-  cache.invalidate(input.backend.id);
-  const lines = Object.entries(v.nodeErrors).flatMap(([id, ne]) =>
-    ne.errors.map((e) => `node ${id} (${ne.class_type}): ${e.message}${e.details ? `: ${e.details}` : ''}`),
-  );
-  const head = v.ok ? 'graph has invalid outputs' : `${v.error.message}${v.error.details ? `: ${v.error.details}` : ''}`;
-  throw ApplicationFailure.create({
-    message: [`ComfyUI at ${input.backend.url} cannot run this graph: ${head}`, ...lines].join('\n'),
-    type: FailureType.ComfyValidation,
-    nonRetryable: true,
-    details: [{ nodeErrors: v.nodeErrors, ...(v.ok ? {} : { error: v.error }) }],
-  });
 }
