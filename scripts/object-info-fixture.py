@@ -35,6 +35,11 @@ ADDED = [
     ('vae',
      ['wan2.2_vae.safetensors', 'minimax_h3_video_vae_fp16.safetensors', 'minimax_h3_audio_vae_fp32.safetensors'],
      ['VAELoader.vae_name']),
+    # Not loaded on the recording server (it held no Ref2VA weights): the default file of the
+    # videogen-minimax-h3 profile's `unetRef2va` role, so the fake stands in for a ComfyUI that has it.
+    ('diffusion_models',
+     ['minimax_h3_ref2va_pruned_int8_convrot.safetensors'],
+     ['UNETLoader.unet_name']),
     ('loras',
      ['minimax_h3_fl2v_turbo_8step_v1.0_comfyui_bf16.safetensors',
       # the LoRA golden graphs' files (prompt tags); installed on the same server to record their verdicts

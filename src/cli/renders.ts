@@ -23,7 +23,7 @@ export const RENDERS_USAGE = `usage: comfy-durable renders <command>
   list    [--status running|completed|failed|cancelled|terminated|timed-out] [--model M] [--kind K]
           [--since T] [--until T] [--replay-of ID] [--task-queue Q] [--limit N] [--json]
   show    <id> [--json]                 timeline: stages, attempts, errors, request, graphs, prompts, outputs
-  outputs <id> --dir D                  save the images as D/<id>-<n>.png
+  outputs <id> --dir D                  save the outputs as D/<id>-<n>.png (.mp4 for videos)
   replay  <id> [--new-seed] [--json]    render the same resolved request again (same seed unless --new-seed)
   replay  --failed --since T [--until T] [--model M] [--dry-run] [--include-replayed] [--json]
                                         replay every failed render that started in the window
@@ -179,8 +179,9 @@ async function outputs(ops: RenderOperators, rest: string[]): Promise<number> {
   }
   await mkdir(values.dir, { recursive: true });
   for (let n = 0; n < refs.length; n++) {
-    const { bytes } = await ops.output(id, n);
-    const file = path.join(values.dir, `${id}-${n}.png`);
+    const { ref, bytes } = await ops.output(id, n);
+    const ext = ({ 'image/jpeg': 'jpg', 'image/webp': 'webp', 'video/mp4': 'mp4', 'video/webm': 'webm' } as Record<string, string>)[ref.mime] ?? 'png';
+    const file = path.join(values.dir, `${id}-${n}.${ext}`);
     await writeFile(file, bytes);
     out(file);
   }

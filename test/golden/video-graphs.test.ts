@@ -19,17 +19,7 @@ import { defaultVideoSpec } from '../../src/models/video.ts';
 import type { BlobRef, RenderRequest, VideoSpec } from '../../src/render/types.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const recorded = objectInfoSchema.parse(JSON.parse(readFileSync(join(here, '../fixtures/object_info.json'), 'utf8')));
-/**
- * The recording's folders held the files of the executed graphs (fl2va checkpoint included) but no Ref2VA
- * checkpoint: only that one file name is added to UNETLoader's list, every node schema stays as recorded.
- */
-const REF2VA_UNET = 'minimax_h3_ref2va_pruned_int8_convrot.safetensors';
-const objectInfo = structuredClone(recorded);
-{
-  const spec = objectInfo.UNETLoader!.input.required!.unet_name as unknown as [string[], ...unknown[]];
-  if (!spec[0].includes(REF2VA_UNET)) spec[0] = [...spec[0], REF2VA_UNET].sort();
-}
+const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(join(here, '../fixtures/object_info.json'), 'utf8')));
 
 const blob = (n: number): BlobRef => ({ sha256: String(n).repeat(64).slice(0, 64), size: 100, mime: 'image/png', width: 640, height: 384 });
 

@@ -63,14 +63,10 @@ beforeAll(async () => {
   temporal = await startTestTemporal();
   fake = await startFakeComfyUI({ port: 0, stepMs: 5, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')) });
   // A short stall timeout so the stalled-video test retries in seconds (events from sampling keep others alive).
-  // The recorded /object_info the fake serves has no Ref2VA checkpoint (the real server never held one):
-  // MODELS_CONFIG points that role at a file it lists, as an operator would name their own file.
-  const modelsConfig = path.join(tmp, 'models.json');
-  writeFileSync(modelsConfig, JSON.stringify({ 'videogen-minimax-h3': { files: { unetRef2va: 'minimax_h3_fl2va_pruned_int8_convrot.safetensors' } } }));
   svc = await startService({
     temporalAddress: temporal.address,
     comfyUrl: fake.url,
-    env: { STALL_TIMEOUT_MS: '6000', VIDEO_SYNC_TIMEOUT_S: '120', MODELS_CONFIG: modelsConfig },
+    env: { STALL_TIMEOUT_MS: '6000', VIDEO_SYNC_TIMEOUT_S: '120' },
   });
   client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
 }, 180_000);
@@ -179,12 +175,12 @@ describe('async jobs', () => {
         'content-type': 'application/x-www-form-urlencoded',
       });
       expect(first.status, first.body.toString()).toBe(200);
+      await waitFor('the first job to be rendering', async () => (await job(first.json.id)).json.status === 'in_progress');
       const second = await postJson('/v1/videos', { ...slow, seed: 43 });
       expect(second.json).toMatchObject({ object: 'video', status: 'queued', progress: 0, model: 'videogen-wan22-5b', size: '320x192', seconds: '0.708', num_frames: 17, fps: 24, media_type: 'video/mp4' });
       const a = first.json.id as string;
       const b = second.json.id as string;
       expect(a).toMatch(/^render-/);
-      await waitFor('the first job to be rendering', async () => (await job(a)).json.status === 'in_progress');
       expect((await job(b)).json.status).toBe('queued');
       const early = await call('GET', `/v1/videos/${a}/content`);
       expect(early.status).toBe(404);

@@ -22,6 +22,12 @@ const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STAT
 /** Activities that run on the workflow's own queue (bookkeeping): any other started activity is the GPU. */
 const BOOKKEEPING = new Set(['buildGraph', 'chooseBackend', 'uploadInputs', 'collectOutputs', 'stopPrompts']);
 
+/**
+ * Nodes of the video graphs (families/*.ts ids) that run after the sampler: their own progress (0/1) must
+ * not take the job back from 89 to 1, so they map to 90+ by how far along the end of the graph they are.
+ */
+const AFTER_SAMPLER: Record<string, number> = { decode: 90, decode_audio: 92, create_video: 94, save: 96 };
+
 export type VideoStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 
 export interface VideoJob {
@@ -66,16 +72,22 @@ function gpuProgress(d: WorkflowExecutionDescription, client: Client): { started
   const converter = client.options.loadedDataConverter.payloadConverter;
   let started = false;
   let progress = 0;
+  // Nothing pending once the render has started: its GPU attempt has just returned (the workflow is about
+  // to complete) or it waits between attempts. The very first workflow task (history: started, task
+  // scheduled, task started) is the only moment before the first attempt is scheduled.
+  if (pending.length === 0) return d.historyLength > 4 ? { started: true, progress: 96 } : { started: false, progress: 0 };
   for (const a of pending) {
     const name = a.activityType?.name ?? '';
     if (name === 'collectOutputs' && a.state === STARTED) return { started: true, progress: 95 };
     if (BOOKKEEPING.has(name) || a.state !== STARTED) continue;
     started = true;
-    const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as { value?: unknown; max?: unknown };
+    const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as { value?: unknown; max?: unknown; node?: unknown };
     const value = typeof beat.value === 'number' ? beat.value : 0;
     const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
-    // Sampling is most of a video's time: 1..90 follows the sampler's steps, the decode after it holds 90.
-    progress = Math.max(progress, max > 0 ? 1 + Math.floor(89 * Math.min(1, value / max)) : 1);
+    const after = typeof beat.node === 'string' ? AFTER_SAMPLER[beat.node] : undefined;
+    // Sampling is most of a video's time: 1..89 follows the sampler's steps, the nodes after it 90..96.
+    const p = after ?? (max > 1 ? 1 + Math.floor(88 * Math.min(1, value / max)) : 1);
+    progress = Math.max(progress, p);
   }
   return { started, progress };
 }
