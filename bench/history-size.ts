@@ -5,7 +5,7 @@
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { BenchContext } from './lib/context.ts';
 import { encodedSize, fetchHistory, sizeByActivity } from './lib/history.ts';
-import { kb, type BenchResult } from './lib/report.ts';
+import { kb, type BenchResult, BEFORE } from './lib/report.ts';
 import { stackRender, txt2imgBody } from './overhead.ts';
 
 export const BUDGET_BYTES = 64 * 1024;
@@ -32,6 +32,7 @@ export async function benchHistory(ctx: BenchContext): Promise<BenchResult> {
   const worst = Math.max(single, batch);
   return {
     name: 'history',
+    before: BEFORE.history,
     title: 'Workflow history size per render (encoded protobuf, as stored by Temporal)',
     figure: `single ${kb(single)}, batch of 4 ${kb(batch)} (${kb(batch / 4)} per image)`,
     budget: `≤ ${kb(BUDGET_BYTES)} per render`,

@@ -7,7 +7,7 @@ import { renderIdForKey } from '../src/api/render-ids.ts';
 import type { Client } from '@temporalio/client';
 import type { BenchContext } from './lib/context.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
-import { dist, fmtDist, log, ms, type BenchResult } from './lib/report.ts';
+import { dist, fmtDist, log, ms, type BenchResult, BEFORE } from './lib/report.ts';
 import { postJson } from './lib/stack.ts';
 import { txt2imgBody } from './overhead.ts';
 
@@ -16,7 +16,7 @@ export const BUDGET_MS = 20;
 export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   const stack = await ctx.single();
   const { client: temporal } = await ctx.temporal();
-  const n = ctx.quick ? 10 : 30;
+  const n = ctx.smoke ? 3 : ctx.quick ? 10 : 30;
   const afterDone: number[] = [];
   const afterDoneHeaders: number[] = [];
   const afterSuccess: number[] = [];
@@ -57,6 +57,7 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   log(`latency: p50 ${d.p50.toFixed(1)} ms after executing:null`);
   return {
     name: 'latency',
+    before: BEFORE.latency,
     title: 'Result latency after ComfyUI finishes (executing:null → HTTP response complete)',
     figure: `p50 ${ms(d.p50)}, p95 ${ms(d.p95)} after ComfyUI finished`,
     budget: `≤ ${BUDGET_MS} ms`,

@@ -4,14 +4,14 @@
  * whole time (upload, waiting, drain) and compared with the idle figure measured just before.
  */
 import { randomFillSync } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import type { BenchContext } from './lib/context.ts';
 import { MODEL } from './lib/context.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
 import { hwmBytes, rssBytes } from './lib/proc.ts';
-import { dist, fmtDist, log, mb, sleep, type BenchResult } from './lib/report.ts';
+import { dist, fmtDist, log, mb, sleep, type BenchResult, BEFORE } from './lib/report.ts';
 import { ROOT, postJson, setFaults, startBenchService, startFake, tempDir } from './lib/stack.ts';
 
 export const BUDGET_BYTES = 300 * 1024 * 1024;
@@ -66,12 +66,20 @@ export function prepareMemory(ctx: BenchContext): Promise<{ fake: Awaited<Return
 
 export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   // --quick: fewer clients, so the figure is indicative only (the budget is stated for 100).
-  const clients = ctx.quick ? 30 : 100;
+  const clients = ctx.smoke ? 4 : ctx.quick ? 30 : 100;
   const holdMs = ctx.quick ? 2_000 : 3_000; // per render while the clients pile up; cleared once all are waiting
   const { fake, svc, memLog } = await prepareMemory(ctx);
   const { client: temporalClient } = await ctx.temporal();
-  const inputDir = path.join(fake.dataDir, 'input', 'comfy-durable');
-  const uploaded = (): number => (existsSync(inputDir) ? readdirSync(inputDir).length : 0);
+  // Renders bind their GPU late (inputs reach ComfyUI only when a prompt starts there), so "every client's
+  // images are in and its render waits" is counted in Temporal: renders of this service started since `since`.
+  let since = new Date().toISOString();
+  const startedRenders = async (): Promise<number> => {
+    try {
+      return Number((await temporalClient.workflow.count(`TaskQueue='${svc.taskQueue}' AND StartTime >= '${since}'`)).count);
+    } catch {
+      return 0;
+    }
+  };
 
   const t0 = Date.now();
   const bodies = Array.from({ length: clients + 2 }, (_, i) => img2imgBody(`mem ${i}`, 600_000 + i, noisePng(1024, 680)));
@@ -85,7 +93,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   }
   await sleep(1_000);
   const idle = rssBytes(svc.nodePid);
-  const uploadedBefore = uploaded();
+  since = new Date().toISOString();
 
   const samples: Array<{ at: number; rss: number; phase: string }> = [];
   let phase = 'sending';
@@ -111,15 +119,19 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   const progress: string[] = [];
   const marks = [0.25, 0.5, 0.75, 1];
   const sentAt = Date.now();
+  let started = 0;
   const progressTimer = setInterval(() => {
-    const frac = (uploaded() - uploadedBefore) / clients;
-    while (marks.length > 0 && frac >= marks[0]!) progress.push(`${marks.shift()! * 100}% ${((Date.now() - sentAt) / 1000).toFixed(1)} s`);
-  }, 100);
+    void startedRenders().then((n) => {
+      started = Math.max(started, n);
+      const frac = started / clients;
+      while (marks.length > 0 && frac >= marks[0]!) progress.push(`${marks.shift()! * 100}% ${((Date.now() - sentAt) / 1000).toFixed(1)} s`);
+    });
+  }, 200);
 
-  // All K inputs uploaded to ComfyUI = every render started and is waiting for the GPU slot.
+  // Every render started = every client's images are stored and its render waits for the GPU slot.
   let allWaitingAfter = NaN;
-  while (Date.now() < stopAt && uploaded() - uploadedBefore < clients && results.length < clients) await sleep(100);
-  if (uploaded() - uploadedBefore >= clients) allWaitingAfter = Date.now() - sentAt;
+  while (Date.now() < stopAt && started < clients && results.length < clients) await sleep(100);
+  if (started >= clients) allWaitingAfter = Date.now() - sentAt;
   phase = 'waiting';
   const waitingSince = Date.now();
   await sleep(2_000);
@@ -156,6 +168,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   log(`memory: peak RSS ${mb(peak)} (idle ${mb(idle)})`);
   return {
     name: 'memory',
+    before: BEFORE.memory,
     title: `Memory: ${clients} concurrent img2img clients with ${mb(imageBytes)} init images, fake held at ${holdMs} ms/render`,
     figure: `peak RSS ${mb(peak)} front+worker process (idle ${mb(idle)}, +${mb(peak - idle)}; kernel VmHWM ${mb(hwm)})`,
     budget: `≤ ${mb(BUDGET_BYTES)} RSS`,
@@ -168,7 +181,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
       `all ${clients} renders started and uploaded after ${Number.isFinite(allWaitingAfter) ? `${(allWaitingAfter / 1000).toFixed(1)} s` : 'n/a (timed out)'}; ` +
         `${completedWhileHeld} had completed before the hold was lifted`,
       `responses: ${ok.length}/${clients} OK, ${results.length - ok.length} failed; drained ${((drainedAt - waitingSince) / 1000).toFixed(1)} s after all were waiting`,
-      `inputs uploaded to ComfyUI after sending: ${progress.join(', ') || 'n/a'}`,
+      `renders started after sending: ${progress.join(', ') || 'n/a'}`,
       ...failureSummary(results),
       `client time per request: ${fmtDist(dist(ok.map((r) => r.ms)))}`,
       `${samples.length} RSS samples every 50 ms`,

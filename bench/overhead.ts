@@ -12,7 +12,7 @@ import { planRender } from '../src/models/plan.ts';
 import { MODEL, type BenchContext } from './lib/context.ts';
 import { startFloor, type Floor } from './lib/floor.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
-import { dist, fmtDist, log, ms, nowMs, type BenchResult } from './lib/report.ts';
+import { dist, fmtDist, log, ms, nowMs, type BenchResult, BEFORE } from './lib/report.ts';
 import { postJson } from './lib/stack.ts';
 
 export const BUDGET_MS = 40;
@@ -50,10 +50,10 @@ export async function stackRender(url: string, body: Record<string, unknown>): P
 export async function benchOverhead(ctx: BenchContext): Promise<BenchResult> {
   const { fake, svc } = await ctx.single();
   const { client: temporal, temporal: server } = await ctx.temporal();
-  const n = ctx.quick ? 12 : 40;
+  const n = ctx.smoke ? 3 : ctx.quick ? 12 : 40;
   // The floor needs a webpack bundle of its workflow (a few CPU seconds): full runs only.
   const floor: Floor | undefined = ctx.quick ? undefined : await startFloor(ctx.cleanups, server.address, temporal);
-  const warm = ctx.quick ? 3 : 5;
+  const warm = ctx.smoke ? 1 : ctx.quick ? 3 : 5;
   const comfy = new ComfyClient({ baseUrl: fake.url });
   try {
     // Warm-up: JIT, keep-alive connections, the worker's /object_info cache, the fake's loader-node cache.
@@ -102,13 +102,14 @@ export async function benchOverhead(ctx: BenchContext): Promise<BenchResult> {
     const f = dist(floorMs);
     const floorLines = floor
       ? [
-          `temporal floor (same workflow shape, no-op activities, worker in the bench process): ${fmtDist(f)}`,
+          `temporal floor (late-bound workflow shape: local activity + one GPU-queue activity, no-op, worker in the bench process): ${fmtDist(f)}`,
           `  → of the ${ms(diff)} overhead, ~${ms(f.p50)} is Temporal round trips for this workflow shape; ` +
             `the rest (~${ms(diff - f.p50)}) is front + activities beyond ComfyUI's own work`,
         ]
       : ['temporal floor: skipped in --quick'];
     return {
       name: 'overhead',
+      before: BEFORE.overhead,
       title: 'Orchestration overhead per render (512×512 txt2img, fake ComfyUI at zero render time)',
       figure: `p50 overhead ${ms(diff)} (stack p50 ${ms(s.p50)} − direct p50 ${ms(d.p50)}; ratio ${(s.p50 / d.p50).toFixed(1)}×)`,
       budget: `≤ ${BUDGET_MS} ms p50`,

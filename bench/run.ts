@@ -28,11 +28,11 @@ const BENCHES: Record<string, { title: string; budget: string; allot: [number, n
 };
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, quick: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+  options: { only: { type: 'string' }, quick: { type: 'boolean', default: false }, smoke: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
   strict: true,
 });
 if (values.help) {
-  process.stdout.write(`usage: tsx bench/run.ts [--only ${Object.keys(BENCHES).join(',')}] [--quick]\n`);
+  process.stdout.write(`usage: tsx bench/run.ts [--only ${Object.keys(BENCHES).join(',')}] [--quick | --smoke]\n`);
   process.exit(0);
 }
 const selected = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : Object.keys(BENCHES);
@@ -43,11 +43,12 @@ for (const s of selected) {
   }
 }
 
-const quick = values.quick ?? false;
+const smoke = values.smoke ?? false;
+const quick = (values.quick ?? false) || smoke;
 const budgetMs = selected.reduce((a, s) => a + BENCHES[s]!.allot[quick ? 1 : 0] * 1000, 0);
 const started = Date.now();
 const cleanups = new Cleanups();
-const ctx = createContext(quick, started + budgetMs, cleanups);
+const ctx = createContext(quick, started + budgetMs, cleanups, smoke);
 
 let cleaning: Promise<void> | undefined;
 const cleanup = (): Promise<void> => (cleaning ??= cleanups.runAll());
@@ -64,7 +65,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 process.stdout.write(
-  `comfy-durable benchmarks${quick ? ' (quick)' : ''}: ${selected.join(', ')}; node ${process.version}, ` +
+  `comfy-durable benchmarks${smoke ? ' (smoke: figures meaningless)' : quick ? ' (quick)' : ''}: ${selected.join(', ')}; node ${process.version}, ` +
     `${(await import('node:os')).cpus().length} CPUs, load average ${loadavg()}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'} for the service\n`,
 );
 const results: BenchResult[] = [];

@@ -24,6 +24,8 @@ export interface SingleStack {
 
 export interface BenchContext {
   quick: boolean;
+  /** `--smoke` (implies quick): a handful of samples per benchmark, to prove the bench still runs (test suite). */
+  smoke: boolean;
   cleanups: Cleanups;
   /** Epoch ms after which a benchmark must wrap up (every loop is also bounded in count). */
   deadline: number;
@@ -33,7 +35,7 @@ export interface BenchContext {
   lazy<T>(key: string, start: () => Promise<T>): Promise<T>;
 }
 
-export function createContext(quick: boolean, deadline: number, cleanups: Cleanups): BenchContext {
+export function createContext(quick: boolean, deadline: number, cleanups: Cleanups, smoke = false): BenchContext {
   let temporalP: ReturnType<BenchContext['temporal']> | undefined;
   let singleP: Promise<SingleStack> | undefined;
   const lazies = new Map<string, Promise<unknown>>();
@@ -47,6 +49,7 @@ export function createContext(quick: boolean, deadline: number, cleanups: Cleanu
       return p;
     },
     quick,
+    smoke,
     cleanups,
     deadline,
     temporal: () => (temporalP ??= startTemporal(cleanups)),

@@ -1,15 +1,24 @@
 /**
- * The `render` workflow's shape with no work in it: the same sequence of activity round trips (three on the
- * general queue, one on a single-slot "GPU" queue) as build graph → choose backend → run prompt → collect.
- * What the orchestration alone costs on this machine; bundled by the bench's own worker (bench/lib/floor.ts).
+ * The `render` workflow's shapes with no work in them, for the "Temporal floor" baselines (bench/lib/floor.ts):
+ * - `floorRender`: the late-bound shape: a local activity (graph build), then one activity on the shared
+ *   single-slot-per-GPU queue (upload + prompt + outputs);
+ * - `floorRenderLegacy`: the shape before it: build graph → choose backend → run prompt on a per-backend
+ *   queue → collect outputs, four activity round trips.
+ * What the orchestration alone costs on this machine; bundled by the bench's own worker.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 
 export interface FloorActivities {
   noop(stage: string): Promise<string>;
 }
 
 export async function floorRender(gpuTaskQueue: string): Promise<number> {
+  await proxyLocalActivities<FloorActivities>({ startToCloseTimeout: '1 minute' }).noop('buildGraph');
+  await proxyActivities<FloorActivities>({ startToCloseTimeout: '1 minute', taskQueue: gpuTaskQueue }).noop('runPrompt');
+  return 1;
+}
+
+export async function floorRenderLegacy(gpuTaskQueue: string): Promise<number> {
   const io = proxyActivities<FloorActivities>({ startToCloseTimeout: '1 minute' });
   const gpu = proxyActivities<FloorActivities>({ startToCloseTimeout: '1 minute', taskQueue: gpuTaskQueue });
   await io.noop('buildGraph');

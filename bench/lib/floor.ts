@@ -1,7 +1,8 @@
 /**
- * "Temporal floor": the render workflow's shape (5 workflow tasks, 4 activities, one on a single-slot queue
- * per backend) with no-op activities, run by a worker in the bench process against the same dev server.
- * A baseline from the same run: what Temporal round trips alone cost on this machine right now.
+ * "Temporal floor": the render workflow's shape with no-op activities, run by workers in the bench process
+ * against the same dev server. A baseline from the same run: what Temporal round trips alone cost on this
+ * machine right now. `late-bound` (today's shape): a local activity, then one activity on ONE shared GPU
+ * queue polled by `gpus` single-slot workers. `legacy`: 4 activities, one on a per-backend queue.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +21,9 @@ export interface Floor {
   rate(concurrency: number, ms: number): Promise<number>;
 }
 
-export async function startFloor(cleanups: Cleanups, address: string, client: Client, gpuQueues = 1): Promise<Floor> {
+export type FloorShape = 'late-bound' | 'legacy';
+
+export async function startFloor(cleanups: Cleanups, address: string, client: Client, gpuQueues = 1, shape: FloorShape = 'late-bound'): Promise<Floor> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
     runtimeInstalled = true;
@@ -29,11 +32,14 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
   const connection = await NativeConnection.connect({ address });
   const activities = { noop: async (stage: string) => stage };
   const general = await Worker.create({ connection, taskQueue, workflowsPath: path.join(here, 'floor-workflow.ts'), activities });
-  const gpus = await Promise.all(
-    Array.from({ length: gpuQueues }, (_, i) =>
-      Worker.create({ connection, taskQueue: `${taskQueue}.gpu-${i}`, activities, maxConcurrentActivityTaskExecutions: 1 }),
-    ),
-  );
+  // Late-bound: ONE worker on the shared GPU queue with a slot per GPU (as a GPU worker process has; the SDK
+  // allows one worker per queue and process). Legacy: a single-slot worker per backend queue.
+  const gpus =
+    shape === 'legacy'
+      ? await Promise.all(
+          Array.from({ length: gpuQueues }, (_, i) => Worker.create({ connection, taskQueue: `${taskQueue}.gpu-${i}`, activities, maxConcurrentActivityTaskExecutions: 1 })),
+        )
+      : [await Worker.create({ connection, taskQueue: `${taskQueue}-gpu`, activities, maxConcurrentActivityTaskExecutions: gpuQueues })];
   const all = [general, ...gpus];
   const running = Promise.all(all.map((w) => w.run()));
   cleanups.add('floor workers', async () => {
@@ -45,7 +51,8 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
   const one = async (): Promise<number> => {
     const i = seq++;
     const t0 = nowMs();
-    await client.workflow.execute('floorRender', { taskQueue, workflowId: `${taskQueue}-${i}`, args: [`${taskQueue}.gpu-${i % gpuQueues}`] });
+    const gpuQueue = shape === 'legacy' ? `${taskQueue}.gpu-${i % gpuQueues}` : `${taskQueue}-gpu`;
+    await client.workflow.execute(shape === 'legacy' ? 'floorRenderLegacy' : 'floorRender', { taskQueue, workflowId: `${taskQueue}-${i}`, args: [gpuQueue] });
     return nowMs() - t0;
   };
   return {

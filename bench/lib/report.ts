@@ -48,7 +48,21 @@ export interface BenchResult {
   verdict: Verdict;
   /** Details printed in the block (distributions, baselines, breakdowns, notes). */
   lines: string[];
+  /** The same figure before the late-bound reshape (BEFORE). */
+  before?: string;
 }
+
+/**
+ * The figures before the late-bound reshape and the embedded server's settings, measured with this bench
+ * on this 2-core machine (issue 11): printed beside each new figure so a run shows before and after.
+ */
+export const BEFORE = {
+  overhead: '281 ms p50 over a direct client (stack 302 ms, direct 22 ms)',
+  latency: '100 ms p95 (p50 93 ms)',
+  throughput: '15.8 renders/s with 4 backends (Temporal ceiling of that shape 23.9)',
+  memory: '906 MB peak RSS for 100 concurrent 2 MB img2img (idle 302 MB)',
+  history: '10 KB per render, 27 KB for a batch of 4',
+} as const;
 
 export function printBlock(r: BenchResult): void {
   const bar = '='.repeat(78);
@@ -59,6 +73,7 @@ export function printBlock(r: BenchResult): void {
     ...r.lines.map((l) => `  ${l}`),
     '-'.repeat(78),
     `  figure : ${r.figure}`,
+    ...(r.before ? [`  before : ${r.before}`] : []),
     `  budget : ${r.budget}   (DESIGN §9)`,
     `  result : ${r.verdict}`,
     bar,
@@ -68,7 +83,14 @@ export function printBlock(r: BenchResult): void {
 
 export function printSummary(results: BenchResult[]): void {
   const w = Math.max(...results.map((r) => r.name.length), 8);
-  const lines = ['', 'SUMMARY', ...results.map((r) => `  ${r.name.padEnd(w)}  ${r.verdict.padEnd(5)}  ${r.figure}   [budget ${r.budget}]`)];
+  const lines = [
+    '',
+    'SUMMARY (after; before = the same figure before the late-bound reshape, issue 11)',
+    ...results.flatMap((r) => [
+      `  ${r.name.padEnd(w)}  ${r.verdict.padEnd(5)}  ${r.figure}   [budget ${r.budget}]`,
+      ...(r.before ? [`  ${''.padEnd(w)}  before ${r.before}`] : []),
+    ]),
+  ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 

@@ -1,10 +1,14 @@
 /**
  * `runPrompt`: submit one graph to ComfyUI and follow it to completion, heartbeating progress.
  *
+ * Bound late: the attempt runs on the free ComfyUI this worker hands it (worker/gpu-pool.ts); it uploads the
+ * render's inputs there, submits, follows, and stores the outputs (reattach.ts, collect-outputs.ts).
+ *
  * Idempotency: the prompt id is derived from (workflow, run, item, attempt). An attempt first looks for the
- * prompts earlier attempts submitted — from its heartbeat details and by re-deriving their ids, which also
- * covers a crash between submit and the first heartbeat — and re-attaches to one that is still pending,
- * running or finished, instead of rendering again. Only when none is alive does it submit a new prompt.
+ * prompts earlier attempts submitted — by re-deriving their ids, which also covers a crash between submit
+ * and the first heartbeat — on the backend each ran on (or every backend, when unknown), and re-attaches to
+ * one that is still pending, running or finished, there, instead of rendering again. Only when none is
+ * alive does it submit a new prompt.
  *
  * Failure handling (DESIGN §4):
  * - stall (no event, no queue movement for stallTimeout): cancel the prompt (jobs cancel, or dequeue +
@@ -20,12 +24,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
 import { followPrompt, submitAndFollow, type FollowProgress, type FollowResult } from '../comfyui/follow.ts';
-import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
+import { attemptPromptId } from './prompt-ids.ts';
+import { findLivePrompt, previousPrompts, queuedClientId } from './reattach.ts';
+import { STOP_OUTCOME_TEXT, cancelAndWait, stopStalledPrompt } from './stop-prompt.ts';
 import { validateGraph } from '../comfyui/validate.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
 import {
-  backendEscalations,
   inputReuploads,
   promptAttempts,
   promptReattached,
@@ -45,7 +50,6 @@ import { FailureType, RetryableFailureType } from '../workflows/failure-types.ts
 /** Heartbeat tick. The SDK throttles the RPCs (worker.ts sets the cap), so ticking often costs nothing and
  *  lets a cancellation, which arrives only in a heartbeat response, reach us within seconds. */
 const HEARTBEAT_TICK_MS = 1_000;
-const STOP_POLL_MS = 250;
 
 /** How long to wait for an interrupt (and then `/free`) to stop a prompt before escalating. */
 export function stopGraceMs(stallTimeoutMs: number): number {
@@ -233,71 +237,6 @@ function withBackend(err: unknown, backendId: string): unknown {
   });
 }
 
-type StopOutcome = 'interrupted' | 'freed' | 'unhealthy' | 'unreachable';
-
-const STOP_OUTCOME_TEXT: Record<StopOutcome, string> = {
-  interrupted: 'the prompt was interrupted',
-  freed: 'the interrupt did not take; the prompt stopped after /free',
-  unhealthy: 'neither an interrupt nor /free stopped it: backend marked unhealthy',
-  unreachable: 'ComfyUI is unreachable, nothing could be interrupted',
-};
-
-/** Interrupt a stalled prompt, escalating to `/free` and then to marking the backend unhealthy. */
-async function stopStalledPrompt(
-  health: BackendHealth,
-  backend: Backend,
-  client: ComfyClient,
-  stall: ComfyStallError,
-  graceMs: number,
-  log: Logger,
-): Promise<StopOutcome> {
-  const promptId = stall.promptId;
-  if (stall.state === 'unreachable') {
-    await client.cancelJob(promptId, { timeoutMs: 5_000 }).catch(() => undefined);
-    return 'unreachable';
-  }
-  if (await cancelAndWait(client, promptId, graceMs, log)) {
-    log.warn({ promptId, silentForMs: stall.silentForMs, state: stall.state }, 'stalled prompt interrupted; a new attempt follows');
-    return 'interrupted';
-  }
-  backendEscalations.inc({ backend: backend.id, step: 'free' });
-  log.error({ promptId }, 'interrupt did not stop the stalled prompt: POST /free');
-  await client.free({ unloadModels: true, freeMemory: true }, { timeoutMs: 5_000 }).catch((e: unknown) => log.warn({ err: e }, '/free failed'));
-  if (await waitStopped(client, promptId, graceMs)) return 'freed';
-  backendEscalations.inc({ backend: backend.id, step: 'unhealthy' });
-  health.markUnhealthy(backend, {
-    reason: `prompt ${promptId} stalled (no progress for ${Math.round(stall.silentForMs / 1000)} s) and kept running after an interrupt and /free: restart ComfyUI`,
-    stuckPromptId: promptId,
-  });
-  return 'unhealthy';
-}
-
-/** Cancel (jobs API, or dequeue + targeted interrupt) and wait up to `graceMs` for the prompt to stop. */
-async function cancelAndWait(client: ComfyClient, promptId: string, graceMs: number, log: Logger): Promise<boolean> {
-  try {
-    // No abort signal: this runs precisely when the activity's signal has fired.
-    await client.cancelJob(promptId, { timeoutMs: 5_000 });
-  } catch (e) {
-    log.warn({ promptId, err: (e as Error).message }, 'cancelling the prompt in ComfyUI failed');
-  }
-  return waitStopped(client, promptId, graceMs);
-}
-
-/** True once the prompt is neither pending nor running (finished, interrupted, or gone). */
-async function waitStopped(client: ComfyClient, promptId: string, graceMs: number): Promise<boolean> {
-  const deadline = Date.now() + graceMs;
-  for (;;) {
-    try {
-      const st = await client.promptStatus(promptId, { timeoutMs: 5_000 });
-      if (st.state !== 'running' && st.state !== 'pending') return true;
-    } catch {
-      // Unreachable right now: keep trying until the grace ends.
-    }
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, STOP_POLL_MS));
-  }
-}
-
 /** Resolves once ComfyUI answers `/queue`; rethrows the connection error after `budgetMs`. */
 async function waitReachable(client: ComfyClient, budgetMs: number, everyMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + budgetMs;
@@ -384,54 +323,6 @@ function outcomeLabel(err: unknown): string {
     default:
       return 'error';
   }
-}
-
-/**
- * Prompts earlier attempts may have submitted, newest first, with the backend each is looked for on.
- * Re-derived rather than read from heartbeat details: each attempt is a new activity, so no details carry
- * over, and a crash before the first heartbeat is covered. Legacy renders have one backend; current ones
- * name each earlier attempt's backend when the workflow learnt it ('' or missing: look on every backend).
- */
-function previousPrompts(exec: RenderExecution, input: RunPromptInput): Array<{ promptId: string; backendId?: string }> {
-  const out: Array<{ promptId: string; backendId?: string }> = [];
-  for (let a = input.attempt - 1; a >= 1; a--) {
-    const promptId = attemptPromptId(exec, input.item, a);
-    const backendId = input.backend?.id ?? input.previousBackends?.[a - 1];
-    out.push(backendId ? { promptId, backendId } : { promptId });
-  }
-  return out;
-}
-
-/** `client_id` of a pending or running prompt, from `/queue` (undefined when finished or unknown). */
-async function queuedClientId(client: ComfyClient, promptId: string, signal: AbortSignal): Promise<string | undefined> {
-  const q = await client.getQueue({ signal });
-  return [...q.running, ...q.pending].find((e) => e.promptId === promptId)?.clientId;
-}
-
-/**
- * The newest earlier prompt ComfyUI still has pending, running or finished successfully, and where. The
- * leased backend is asked first; a backend that does not answer has lost nothing we could follow.
- */
-async function findLivePrompt(
-  deps: ActivityDeps,
-  leased: Backend,
-  candidates: Array<{ promptId: string; backendId?: string }>,
-  signal: AbortSignal,
-): Promise<{ promptId: string; backend: Backend } | undefined> {
-  for (const c of candidates) {
-    const where = c.backendId !== undefined ? deps.backends.filter((b) => b.id === c.backendId) : [leased, ...deps.backends.filter((b) => b.id !== leased.id)];
-    for (const backend of where) {
-      let state: string;
-      try {
-        state = (await clientFor(deps, backend).promptStatus(c.promptId, { signal, ...(backend.id === leased.id ? {} : { timeoutMs: 3_000 }) })).state;
-      } catch (err) {
-        if (backend.id === leased.id) throw err;
-        continue;
-      }
-      if (state === 'pending' || state === 'running' || state === 'success') return { promptId: c.promptId, backend };
-    }
-  }
-  return undefined;
 }
 
 async function validateBeforeSubmit(client: ComfyClient, backend: Backend, input: RunPromptInput, cache: ObjectInfoCache): Promise<void> {

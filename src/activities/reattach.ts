@@ -1,0 +1,57 @@
+/**
+ * Re-attach: where a prompt an earlier attempt of the same item submitted may still live, and whether it
+ * does. Prompt ids derive from (workflow, run, item, attempt), so nothing needs recording.
+ */
+import type { Backend } from '../render/types.ts';
+import type { ComfyClient } from '../comfyui/client.ts';
+import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
+import type { RunPromptInput } from './types.ts';
+import { clientFor, type ActivityDeps } from './index.ts';
+
+/**
+ * Prompts earlier attempts may have submitted, newest first, with the backend each is looked for on.
+ * Re-derived rather than read from heartbeat details: each attempt is a new activity, so no details carry
+ * over, and a crash before the first heartbeat is covered. Legacy renders have one backend; current ones
+ * name each earlier attempt's backend when the workflow learnt it ('' or missing: look on every backend).
+ */
+export function previousPrompts(exec: RenderExecution, input: RunPromptInput): Array<{ promptId: string; backendId?: string }> {
+  const out: Array<{ promptId: string; backendId?: string }> = [];
+  for (let a = input.attempt - 1; a >= 1; a--) {
+    const promptId = attemptPromptId(exec, input.item, a);
+    const backendId = input.backend?.id ?? input.previousBackends?.[a - 1];
+    out.push(backendId ? { promptId, backendId } : { promptId });
+  }
+  return out;
+}
+
+/** `client_id` of a pending or running prompt, from `/queue` (undefined when finished or unknown). */
+export async function queuedClientId(client: ComfyClient, promptId: string, signal: AbortSignal): Promise<string | undefined> {
+  const q = await client.getQueue({ signal });
+  return [...q.running, ...q.pending].find((e) => e.promptId === promptId)?.clientId;
+}
+
+/**
+ * The newest earlier prompt ComfyUI still has pending, running or finished successfully, and where. The
+ * leased backend is asked first; a backend that does not answer has lost nothing we could follow.
+ */
+export async function findLivePrompt(
+  deps: ActivityDeps,
+  leased: Backend,
+  candidates: Array<{ promptId: string; backendId?: string }>,
+  signal: AbortSignal,
+): Promise<{ promptId: string; backend: Backend } | undefined> {
+  for (const c of candidates) {
+    const where = c.backendId !== undefined ? deps.backends.filter((b) => b.id === c.backendId) : [leased, ...deps.backends.filter((b) => b.id !== leased.id)];
+    for (const backend of where) {
+      let state: string;
+      try {
+        state = (await clientFor(deps, backend).promptStatus(c.promptId, { signal, ...(backend.id === leased.id ? {} : { timeoutMs: 3_000 }) })).state;
+      } catch (err) {
+        if (backend.id === leased.id) throw err;
+        continue;
+      }
+      if (state === 'pending' || state === 'running' || state === 'success') return { promptId: c.promptId, backend };
+    }
+  }
+  return undefined;
+}
