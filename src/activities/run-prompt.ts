@@ -24,9 +24,9 @@ import { CancelledFailure } from '@temporalio/common';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
 import { followPrompt, submitAndFollow, type FollowProgress, type FollowResult } from '../comfyui/follow.ts';
 import { attemptPromptId } from './prompt-ids.ts';
+import { validateBeforeSubmit } from './presubmit.ts';
 import { findLivePrompt, previousPrompts, queuedClientId } from './reattach.ts';
 import { STOP_OUTCOME_TEXT, cancelAndWait, stopStalledPrompt } from './stop-prompt.ts';
-import { validateGraph } from '../comfyui/validate.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -44,7 +44,7 @@ import { ObjectInfoCache } from './object-info-cache.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
 import { uploadAll } from './upload-inputs.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
-import { FailureType, RetryableFailureType } from '../workflows/failure-types.ts';
+import { RetryableFailureType } from '../workflows/failure-types.ts';
 
 /** Heartbeat tick. The SDK throttles the RPCs (worker.ts sets the cap), so ticking often costs nothing and
  *  lets a cancellation, which arrives only in a heartbeat response, reach us within seconds. */
@@ -150,7 +150,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         await uploadAll(deps, backend, input.uploads);
         timings.push({ stage: 'uploadInputs', ms: Date.now() - t0 });
       }
-      await validateBeforeSubmit(client, backend, input, objectInfo);
+      await validateBeforeSubmit(client, { graph: input.graph, backend }, objectInfo);
       result = await submitWithReupload(deps, client, backend, input, objectInfo, log, {
         ...follow,
         graph: input.graph,
@@ -321,21 +321,4 @@ function outcomeLabel(err: unknown): string {
     default:
       return 'error';
   }
-}
-
-async function validateBeforeSubmit(client: ComfyClient, backend: Backend, input: RunPromptInput, cache: ObjectInfoCache): Promise<void> {
-  const info = await cache.get(backend.id, client);
-  const v = validateGraph(input.graph, info);
-  if (v.ok && Object.keys(v.nodeErrors).length === 0) return;
-  cache.invalidate(backend.id);
-  const lines = Object.entries(v.nodeErrors).flatMap(([id, ne]) =>
-    ne.errors.map((e) => `node ${id} (${ne.class_type}): ${e.message}${e.details ? `: ${e.details}` : ''}`),
-  );
-  const head = v.ok ? 'graph has invalid outputs' : `${v.error.message}${v.error.details ? `: ${v.error.details}` : ''}`;
-  throw ApplicationFailure.create({
-    message: [`ComfyUI at ${backend.url} cannot run this graph: ${head}`, ...lines].join('\n'),
-    type: FailureType.ComfyValidation,
-    nonRetryable: true,
-    details: [{ nodeErrors: v.nodeErrors, ...(v.ok ? {} : { error: v.error }) }],
-  });
 }

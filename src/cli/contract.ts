@@ -1,8 +1,27 @@
 /**
  * `comfy-durable contract <url>`: exercises the ComfyUI client against any ComfyUI (real or fake) with
- * model-free checks, so a protocol change upstream is caught before a render fails in production.
+ * model-free protocol checks (src/comfyui/contract.ts), so a protocol change upstream is caught before a
+ * render fails in production, and reports, one line each, the node classes and model files the model
+ * profiles need that this ComfyUI lacks (contract-profiles.ts).
  */
-import { runContractChecks } from '../comfyui/contract.ts';
+import { ComfyClient } from '../comfyui/client.ts';
+import { runContractChecks, type ContractResult } from '../comfyui/contract.ts';
+import { listProfiles } from '../models/registry.ts';
+import { profileChecks } from './contract-profiles.ts';
+
+/** Protocol checks, then the profiles' needs read from the same `/object_info` the client uses. */
+export async function runAllContractChecks(url: string): Promise<ContractResult[]> {
+  const results = await runContractChecks(url);
+  const client = new ComfyClient({ baseUrl: url });
+  try {
+    results.push(...profileChecks(listProfiles(), await client.objectInfo()));
+  } catch (err) {
+    results.push({ name: 'the model profiles can be checked against /object_info', ok: false, detail: err instanceof Error ? err.message : String(err) });
+  } finally {
+    await client.close();
+  }
+  return results;
+}
 
 export async function runContract(args: string[]): Promise<number> {
   const url = args[0] ?? process.env.COMFYUI_URL;
@@ -10,7 +29,7 @@ export async function runContract(args: string[]): Promise<number> {
     process.stderr.write('usage: comfy-durable contract <comfyui-url>\n');
     return 2;
   }
-  const results = await runContractChecks(url);
+  const results = await runAllContractChecks(url);
   let failed = 0;
   for (const r of results) {
     if (!r.ok) failed++;

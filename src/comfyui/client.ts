@@ -1,21 +1,17 @@
 /**
- * Typed ComfyUI client (ref/comfyui-protocol.md). One instance per backend: a keep-alive undici Pool, and
- * per-instance memory of which optional APIs this ComfyUI has (jobs API v0.6+, cancel v0.26+), learned by
+ * Typed ComfyUI client (ref/comfyui-protocol.md). One instance per backend: a keep-alive connection pool
+ * (transport.ts), and per-instance memory of which optional APIs this ComfyUI has (jobs API v0.6+, cancel v0.26+), learned by
  * probing rather than assumed from a version string (DESIGN §8).
  *
  * Every response is validated with zod at this boundary. Errors are classified here (errors.ts) so callers
  * never interpret HTTP statuses themselves.
  */
 import { Blob } from 'node:buffer';
-import { FormData, Pool } from 'undici';
-import type { Dispatcher } from 'undici';
+import { FormData } from 'undici';
 import { z } from 'zod';
-import type { Logger } from 'pino';
-import type { ComfyFileRef, ComfyGraph } from './graph.ts';
-import { nodeInfoSchema, type NodeInfo, type ObjectInfo } from './object-info.ts';
+import type { ComfyFileRef } from './graph.ts';
+import { parseObjectInfo, type NodeInfo, type ObjectInfo } from './object-info.ts';
 import {
-  ComfyAbortError,
-  ComfyProtocolError,
   ComfyRequestError,
   ComfyUnavailableError,
   ComfyUnsupportedError,
@@ -34,152 +30,49 @@ import {
   uploadResponseSchema,
   type HistoryItem,
   type Job,
-  type NodeErrors,
   type SystemStats,
 } from './schemas.ts';
 import { executionErrorInfo, extractFiles, statusFromHistory, type PromptStatus } from './status.ts';
 import { openEventStream, type EventSession } from './event-stream.ts';
+import { HttpTransport, noopLogger, safeJson, type CallOptions, type ComfyLogger } from './transport.ts';
+import {
+  DEFAULT_TIMEOUTS,
+  type Capabilities,
+  type CancelResult,
+  type ComfyClientOptions,
+  type ComfyTimeouts,
+  type QueueEntry,
+  type QueueSnapshot,
+  type SubmitPromptInput,
+  type SubmitPromptResult,
+  type UploadImageInput,
+  type UploadResult,
+} from './client-types.ts';
 
-export type ComfyLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
-
-export interface ComfyTimeouts {
-  /** Ordinary JSON calls. */
-  requestMs: number;
-  /** `/upload/image` and `/view` (large bodies). */
-  transferMs: number;
-  /** `/object_info` (large, and slow with many custom nodes). */
-  objectInfoMs: number;
-  /** WebSocket connect + welcome frame. */
-  wsOpenMs: number;
-  /** WebSocket ping interval; a missing pong by the next ping terminates the socket. 0 disables. */
-  wsPingIntervalMs: number;
-}
-
-export const DEFAULT_TIMEOUTS: ComfyTimeouts = {
-  requestMs: 30_000,
-  transferMs: 120_000,
-  objectInfoMs: 60_000,
-  wsOpenMs: 10_000,
-  wsPingIntervalMs: 20_000,
-};
-
-export interface ComfyClientOptions {
-  /** e.g. `http://127.0.0.1:8188` (a path prefix is kept, for ComfyUI behind a reverse proxy). */
-  baseUrl: string;
-  logger?: ComfyLogger;
-  timeouts?: Partial<ComfyTimeouts>;
-  /** Keep-alive connections to this backend. */
-  connections?: number;
-}
-
-export interface CallOptions {
-  signal?: AbortSignal;
-  timeoutMs?: number;
-}
-
-export interface SubmitPromptInput {
-  graph: ComfyGraph;
-  /** Canonical lowercase UUID (see prompt-id.ts); omitted → ComfyUI mints one. */
-  promptId?: string;
-  /** The event session's id: ComfyUI sends this prompt's events only to that socket (Gotcha 2). */
-  clientId?: string;
-  extraData?: Record<string, unknown>;
-  /** Priority: lower runs first. */
-  number?: number;
-  front?: boolean;
-  /**
-   * ComfyUI queues a partial prompt when some outputs fail validation (HTTP 200 + node_errors). We throw,
-   * and by default also cancel that partial prompt so it does not occupy the GPU.
-   */
-  cancelPartial?: boolean;
-}
-
-export interface SubmitPromptResult {
-  promptId: string;
-  number: number;
-  nodeErrors: NodeErrors;
-}
-
-export interface QueueEntry {
-  number: number;
-  promptId: string;
-  /** `extra_data.client_id`: the socket this prompt's events go to (re-attach uses it, see follow.ts). */
-  clientId: string | undefined;
-  raw: unknown[];
-}
-
-export interface QueueSnapshot {
-  running: QueueEntry[];
-  pending: QueueEntry[];
-  runningIds: string[];
-  pendingIds: string[];
-}
-
-export interface UploadImageInput {
-  bytes: Buffer | Uint8Array;
-  filename: string;
-  subfolder?: string;
-  type?: 'input' | 'temp' | 'output';
-  overwrite?: boolean;
-  /** Content type of the part; ComfyUI ignores it, proxies may not. */
-  mime?: string;
-}
-
-export interface UploadResult {
-  name: string;
-  subfolder: string;
-  type: 'input' | 'temp' | 'output';
-}
-
-export type CancelResult =
-  /** v0.26+: atomic interrupt-if-running / dequeue-if-pending; `cancelled` says whether anything happened. */
-  | { method: 'jobs-api'; cancelled: boolean }
-  /** Older: `/queue {delete}` then a targeted `/interrupt`; the outcome is not reported. */
-  | { method: 'queue-delete+interrupt' };
-
-export interface Capabilities {
-  version: string | undefined;
-  jobsApi: boolean;
-}
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-  url: string;
-}
-
-const noopLogger: ComfyLogger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-} as unknown as ComfyLogger;
+export type { CallOptions, ComfyLogger } from './transport.ts';
+export * from './client-types.ts';
 
 export class ComfyClient {
   readonly baseUrl: string;
   readonly timeouts: ComfyTimeouts;
   private readonly logger: ComfyLogger;
-  private readonly pool: Pool;
-  private readonly prefix: string;
+  private readonly http: HttpTransport;
   private readonly wsBaseUrl: string;
   /** undefined = not yet known. Learned from the first jobs call; older ComfyUI (v0.3.45..v0.5) lacks it. */
   private jobsApi: boolean | undefined;
   private cancelApi: boolean | undefined;
+  /** `/object_info` problems already logged (node + problem): the cache refetches every minute. */
+  private readonly objectInfoProblems = new Set<string>();
 
   constructor(opts: ComfyClientOptions) {
     const url = new URL(opts.baseUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`ComfyUI baseUrl must be http(s): ${opts.baseUrl}`);
-    this.prefix = url.pathname.replace(/\/+$/, '');
-    this.baseUrl = `${url.origin}${this.prefix}`;
-    this.wsBaseUrl = `${url.protocol === 'https:' ? 'wss:' : 'ws:'}//${url.host}${this.prefix}`;
+    const prefix = url.pathname.replace(/\/+$/, '');
+    this.baseUrl = `${url.origin}${prefix}`;
+    this.wsBaseUrl = `${url.protocol === 'https:' ? 'wss:' : 'ws:'}//${url.host}${prefix}`;
     this.logger = opts.logger ?? noopLogger;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
-    this.pool = new Pool(url.origin, {
-      connections: opts.connections ?? 8,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: Math.min(this.timeouts.requestMs, 10_000) },
-    });
+    this.http = new HttpTransport({ url, logger: this.logger, requestMs: this.timeouts.requestMs, connections: opts.connections ?? 8 });
   }
 
   /** Whether the jobs API is known to exist (undefined until a jobs call or `capabilities()` found out). */
@@ -188,77 +81,7 @@ export class ComfyClient {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
-  }
-
-  // ---------------------------------------------------------------- transport
-
-  private async call(method: Dispatcher.HttpMethod, path: string, init: CallOptions & {
-    json?: unknown;
-    form?: FormData;
-    query?: Record<string, string | undefined>;
-    timeoutMs?: number;
-  } = {}): Promise<RawResponse> {
-    const qs = init.query
-      ? new URLSearchParams(Object.entries(init.query).filter((e): e is [string, string] => e[1] !== undefined)).toString()
-      : '';
-    const fullPath = `${this.prefix}${path}${qs ? `?${qs}` : ''}`;
-    const url = `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;
-    if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
-    const timeoutMs = init.timeoutMs ?? this.timeouts.requestMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { accept: 'application/json' };
-    let body: string | FormData | undefined;
-    if (init.json !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(init.json);
-    } else if (init.form) {
-      body = init.form;
-    }
-    const started = Date.now();
-    try {
-      const res = await this.pool.request({ method, path: fullPath, headers, body, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-      const buf = Buffer.from(await res.body.arrayBuffer());
-      this.logger.debug({ method, url, status: res.statusCode, ms: Date.now() - started }, 'comfyui http');
-      return { status: res.statusCode, headers: res.headers, body: buf, url };
-    } catch (e) {
-      if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
-      if (timeout.aborted) throw new ComfyUnavailableError({ url, message: `ComfyUI ${method} ${url} timed out after ${timeoutMs} ms`, cause: e });
-      throw new ComfyUnavailableError({ url, message: `ComfyUI ${method} ${url} failed: ${(e as Error).message}`, cause: e });
-    }
-  }
-
-  /** Map non-2xx to the error taxonomy: 4xx are our fault (not retryable), everything else is retryable. */
-  private fail(res: RawResponse): never {
-    const text = res.body.toString('utf8');
-    if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
-      throw new ComfyRequestError({ url: res.url, status: res.status, body: text });
-    }
-    throw new ComfyUnavailableError({ url: res.url, status: res.status, body: text });
-  }
-
-  private parse<S extends z.ZodType>(res: RawResponse, schema: S): z.output<S> {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(res.body.toString('utf8'));
-    } catch {
-      throw new ComfyProtocolError(res.url, `HTTP ${res.status} body is not JSON: ${res.body.toString('utf8').slice(0, 200)}`);
-    }
-    const r = schema.safeParse(raw);
-    if (!r.success) throw new ComfyProtocolError(res.url, r.error.message.slice(0, 1000));
-    return r.data;
-  }
-
-  private async getJson<S extends z.ZodType>(path: string, schema: S, opts?: CallOptions & { query?: Record<string, string | undefined> }): Promise<z.output<S>> {
-    const res = await this.call('GET', path, opts);
-    if (res.status !== 200) this.fail(res);
-    return this.parse(res, schema);
-  }
-
-  private async postNoContent(path: string, json: unknown, opts?: CallOptions): Promise<void> {
-    const res = await this.call('POST', path, { ...opts, json });
-    if (res.status < 200 || res.status >= 300) this.fail(res);
+    await this.http.close();
   }
 
   // ---------------------------------------------------------------- prompts
@@ -275,7 +98,7 @@ export class ComfyClient {
     if (input.number !== undefined) body['number'] = input.number;
     if (input.front !== undefined) body['front'] = input.front;
 
-    const res = await this.call('POST', '/prompt', { ...opts, json: body });
+    const res = await this.http.call('POST', '/prompt', { ...opts, json: body });
     if (res.status === 400) {
       const parsed = promptErrorResponseSchema.safeParse(safeJson(res.body));
       if (!parsed.success) throw new ComfyRequestError({ url: res.url, status: 400, body: res.body.toString('utf8') });
@@ -287,7 +110,7 @@ export class ComfyClient {
       });
     }
     if (res.status !== 200) throw new ComfyUnavailableError({ url: res.url, status: res.status, body: res.body.toString('utf8') });
-    const ok = this.parse(res, promptResponseSchema);
+    const ok = this.http.parse(res, promptResponseSchema);
     if (Object.keys(ok.node_errors).length > 0) {
       if (input.cancelPartial ?? true) {
         await this.cancelJob(ok.prompt_id, opts).catch((e: unknown) =>
@@ -315,10 +138,10 @@ export class ComfyClient {
    */
   async getJob(id: string, opts?: CallOptions): Promise<Job | undefined> {
     if (this.jobsApi === false) throw new ComfyUnsupportedError('the jobs API (ComfyUI >= v0.6.0)');
-    const res = await this.call('GET', `/api/jobs/${encodeURIComponent(id)}`, opts);
+    const res = await this.http.call('GET', `/api/jobs/${encodeURIComponent(id)}`, opts);
     if (res.status === 200) {
       this.jobsApi = true;
-      return this.parse(res, jobSchema);
+      return this.http.parse(res, jobSchema);
     }
     if (res.status === 404) {
       // A 404 means either "no such job" or "no such route"; only the list route tells them apart.
@@ -326,27 +149,27 @@ export class ComfyClient {
       if (!supported) throw new ComfyUnsupportedError('the jobs API (ComfyUI >= v0.6.0)');
       return undefined;
     }
-    this.fail(res);
+    this.http.fail(res);
   }
 
   private async probeJobsApi(opts?: CallOptions): Promise<boolean> {
-    const res = await this.call('GET', '/api/jobs', { ...opts, query: { limit: '1' } });
+    const res = await this.http.call('GET', '/api/jobs', { ...opts, query: { limit: '1' } });
     if (res.status === 200) this.jobsApi = true;
     else if (res.status === 404 || res.status === 405) this.jobsApi = false;
-    else this.fail(res);
+    else this.http.fail(res);
     this.logger.debug({ baseUrl: this.baseUrl, jobsApi: this.jobsApi }, 'probed ComfyUI jobs API');
     return this.jobsApi ?? false;
   }
 
   /** `GET /history/{id}`: the item, or undefined while queued/running, after a restart, or if unknown. */
   async getHistory(id: string, opts?: CallOptions): Promise<HistoryItem | undefined> {
-    const all = await this.getJson(`/history/${encodeURIComponent(id)}`, historyResponseSchema, opts);
+    const all = await this.http.getJson(`/history/${encodeURIComponent(id)}`, historyResponseSchema, opts);
     return all[id];
   }
 
   /** `GET /queue`. `queue_pending` is an unsorted heap copy; `pending` here is sorted by number (run order). */
   async getQueue(opts?: CallOptions): Promise<QueueSnapshot> {
-    const q = await this.getJson('/queue', queueResponseSchema, opts);
+    const q = await this.http.getJson('/queue', queueResponseSchema, opts);
     const entry = (raw: [number, string, ...unknown[]]): QueueEntry => {
       const extra = raw[3];
       const cid = extra && typeof extra === 'object' ? (extra as Record<string, unknown>)['client_id'] : undefined;
@@ -403,17 +226,17 @@ export class ComfyClient {
    * whoever owns it (Gotcha 10). Older servers ignore `prompt_id` and interrupt globally.
    */
   async interrupt(promptId?: string, opts?: CallOptions): Promise<void> {
-    await this.postNoContent('/interrupt', promptId !== undefined ? { prompt_id: promptId } : {}, opts);
+    await this.http.postNoContent('/interrupt', promptId !== undefined ? { prompt_id: promptId } : {}, opts);
   }
 
   /** `POST /queue {delete}`: removes pending items only. */
   async deleteFromQueue(ids: string[], opts?: CallOptions): Promise<void> {
-    await this.postNoContent('/queue', { delete: ids }, opts);
+    await this.http.postNoContent('/queue', { delete: ids }, opts);
   }
 
   /** `POST /history {delete}`. */
   async deleteHistory(ids: string[], opts?: CallOptions): Promise<void> {
-    await this.postNoContent('/history', { delete: ids }, opts);
+    await this.http.postNoContent('/history', { delete: ids }, opts);
   }
 
   /**
@@ -422,13 +245,13 @@ export class ComfyClient {
    */
   async cancelJob(id: string, opts?: CallOptions): Promise<CancelResult> {
     if (this.cancelApi !== false && this.jobsApi !== false) {
-      const res = await this.call('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`, { ...opts, json: {} });
+      const res = await this.http.call('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`, { ...opts, json: {} });
       if (res.status === 200) {
         this.cancelApi = true;
-        return { method: 'jobs-api', cancelled: this.parse(res, cancelResponseSchema).cancelled };
+        return { method: 'jobs-api', cancelled: this.http.parse(res, cancelResponseSchema).cancelled };
       }
       if (res.status === 404 || res.status === 405) this.cancelApi = false;
-      else this.fail(res);
+      else this.http.fail(res);
     }
     await this.deleteFromQueue([id], opts);
     await this.interrupt(id, opts);
@@ -445,55 +268,53 @@ export class ComfyClient {
     form.append('overwrite', input.overwrite ? 'true' : 'false');
     form.append('subfolder', input.subfolder ?? '');
     form.append('type', input.type ?? 'input');
-    const res = await this.call('POST', '/upload/image', { ...opts, form, timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs });
-    if (res.status !== 200) this.fail(res);
-    return this.parse(res, uploadResponseSchema);
+    const res = await this.http.call('POST', '/upload/image', { ...opts, form, timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs });
+    if (res.status !== 200) this.http.fail(res);
+    return this.http.parse(res, uploadResponseSchema);
   }
 
   /** `GET /view`: the file as stored (no re-encoding). 404 → ComfyRequestError with status 404. */
   async view(file: ComfyFileRef, opts?: CallOptions): Promise<{ data: Buffer; contentType: string | undefined }> {
-    const res = await this.call('GET', '/view', {
+    const res = await this.http.call('GET', '/view', {
       ...opts,
       timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs,
       query: { filename: file.filename, subfolder: file.subfolder, type: file.type },
     });
-    if (res.status !== 200) this.fail(res);
+    if (res.status !== 200) this.http.fail(res);
     const ct = res.headers['content-type'];
     return { data: res.body, contentType: Array.isArray(ct) ? ct[0] : ct };
   }
 
   // ---------------------------------------------------------------- server info
 
-  /** All nodes. A node whose info does not validate is skipped and logged: one odd custom node must not
-   *  make every graph unvalidatable. */
+  /** All nodes, read leniently (object-info.ts): no node class is ever dropped. A used part that cannot be
+   *  read is left out and logged once per client, not on every refetch. */
   objectInfo(cls?: undefined, opts?: CallOptions): Promise<ObjectInfo>;
   /** One node class; undefined when unknown (ComfyUI answers `{}`). */
   objectInfo(cls: string, opts?: CallOptions): Promise<NodeInfo | undefined>;
   async objectInfo(cls?: string, opts?: CallOptions): Promise<ObjectInfo | NodeInfo | undefined> {
     const path = cls === undefined ? '/object_info' : `/object_info/${encodeURIComponent(cls)}`;
-    const raw = await this.getJson(path, recordSchema, { ...opts, timeoutMs: opts?.timeoutMs ?? this.timeouts.objectInfoMs });
-    const out: ObjectInfo = {};
-    for (const [name, info] of Object.entries(raw)) {
-      const r = nodeInfoSchema.safeParse(info);
-      if (r.success) out[name] = r.data;
-      else this.logger.warn({ node: name, issue: r.error.message.slice(0, 300) }, 'skipping node with unexpected /object_info shape');
-    }
-    if (cls === undefined) return out;
-    if (Object.keys(raw).length > 0 && out[cls] === undefined) throw new ComfyProtocolError(`${this.baseUrl}${path}`, `invalid info for ${cls}`);
-    return out[cls];
+    const raw = await this.http.getJson(path, recordSchema, { ...opts, timeoutMs: opts?.timeoutMs ?? this.timeouts.objectInfoMs });
+    const out = parseObjectInfo(raw, ({ node, problem }) => {
+      const key = `${node}\0${problem}`;
+      if (this.objectInfoProblems.has(key)) return;
+      this.objectInfoProblems.add(key);
+      this.logger.warn({ node, problem }, 'part of a node\'s /object_info entry is unreadable; the node is kept without it');
+    });
+    return cls === undefined ? out : out[cls];
   }
 
   async systemStats(opts?: CallOptions): Promise<SystemStats> {
-    return this.getJson('/system_stats', systemStatsSchema, opts);
+    return this.http.getJson('/system_stats', systemStatsSchema, opts);
   }
 
   async features(opts?: CallOptions): Promise<Record<string, unknown>> {
-    return this.getJson('/features', featuresSchema, opts);
+    return this.http.getJson('/features', featuresSchema, opts);
   }
 
   /** `POST /free`; acted on after the current prompt. `freeMemory` also drops all execution caches. */
   async free(input: { unloadModels?: boolean; freeMemory?: boolean }, opts?: CallOptions): Promise<void> {
-    await this.postNoContent('/free', { unload_models: input.unloadModels ?? false, free_memory: input.freeMemory ?? false }, opts);
+    await this.http.postNoContent('/free', { unload_models: input.unloadModels ?? false, free_memory: input.freeMemory ?? false }, opts);
   }
 
   /** Version from `/system_stats` and whether `/api/jobs` exists (probed, not inferred from the version). */
@@ -524,11 +345,3 @@ export class ComfyClient {
 }
 
 const recordSchema = z.record(z.string(), z.unknown());
-
-function safeJson(buf: Buffer): unknown {
-  try {
-    return JSON.parse(buf.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}

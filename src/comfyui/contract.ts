@@ -1,9 +1,11 @@
 /**
- * Contract checks for any ComfyUI URL, using only core nodes that need no model weights
+ * Protocol contract checks for any ComfyUI URL, using only core nodes that need no model weights
  * (LoadImage → ImageScale → SaveImage), so they run against a real GPU box, a CPU-only ComfyUI, or the fake.
- * They cover what the durable pipeline relies on: uploads and their collision rule, client-chosen prompt ids,
- * WebSocket following to `executing:null`, history outputs and `/view`, validation errors with node errors,
- * status reconciliation for unknown prompts, the queue, and the node set the model profiles need.
+ * They cover what the durable pipeline relies on: `/object_info` readable as the client reads it, uploads and
+ * their collision rule, client-chosen prompt ids, WebSocket following to `executing:null`, history outputs and
+ * `/view`, validation errors with node errors, status reconciliation for unknown prompts, the queue.
+ * Whether this ComfyUI has the nodes and model files of our model profiles is checked by the command
+ * (src/cli/contract-profiles.ts): the client knows nothing of profiles.
  */
 import { randomUUID } from 'node:crypto';
 import { PNG } from 'pngjs';
@@ -13,25 +15,12 @@ import { submitAndFollow } from './follow.ts';
 import type { ComfyGraph } from './graph.ts';
 import { readPngSize } from './png-metadata.ts';
 import { derivePromptId } from './prompt-id.ts';
-import { validateGraph } from './validate.ts';
-import { listProfiles } from '../models/registry.ts';
-import { planRender } from '../models/plan.ts';
-import type { ModelProfile } from '../models/profile.ts';
-import type { RenderRequest } from '../render/types.ts';
 
 export interface ContractResult {
   name: string;
   ok: boolean;
   detail?: string;
 }
-
-/** Nodes the model profiles build graphs from; a ComfyUI missing any cannot serve that family. */
-export const REQUIRED_NODES = [
-  'UnetLoaderGGUF', 'DualCLIPLoaderGGUF', 'CLIPLoader', 'VAELoader', 'CLIPTextEncode', 'ConditioningZeroOut',
-  'FluxGuidance', 'FluxKontextImageScale', 'ReferenceLatent', 'TextEncodeQwenImageEditPlus', 'EmptyLatentImage',
-  'EmptySD3LatentImage', 'SetLatentNoiseMask', 'KSampler', 'ModelSamplingAuraFlow', 'VAEDecode', 'VAEEncode',
-  'LoadImage', 'LoadImageMask', 'ImageStitch', 'SaveImage',
-] as const;
 
 function testPng(width: number, height: number, seed: number): Buffer {
   const png = new PNG({ width, height });
@@ -78,22 +67,13 @@ export async function runContractChecks(baseUrl: string): Promise<ContractResult
       return `ComfyUI ${caps.version ?? '?'}, jobs API ${caps.jobsApi ? 'yes' : 'no'}`;
     });
 
-    await check('object_info lists the nodes the model profiles use', async () => {
+    await check('object_info is readable (every node class kept, null cosmetic fields included)', async () => {
       const info = await client.objectInfo();
-      const missing = REQUIRED_NODES.filter((n) => !info[n]);
-      must(missing.length === 0, `missing nodes: ${missing.join(', ')}`);
-      return `${Object.keys(info).length} nodes`;
+      const count = Object.keys(info).length;
+      must(count > 0, 'no node classes');
+      for (const core of ['LoadImage', 'ImageScale', 'SaveImage']) must(info[core], `core node ${core} missing`);
+      return `${count} node classes`;
     });
-
-    for (const profile of listProfiles()) {
-      await check(`${profile.id}: its graph validates (nodes installed, model files present)`, async () => {
-        const info = await client.objectInfo();
-        const plan = planRender(sampleRequest(profile), { renderId: 'render-contract' });
-        const v = validateGraph(plan.items[0]!.graph, info);
-        const problems = Object.entries(v.nodeErrors).flatMap(([id, ne]) => ne.errors.map((e) => `${id} (${ne.class_type}): ${e.message} ${e.details}`.trim()));
-        must(v.ok && problems.length === 0, (v.ok ? '' : `${v.error.message}; `) + problems.join('; '));
-      });
-    }
 
     const filename = `contract-${run}.png`;
     const bytes = testPng(32, 24, 1);
@@ -109,6 +89,9 @@ export async function runContractChecks(baseUrl: string): Promise<ContractResult
     await check('a client-chosen prompt id is followed to completion and its output downloads', async () => {
       const promptId = derivePromptId(['contract', run, 1]);
       const graph = modelFreeGraph(`comfy-durable-contract/${filename}`, 48, 40, `comfy-durable-contract/${run}`);
+      // A shared ComfyUI may be busy with a long render: a prompt queued behind it sees no movement for
+      // minutes and would read as stalled, which says nothing about the protocol. Start on an idle queue.
+      const waited = await waitForIdleQueue(client, IDLE_WAIT_MS);
       const res = await submitAndFollow(client, { graph, promptId, stallTimeoutMs: 60_000, pollIntervalMs: 1_000 });
       must(res.promptId === promptId, `ComfyUI used prompt id ${res.promptId}`);
       const image = res.files.find((f) => f.type === 'output' && f.filename.endsWith('.png'));
@@ -118,7 +101,7 @@ export async function runContractChecks(baseUrl: string): Promise<ContractResult
       must(size.width === 48 && size.height === 40, `output is ${size.width}x${size.height}, expected 48x40`);
       const status = await client.promptStatus(promptId);
       must(status.state === 'success', `status after completion is ${status.state}`);
-      return `completed via ${res.via}`;
+      return `completed via ${res.via}${waited > 0 ? ` (after waiting ${Math.round(waited / 1000)} s for an idle queue)` : ''}`;
     });
 
     await check('an invalid graph is rejected with node errors naming the input', async () => {
@@ -150,29 +133,15 @@ export async function runContractChecks(baseUrl: string): Promise<ContractResult
   return results;
 }
 
-/** A minimal request of the profile's first kind; LoadImage files are not checked by validation. */
-function sampleRequest(profile: ModelProfile): RenderRequest {
-  const kind = profile.kinds[0] ?? 'txt2img';
-  const ref = { sha256: '0'.repeat(64), size: 1, mime: 'image/png', width: 64, height: 64 };
-  const d = profile.defaults;
-  return {
-    kind,
-    model: profile.id,
-    prompt: 'contract',
-    negativePrompt: '',
-    seed: 1,
-    steps: d.steps,
-    cfg: d.cfg,
-    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
-    sampler: d.sampler,
-    scheduler: d.scheduler,
-    width: d.width,
-    height: d.height,
-    batchSize: 1,
-    nIter: 1,
-    denoise: kind === 'img2img' ? 0.5 : 1,
-    ...(kind === 'img2img' ? { initImage: ref } : {}),
-    extraImages: kind === 'edit' ? [ref] : [],
-    report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: d.width, requestedHeight: d.height },
-  };
+const IDLE_WAIT_MS = 15 * 60_000;
+
+/** Wait until nothing runs or waits in ComfyUI's queue (at most `maxMs`); returns how long it waited. */
+async function waitForIdleQueue(client: ComfyClient, maxMs: number): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    const q = await client.getQueue();
+    if (q.running.length === 0 && q.pending.length === 0) return Date.now() - started;
+    if (Date.now() - started >= maxMs) throw new Error(`ComfyUI's queue stayed busy for ${Math.round(maxMs / 60_000)} min`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }

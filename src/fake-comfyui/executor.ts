@@ -1,108 +1,38 @@
 /**
- * The worker thread and `PromptExecutor` of the fake: one prompt at a time in heap order, ComfyUI's event
- * sequence and addressing, its output cache keyed by node signature, interrupts checked where ComfyUI
- * checks them (before each node and on each progress tick), and the injected faults.
+ * The fake's `PromptExecutor.execute_async`: ComfyUI's event sequence for one prompt, recorded from the real
+ * server. `execution_start`, `execution_cached`, then per staged node (ExecutionList order):
+ * `progress_state` (running) → `executing` → interrupt check → the node → `executed` (nodes with ui) →
+ * `progress_state` (finished). A cached output node only re-sends `executed` and `progress_state`. The end is
+ * `execution_success`, or `execution_interrupted` (broadcast; the node that was about to run, with the nodes
+ * that did run in `executed`) or `execution_error` (traceback frames, `current_inputs`, `current_outputs` =
+ * every node of the prompt, a message ending in a newline).
  */
-import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { NodeInfo, ObjectInfo } from '../comfyui/object-info.ts';
+import type { CacheEntry } from './cache.ts';
+import { fileIsChanged, signatures } from './cache.ts';
+import { ExecutionList, isLink } from './execution-list.ts';
 import type { DataDirs } from './files.ts';
-import { resolveAnnotated } from './files.ts';
 import type { Faults } from './faults.ts';
 import { SAMPLER_CLASSES } from './faults.ts';
+import type { RawNodeInfo, RawObjectInfo } from './node-schema.ts';
+import { finalizedInputs, isObject, isOutputNode } from './node-schema.ts';
 import type { FakeValue, NodeResult, NodeRunCtx } from './nodes.ts';
 import { describeValue, NodeException, oomException, runFakeNode } from './nodes.ts';
-import type { ExecutionErrorData, Graph, HistoryItem, PromptQueue, QueueItem, StatusMessage } from './queue.ts';
+import { previewJpeg, previewsRequested } from './preview.ts';
+import { ProgressRegistry, SamplerProgress } from './progress.ts';
+import type { HistoryItem, QueueItem, StatusMessage } from './queue.ts';
+import { Aborted, Interrupted } from './run-control.ts';
+import type { RunControl } from './run-control.ts';
 import type { WsHub } from './ws-hub.ts';
+import './save-nodes.ts';
 
-/** Raised at a check point when the server is being reset or closed: the run ends without a trace. */
-export class Aborted extends Error {}
-/** `comfy.model_management.InterruptProcessingException`. */
-class Interrupted extends Error {}
-
-/**
- * Interrupt and abort signalling for the running prompt. `interrupt()` is ComfyUI's global flag; `abort()`
- * ends everything (reset/close) and wakes any sleep or hang.
- */
-export class RunControl {
-  aborted = false;
-  interruptRequested = false;
-  private interruptWaiters = new Set<() => void>();
-  private abortWaiters = new Set<() => void>();
-  private resolveAborted: () => void = () => {};
-  /** Settles once, when `abort()` is called. */
-  readonly whenAborted: Promise<void> = new Promise((resolve) => {
-    this.resolveAborted = resolve;
-  });
-
-  interrupt(): void {
-    this.interruptRequested = true;
-    for (const w of this.interruptWaiters) w();
-    this.interruptWaiters.clear();
-  }
-
-  check(): void {
-    if (this.aborted) throw new Aborted('aborted');
-    if (this.interruptRequested) throw new Interrupted('interrupted');
-  }
-
-  abort(): void {
-    this.aborted = true;
-    this.resolveAborted();
-    for (const w of this.abortWaiters) w();
-    this.abortWaiters.clear();
-  }
-
-  /** Waits `ms` (or one event-loop turn for 0, so HTTP requests such as interrupts get through). */
-  sleep(ms: number): Promise<void> {
-    if (this.aborted) return Promise.reject(new Aborted('aborted'));
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        clearTimeout(t);
-        reject(new Aborted('aborted'));
-      };
-      const done = () => {
-        this.abortWaiters.delete(onAbort);
-        resolve();
-      };
-      const t = ms > 0 ? setTimeout(done, ms) : undefined;
-      if (t === undefined) setImmediate(done);
-      this.abortWaiters.add(onAbort);
-    });
-  }
-
-  /** A hung node: returns when interrupted (never, with `ignoreInterrupt`); rejects on abort. */
-  hang(ignoreInterrupt: boolean): Promise<void> {
-    if (this.aborted) return Promise.reject(new Aborted('aborted'));
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.interruptWaiters.delete(onInterrupt);
-        reject(new Aborted('aborted'));
-      };
-      const onInterrupt = () => {
-        this.abortWaiters.delete(onAbort);
-        resolve();
-      };
-      this.abortWaiters.add(onAbort);
-      if (!ignoreInterrupt) {
-        if (this.interruptRequested) onInterrupt();
-        else this.interruptWaiters.add(onInterrupt);
-      }
-    });
-  }
-}
-
-interface CacheEntry {
-  outputs: FakeValue[];
-  ui?: Record<string, unknown>;
-}
+export { Aborted, RunControl } from './run-control.ts';
 
 export interface ExecutorDeps {
   hub: WsHub;
   dirs: DataDirs;
   faults: Faults;
-  objectInfo: () => ObjectInfo;
+  objectInfo: () => RawObjectInfo;
   stepMs: number;
   renderMs: number;
   log: Logger;
@@ -131,10 +61,36 @@ export function emptyStats(): FakeStats {
   return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {} };
 }
 
-interface RunOutcome {
+export interface RunOutcome {
   success: boolean;
   messages: StatusMessage[];
   result: Pick<HistoryItem, 'outputs' | 'meta'>;
+}
+
+type Node = { class_type: string; inputs: Record<string, unknown> };
+type Failure = { interrupted: true; nodeId: string } | { interrupted: false; nodeId: string; error: NodeException; currentInputs: Record<string, unknown[]> };
+
+const EXECUTOR_FRAMES = [
+  '  File "/opt/ComfyUI/execution.py", line 545, in execute\n',
+  '  File "/opt/ComfyUI/execution.py", line 344, in get_output_data\n',
+  '  File "/opt/ComfyUI/execution.py", line 318, in _async_map_node_over_list\n',
+  '  File "/opt/ComfyUI/execution.py", line 306, in process_inputs\n',
+];
+
+/** State of one prompt run. */
+interface Run {
+  item: QueueItem;
+  control: RunControl;
+  sid: string | null;
+  progress: ProgressRegistry;
+  sigs: Map<string, string>;
+  values: Map<string, FakeValue[]>;
+  executed: string[];
+  ui: Record<string, Record<string, unknown>>;
+  info: RawObjectInfo;
+  extraData: Record<string, unknown>;
+  firstExecuted: boolean;
+  firstSampler: boolean;
 }
 
 export class Executor {
@@ -148,14 +104,12 @@ export class Executor {
   }
 
   async execute(item: QueueItem, control: RunControl): Promise<RunOutcome> {
-    const { hub, faults, stats } = this.deps;
+    const { hub } = this.deps;
     const { promptId, prompt } = item;
     const extraData = { ...item.extraData, ...item.sensitive };
-    const info = this.deps.objectInfo();
     control.interruptRequested = false;
     hub.clientId = 'client_id' in extraData ? ((extraData.client_id as string | null) ?? null) : null;
     const sid = hub.clientId;
-
     const messages: StatusMessage[] = [];
     const addMessage = (event: string, data: Record<string, unknown>, broadcast: boolean) => {
       const withTs = { ...data, timestamp: Date.now() };
@@ -164,315 +118,218 @@ export class Executor {
     };
 
     addMessage('execution_start', { prompt_id: promptId }, false);
+    const sigs = signatures(prompt, (node) => fileIsChanged(this.deps.dirs, node));
+    const cached = (id: string) => this.cache.has(sigs.get(id) as string);
+    addMessage('execution_cached', { nodes: Object.keys(prompt).filter(cached), prompt_id: promptId }, false);
 
-    const sigs = signatures(prompt, (id, node) => this.isChanged(node));
-    const isCached = (id: string) => this.cache.has(sigs.get(id) as string);
-    const cachedNodes = Object.keys(prompt).filter(isCached);
-    addMessage('execution_cached', { nodes: cachedNodes, prompt_id: promptId }, false);
-
-    const order = stageOrder(prompt, item.outputs, isCached);
-    const values = new Map<string, FakeValue[]>();
-    const executed: string[] = [];
-    const uiOutputs: HistoryItem['outputs'] = {};
-    const meta: HistoryItem['meta'] = {};
-    const progress = new Map<string, { value: number; max: number; state: 'running' | 'finished' | 'error' }>();
-    const sendProgressState = () => {
-      const nodes: Record<string, unknown> = {};
-      for (const [id, p] of progress) {
-        nodes[id] = { ...p, node_id: id, prompt_id: promptId, display_node_id: id, parent_node_id: null, real_node_id: id };
-      }
-      hub.send('progress_state', { prompt_id: promptId, nodes }, sid);
+    const info = this.deps.objectInfo();
+    const run: Run = {
+      item,
+      control,
+      sid,
+      progress: new ProgressRegistry(hub, promptId, sid),
+      sigs,
+      values: new Map(),
+      executed: [],
+      ui: {},
+      info,
+      extraData,
+      firstExecuted: true,
+      firstSampler: true,
     };
-    const outputsOf = (id: string): FakeValue[] | undefined => values.get(id) ?? this.cache.get(sigs.get(id) as string)?.outputs;
+    const nodeOf = (id: string) => prompt[id] as Node;
+    const list = new ExecutionList({
+      inputs: (id) => nodeOf(id).inputs,
+      isCached: cached,
+      isOutput: (id) => isOutputNode(info[nodeOf(id).class_type] ?? {}),
+    });
+    for (const o of item.outputs) list.addNode(o);
 
-    let success = true;
-    let firstExecuted = true;
-    let firstSampler = true;
-    let currentNode: string | undefined;
-    let currentInputs: Record<string, unknown[]> = {};
-    try {
-      for (const id of order) {
-        const node = prompt[id] as { class_type: string; inputs: Record<string, unknown> };
-        const classType = node.class_type;
-        const sig = sigs.get(id) as string;
-        const cached = this.cache.get(sig);
-        if (cached) {
-          if (cached.ui) {
-            if (sid !== null) hub.send('executed', { node: id, display_node: id, output: cached.ui, prompt_id: promptId }, sid);
-            uiOutputs[id] = cached.ui;
-            meta[id] = { node_id: id, display_node: id, parent_node: null, real_node_id: id };
-          }
-          progress.set(id, { value: 1, max: 1, state: 'finished' });
-          sendProgressState();
-          continue;
-        }
+    let failure: Failure | undefined;
+    while (!list.isEmpty()) {
+      const id = list.stage();
+      if (id === undefined) {
+        failure = { interrupted: false, nodeId: Object.keys(prompt)[0] ?? '', error: new NodeException('graph.DependencyCycleError', 'Dependency cycle detected'), currentInputs: {} };
+        break;
+      }
+      failure = await this.runNode(run, id);
+      if (failure) break;
+      list.complete();
+    }
 
-        currentNode = id;
-        const nodeInfo = info[classType] as NodeInfo;
-        currentInputs = formatInputs(node.inputs, outputsOf);
-        if (sid !== null) {
-          hub.lastNodeId = id;
-          hub.send('executing', { node: id, display_node: id, prompt_id: promptId }, sid);
-        }
-        progress.set(id, { value: 0, max: 1, state: 'running' });
-        sendProgressState();
-        control.check();
-
-        const isFirst = firstExecuted;
-        firstExecuted = false;
-        const hang = faults.takeHang(classType, isFirst);
-        if (hang) {
-          this.deps.log.warn({ promptId, node: id, classType }, 'fault: node hangs');
-          await control.hang(hang.ignoreInterrupt);
-          control.check();
-        }
-        const renderMs = faults.renderMs(this.deps.renderMs);
-        // Render time is spent up front like a model load: not interruptible until the next check.
-        if (isFirst && renderMs > 0) {
-          await control.sleep(renderMs);
-          control.check();
-        }
-        const isSampler = SAMPLER_CLASSES.has(classType);
-        const errFault = faults.takeExecutionError(classType, isSampler && firstSampler);
-        if (isSampler) firstSampler = false;
-        if (errFault) {
-          if (errFault.type === 'oom') throw oomException(errFault.message);
-          throw new NodeException('RuntimeError', errFault.message ?? `fake-comfyui injected exception in ${classType}`);
-        }
-
-        const stepMs = faults.stepMs(this.deps.stepMs);
-        const ctx: NodeRunCtx = {
-          id,
-          classType,
-          info: nodeInfo,
-          promptId,
-          prompt,
-          extraData,
-          dirs: this.deps.dirs,
-          literal: (name) => {
-            const v = node.inputs[name];
-            if (Array.isArray(v)) return undefined;
-            if (v && typeof v === 'object' && '__value__' in v) return (v as { __value__: unknown }).__value__;
-            return v;
-          },
-          value: (name) => {
-            const v = node.inputs[name];
-            if (!Array.isArray(v) || typeof v[0] !== 'string' || typeof v[1] !== 'number') return undefined;
-            const outs = outputsOf(v[0]);
-            return outs?.[v[1] < 0 ? outs.length + v[1] : v[1]];
-          },
-          outSig: (i) => `${sig}:${i}`,
-          sample: async (steps) => {
-            for (let i = 1; i <= steps; i++) {
-              await control.sleep(stepMs);
-              control.check();
-              progress.set(id, { value: i, max: steps, state: 'running' });
-              sendProgressState();
-              hub.send('progress', { value: i, max: steps, prompt_id: promptId, node: id }, sid);
-            }
-          },
-        };
-        const result: NodeResult = await runFakeNode(ctx);
-        control.check();
-        values.set(id, result.outputs);
-        this.cache.set(sig, result.ui ? { outputs: result.outputs, ui: result.ui } : { outputs: result.outputs });
-        stats.nodesExecuted[promptId] = (stats.nodesExecuted[promptId] ?? 0) + 1;
-        if (result.ui) {
-          uiOutputs[id] = result.ui;
-          meta[id] = { node_id: id, display_node: id, parent_node: null, real_node_id: id };
-          for (const f of (result.ui.images as Array<{ filename: string; subfolder: string; type: string }> | undefined) ?? []) {
-            stats.filesWritten.push([f.type, f.subfolder, f.filename].filter(Boolean).join('/'));
-          }
-          if (sid !== null) hub.send('executed', { node: id, display_node: id, output: result.ui, prompt_id: promptId }, sid);
-        }
-        progress.set(id, { value: 1, max: 1, state: 'finished' });
-        sendProgressState();
-        executed.push(id);
-        currentNode = undefined;
+    if (!failure) {
+      // Intermediate-output nodes served from the cache still report their ui.
+      for (const id of Object.keys(prompt)) {
+        if (run.executed.includes(id) || info[nodeOf(id).class_type]?.has_intermediate_output !== true) continue;
+        const entry = this.cache.get(sigs.get(id) as string);
+        if (entry) this.sendCachedUi(run, id, entry);
       }
       addMessage('execution_success', { prompt_id: promptId }, false);
-    } catch (err) {
-      if (err instanceof Aborted) throw err;
-      success = false;
-      const nodeId = currentNode ?? order[0] ?? '';
-      const nodeType = String((prompt[nodeId] as { class_type?: unknown } | undefined)?.class_type ?? '');
-      if (err instanceof Interrupted) {
-        this.deps.log.info({ promptId }, 'Processing interrupted');
-        addMessage('execution_interrupted', { prompt_id: promptId, node_id: nodeId, node_type: nodeType, executed: [...executed] }, true);
-      } else {
-        const ex = err instanceof NodeException ? err : new NodeException(err instanceof Error ? err.name : 'Exception', String(err instanceof Error ? err.message : err));
-        this.deps.log.error({ promptId, node: nodeId, err: ex.message }, '!!! Exception during processing !!!');
-        const data: Omit<ExecutionErrorData, 'timestamp'> = {
+    } else if (failure.interrupted) {
+      this.deps.log.info({ promptId }, 'Processing interrupted');
+      addMessage('execution_interrupted', { prompt_id: promptId, node_id: failure.nodeId, node_type: nodeOf(failure.nodeId)?.class_type, executed: [...run.executed] }, true);
+    } else {
+      const ex = failure.error;
+      this.deps.log.error({ promptId, node: failure.nodeId, err: ex.message }, '!!! Exception during processing !!!');
+      addMessage(
+        'execution_error',
+        {
           prompt_id: promptId,
-          node_id: nodeId,
-          node_type: nodeType,
-          executed: [...executed],
-          exception_message: ex.message,
+          node_id: failure.nodeId,
+          node_type: nodeOf(failure.nodeId)?.class_type,
+          executed: [...run.executed],
+          exception_message: `${ex.message}\n${ex.tips}`,
           exception_type: ex.pyType,
-          traceback: [
-            '  File "/ComfyUI/execution.py", line 510, in execute\n    output_data, output_ui, has_subgraph, has_pending_tasks = await get_output_data(prompt_id, unique_id, obj, input_data_all, execution_block_cb=execution_block_cb, pre_execute_cb=pre_execute_cb, v3_data=v3_data)\n',
-            `  File "/ComfyUI/nodes.py", line 1, in ${nodeType}\n    (fake-comfyui)\n`,
-          ],
-          current_inputs: currentInputs,
-          current_outputs: cachedNodes,
-        };
-        addMessage('execution_error', data as unknown as Record<string, unknown>, false);
-      }
-      if (currentNode) {
-        progress.set(currentNode, { value: 0, max: 1, state: 'error' });
-      }
+          traceback: ex.pyType === 'graph.DependencyCycleError' ? [] : [...EXECUTOR_FRAMES, ...(ex.frames.length > 0 ? ex.frames : [`  File "/opt/ComfyUI/nodes.py", line 1, in ${nodeOf(failure.nodeId)?.class_type}\n`])],
+          current_inputs: failure.currentInputs,
+          current_outputs: Object.keys(prompt),
+        },
+        false,
+      );
     }
     hub.lastNodeId = null;
-    return { success, messages, result: { outputs: uiOutputs, meta } };
+    const outputs: HistoryItem['outputs'] = {};
+    const meta: HistoryItem['meta'] = {};
+    for (const [id, ui] of Object.entries(run.ui)) {
+      outputs[id] = ui;
+      meta[id] = { node_id: id, display_node: id, parent_node: null, real_node_id: id };
+    }
+    return { success: !failure, messages, result: { outputs, meta } };
   }
 
-  /** `IS_CHANGED`: LoadImage/LoadImageMask hash the file; a missing file never matches the cache. */
-  private isChanged(node: { class_type?: unknown; inputs?: unknown }): string {
-    if (node.class_type !== 'LoadImage' && node.class_type !== 'LoadImageMask') return '';
-    const ref = (node.inputs as Record<string, unknown> | undefined)?.image;
-    const full = typeof ref === 'string' ? resolveAnnotated(this.deps.dirs, ref) : undefined;
+  private sendCachedUi(run: Run, id: string, entry: CacheEntry): void {
+    if (entry.ui) run.ui[id] = entry.ui;
+    if (run.sid !== null) this.deps.hub.send('executed', { node: id, display_node: id, output: entry.ui ?? null, prompt_id: run.item.promptId }, run.sid);
+  }
+
+  /** `execution.execute` for one staged node; a failure ends the prompt. */
+  private async runNode(run: Run, id: string): Promise<Failure | undefined> {
+    const { hub, faults, stats, log } = this.deps;
+    const { control, item, progress, sid } = run;
+    const promptId = item.promptId;
+    const node = item.prompt[id] as Node;
+    const classType = node.class_type;
+    const sig = run.sigs.get(id) as string;
+    const hit = this.cache.get(sig);
+    if (hit) {
+      this.sendCachedUi(run, id, hit);
+      progress.finish(id);
+      return undefined;
+    }
+
+    const nodeInfo: RawNodeInfo = run.info[classType] ?? {};
+    const outputsOf = (src: string): FakeValue[] | undefined => run.values.get(src) ?? this.cache.get(run.sigs.get(src) as string)?.outputs;
+    progress.start(id);
+    if (sid !== null) {
+      hub.lastNodeId = id;
+      hub.send('executing', { node: id, display_node: id, prompt_id: promptId }, sid);
+    }
     try {
-      if (!full) throw new Error('missing');
-      return createHash('sha256').update(readFileSync(full)).digest('hex');
-    } catch {
-      return `nan:${randomUUID()}`;
+      control.check();
+      const isFirst = run.firstExecuted;
+      run.firstExecuted = false;
+      if (faults.takeHold(promptId, id, classType)) {
+        log.warn({ promptId, node: id }, 'fault: node held until interrupt or release');
+        await control.hold();
+      }
+      const hang = faults.takeHang(classType, isFirst);
+      if (hang) {
+        log.warn({ promptId, node: id, classType }, 'fault: node hangs');
+        await control.hang(hang.ignoreInterrupt);
+        control.check();
+      }
+      const renderMs = faults.renderMs(this.deps.renderMs);
+      // Render time is spent up front like a model load: not interruptible until the next check.
+      if (isFirst && renderMs > 0) {
+        await control.sleep(renderMs);
+        control.check();
+      }
+      const isSampler = SAMPLER_CLASSES.has(classType);
+      const errFault = faults.takeExecutionError(classType, isSampler && run.firstSampler);
+      if (isSampler) run.firstSampler = false;
+      if (errFault) {
+        if (errFault.type === 'oom') throw oomException(errFault.message);
+        throw new NodeException('RuntimeError', errFault.message ?? `fake-comfyui injected exception in ${classType}`);
+      }
+      const result: NodeResult = await runFakeNode(this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf));
+      run.values.set(id, result.outputs);
+      this.cache.set(sig, result.ui ? { outputs: result.outputs, ui: result.ui } : { outputs: result.outputs });
+      stats.nodesExecuted[promptId] = (stats.nodesExecuted[promptId] ?? 0) + 1;
+      if (result.ui) {
+        run.ui[id] = result.ui;
+        for (const f of (result.ui.images as Array<{ filename: string; subfolder: string; type: string }> | undefined) ?? []) {
+          stats.filesWritten.push([f.type, f.subfolder, f.filename].filter(Boolean).join('/'));
+        }
+        if (sid !== null) hub.send('executed', { node: id, display_node: id, output: result.ui, prompt_id: promptId }, sid);
+      }
+      progress.finish(id);
+      run.executed.push(id);
+      return undefined;
+    } catch (err) {
+      if (err instanceof Aborted) throw err;
+      if (err instanceof Interrupted) return { interrupted: true, nodeId: id };
+      const ex = err instanceof NodeException ? err : new NodeException(err instanceof Error ? err.name : 'Exception', String(err instanceof Error ? err.message : err));
+      return { interrupted: false, nodeId: id, error: ex, currentInputs: currentInputs(node, nodeInfo, outputsOf, run) };
     }
+  }
+
+  private nodeCtx(run: Run, id: string, node: Node, info: RawNodeInfo, sig: string, outputsOf: (src: string) => FakeValue[] | undefined): NodeRunCtx {
+    const { control, item, progress } = run;
+    const stepMs = this.deps.faults.stepMs(this.deps.stepMs);
+    const previews = previewsRequested(run.extraData.preview_method);
+    return {
+      id,
+      classType: node.class_type,
+      info,
+      promptId: item.promptId,
+      prompt: item.prompt,
+      extraData: run.extraData,
+      dirs: this.deps.dirs,
+      literal: (name) => {
+        const v = node.inputs[name];
+        if (Array.isArray(v)) return undefined;
+        if (isObject(v) && '__value__' in v) return v.__value__;
+        return v;
+      },
+      value: (name) => {
+        const v = node.inputs[name];
+        if (!isLink(v)) return undefined;
+        const outs = outputsOf(v[0]);
+        return outs?.[v[1] < 0 ? outs.length + v[1] : v[1]];
+      },
+      outSig: (i) => `${sig}:${i}`,
+      sample: async (steps, latent) => {
+        const bar = new SamplerProgress(progress, this.deps.hub, control, id, steps, (step) =>
+          previews && latent ? previewJpeg(`${latent.sig}:${sig}`, latent.width, latent.height, step, steps) : undefined,
+        );
+        for (let i = 1; i <= steps; i++) {
+          await control.sleep(stepMs);
+          bar.step(i);
+        }
+      },
+    };
   }
 }
 
-/**
- * Node signatures like ComfyUI's cache keys: class_type, IS_CHANGED, literal inputs and, for links, the
- * source's signature and slot. Node ids are not part of it, so identical subgraphs share cache entries.
- */
-export function signatures(prompt: Graph, isChanged: (id: string, node: { class_type?: unknown; inputs?: unknown }) => string): Map<string, string> {
-  const memo = new Map<string, string>();
-  const visiting = new Set<string>();
-  const sig = (id: string): string => {
-    const done = memo.get(id);
-    if (done) return done;
-    if (visiting.has(id)) return `cycle:${id}`;
-    visiting.add(id);
-    const node = (prompt[id] ?? {}) as { class_type?: unknown; inputs?: unknown };
-    const inputs = node.inputs && typeof node.inputs === 'object' ? (node.inputs as Record<string, unknown>) : {};
-    const parts = Object.keys(inputs)
-      .sort()
-      .map((k) => {
-        const v = inputs[k];
-        if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && Object.hasOwn(prompt, v[0])) return [k, 'link', sig(v[0]), v[1]];
-        return [k, 'value', v];
-      });
-    const s = createHash('sha256').update(JSON.stringify([node.class_type, isChanged(id, node), parts])).digest('hex');
-    visiting.delete(id);
-    memo.set(id, s);
-    return s;
-  };
-  for (const id of Object.keys(prompt)) sig(id);
-  return memo;
-}
-
-/**
- * The nodes to stage, dependencies first: every output node (cached ones too, so their cached ui is
- * reported) and every uncached node they need. Cached upstream nodes are not staged, as in ComfyUI.
- */
-function stageOrder(prompt: Graph, outputs: string[], isCached: (id: string) => boolean): string[] {
-  const order: string[] = [];
-  const seen = new Set<string>();
-  const visit = (id: string) => {
-    if (seen.has(id)) return;
-    seen.add(id);
-    if (!isCached(id)) {
-      const inputs = ((prompt[id] as { inputs?: Record<string, unknown> }).inputs ?? {}) as Record<string, unknown>;
-      for (const v of Object.values(inputs)) {
-        if (Array.isArray(v) && typeof v[0] === 'string' && Object.hasOwn(prompt, v[0]) && !isCached(v[0])) visit(v[0]);
-      }
-    }
-    order.push(id);
-  };
-  for (const o of outputs) visit(o);
-  return order;
-}
-
-function formatInputs(inputs: Record<string, unknown>, outputsOf: (id: string) => FakeValue[] | undefined): Record<string, unknown[]> {
+/** `execution_error.current_inputs`: every input as a one-element list of `format_value`, links included. */
+function currentInputs(node: Node, info: RawNodeInfo, outputsOf: (src: string) => FakeValue[] | undefined, run: Run): Record<string, unknown[]> {
   const out: Record<string, unknown[]> = {};
-  for (const [k, v] of Object.entries(inputs)) {
-    if (Array.isArray(v) && typeof v[0] === 'string' && typeof v[1] === 'number') {
+  const declared = finalizedInputs(info, node.inputs).inputs;
+  for (const [k, v] of Object.entries(node.inputs)) {
+    if (isLink(v)) {
       const val = outputsOf(v[0])?.[v[1]];
       out[k] = [val ? describeValue(val) : null];
-    } else if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) out[k] = [v];
-    else out[k] = [JSON.stringify(v)];
-  }
-  return out;
-}
-
-export interface WorkerDeps {
-  queue: PromptQueue;
-  executor: Executor;
-  hub: WsHub;
-  faults: Faults;
-  stats: FakeStats;
-  log: Logger;
-}
-
-/**
- * `main.prompt_worker`: takes the lowest-numbered item, executes it, writes history (which broadcasts
- * `status`), then sends `executing {node: null}`; applies `/free` flags between prompts or when idle.
- */
-export class Worker {
-  alive = true;
-  private stopped: Promise<void>;
-
-  constructor(
-    private readonly deps: WorkerDeps,
-    readonly control: RunControl,
-  ) {
-    this.stopped = this.loop();
-  }
-
-  /** Resolves when the loop has ended (after `control.abort()`, or the worker "died"). */
-  done(): Promise<void> {
-    return this.stopped;
-  }
-
-  private async loop(): Promise<void> {
-    const { queue, executor, hub, faults, stats, log } = this.deps;
-    const control = this.control;
-    try {
-      while (!control.aborted) {
-        await Promise.race([queue.waitForWork(), control.whenAborted]);
-        if (control.aborted) return;
-        const taken = queue.take();
-        if (taken) {
-          const [item, itemId] = taken;
-          if (faults.state.workerDead) {
-            // The thread dies with the item in queue_running; nothing else will ever run.
-            log.error({ promptId: item.promptId }, 'fault: worker thread died');
-            this.alive = false;
-            return;
-          }
-          stats.executions[item.promptId] = (stats.executions[item.promptId] ?? 0) + 1;
-          const outcome = await executor.execute(item, control);
-          if (control.aborted) return;
-          const last = outcome.messages.at(-1)?.[0];
-          const ended = outcome.success ? 'success' : last === 'execution_interrupted' ? 'interrupted' : 'error';
-          (stats.outcomes[item.promptId] ??= []).push(ended);
-          queue.taskDone(itemId, outcome.result, {
-            status_str: outcome.success ? 'success' : 'error',
-            completed: outcome.success,
-            messages: outcome.messages,
-          });
-          if (hub.clientId !== null) hub.send('executing', { node: null, prompt_id: item.promptId }, hub.clientId);
-        }
-        const flags = queue.takeFlags();
-        if (flags.free_memory) {
-          executor.reset();
-          stats.freeMemory++;
-        }
-        await new Promise((r) => setImmediate(r));
-      }
-    } catch (err) {
-      if (err instanceof Aborted) return;
-      this.alive = false;
-      log.error({ err }, 'worker crashed');
+    } else if (declared.has(k)) {
+      out[k] = [v === null || ['string', 'number', 'boolean'].includes(typeof v) ? v : JSON.stringify(v)];
     }
   }
+  const hidden = info.input?.hidden;
+  if (isObject(hidden)) {
+    for (const [k, kind] of Object.entries(hidden)) {
+      if (kind === 'PROMPT') out[k] = [JSON.stringify(run.item.prompt)];
+      else if (kind === 'EXTRA_PNGINFO') out[k] = [run.extraData.extra_pnginfo === undefined ? null : JSON.stringify(run.extraData.extra_pnginfo)];
+      else if (kind === 'UNIQUE_ID') out[k] = [node === undefined ? null : Object.keys(run.item.prompt).find((id) => run.item.prompt[id] === node) ?? null];
+    }
+  }
+  return out;
 }

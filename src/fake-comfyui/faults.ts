@@ -42,6 +42,16 @@ export const faultsBodySchema = z.strictObject({
     .optional(),
   /** The worker dies when it takes its next item: that item stays in `queue_running` forever. */
   workerDead: z.boolean().optional(),
+  /**
+   * Long nodes ComfyUI cannot interrupt mid-way (an upscale, a VAE decode): each entry holds the first node
+   * it matches, after its `executing` event, until an interrupt is requested or `POST /__fake/release`;
+   * then the node finishes normally, so an interrupt lands at the next node as on the real server. Replaces
+   * the pending list; `null` clears it.
+   */
+  hold: z
+    .array(z.strictObject({ promptId: z.string().optional(), nodeId: z.string().optional(), nodeClass: z.string().optional() }))
+    .nullable()
+    .optional(),
 });
 
 export type FaultsBody = z.input<typeof faultsBodySchema>;
@@ -59,6 +69,12 @@ export interface ExecutionErrorFault {
   message?: string;
 }
 
+export interface HoldFault {
+  promptId?: string;
+  nodeId?: string;
+  nodeClass?: string;
+}
+
 export interface FaultState {
   hang: HangFault | null;
   slow: { stepMs?: number; renderMs?: number } | null;
@@ -66,6 +82,7 @@ export interface FaultState {
   dropWebSocket: { afterEvents: number } | null;
   executionError: ExecutionErrorFault | null;
   workerDead: boolean;
+  hold: HoldFault[];
 }
 
 export const SAMPLER_CLASSES = new Set(['KSampler', 'KSamplerAdvanced', 'SamplerCustomAdvanced']);
@@ -74,7 +91,7 @@ export class Faults {
   state: FaultState = Faults.empty();
 
   static empty(): FaultState {
-    return { hang: null, slow: null, promptHttp500: null, dropWebSocket: null, executionError: null, workerDead: false };
+    return { hang: null, slow: null, promptHttp500: null, dropWebSocket: null, executionError: null, workerDead: false, hold: [] };
   }
 
   reset(): void {
@@ -109,6 +126,7 @@ export class Faults {
       };
     }
     if (body.workerDead !== undefined) this.state.workerDead = body.workerDead;
+    if (body.hold !== undefined) this.state.hold = (body.hold ?? []).map((h) => ({ ...h }));
     return { dropNow };
   }
 
@@ -153,6 +171,16 @@ export class Faults {
     f.remaining--;
     if (f.remaining <= 0) this.state.executionError = null;
     return f;
+  }
+
+  /** Whether this node is held (consuming the first matching entry). */
+  takeHold(promptId: string, nodeId: string, classType: string): boolean {
+    const i = this.state.hold.findIndex(
+      (h) => (h.promptId === undefined || h.promptId === promptId) && (h.nodeId === undefined || h.nodeId === nodeId) && (h.nodeClass === undefined || h.nodeClass === classType),
+    );
+    if (i < 0) return false;
+    this.state.hold.splice(i, 1);
+    return true;
   }
 
   stepMs(dflt: number): number {

@@ -25,6 +25,7 @@ export function queueJob(item: QueueItem, status: 'pending' | 'in_progress'): Jo
     priority: item.number,
     create_time: item.extraData.create_time,
     outputs_count: 0,
+    previewable_outputs_count: 0,
     workflow_id: workflowId(item.extraData),
   });
 }

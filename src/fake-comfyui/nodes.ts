@@ -4,13 +4,13 @@
  * signature (so pixels depend on the upstream graph and seed, never on the save node's prefix). Nodes not
  * listed here produce opaque values of their declared output types.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { NodeInfo } from '../comfyui/object-info.ts';
 import type { DataDirs } from './files.ts';
-import { getSaveImagePath, resolveAnnotated, SavePathError } from './files.ts';
-import { placeholderMp4, readImageHeader, renderPng } from './png.ts';
-import { pyJsonDumps } from './pyjson.ts';
+import { resolveAnnotated } from './files.ts';
+import type { RawNodeInfo } from './node-schema.ts';
+import { outputTypes } from './node-schema.ts';
+import { readImageHeader } from './png.ts';
 import type { Graph } from './queue.ts';
 
 export type FakeValue =
@@ -27,20 +27,28 @@ export interface NodeResult {
 
 /** A Python exception raised by a node; becomes `execution_error`. */
 export class NodeException extends Error {
+  /** Appended to the message after a newline in `exception_message` (ComfyUI's OOM tips). */
+  readonly tips: string;
+  /** Traceback frames below the executor's own (the node function and what it called). */
+  readonly frames: string[];
+
   constructor(
     readonly pyType: string,
     message: string,
+    opts: { tips?: string; frames?: string[] } = {},
   ) {
     super(message);
+    this.tips = opts.tips ?? '';
+    this.frames = opts.frames ?? [];
   }
 }
 
 export const OOM_TIPS =
   'This error means you ran out of memory on your GPU.\n\nTIPS: If the workflow worked before you might have accidentally set the batch_size to a large number.';
 
-/** Raised like ComfyUI's OOM path: the exception text, a newline, then the tips. */
+/** Raised like ComfyUI's OOM path: `exception_message` is the exception text, a newline, then the tips. */
 export function oomException(detail = 'Allocation on device '): NodeException {
-  return new NodeException('torch.OutOfMemoryError', `${detail}\n${OOM_TIPS}`);
+  return new NodeException('torch.OutOfMemoryError', detail, { tips: OOM_TIPS });
 }
 
 /** Total pixels a single node may produce before the fake "runs out of memory" (keeps the fake cheap). */
@@ -49,7 +57,7 @@ const MAX_PIXELS = 64 * 1024 * 1024;
 export interface NodeRunCtx {
   id: string;
   classType: string;
-  info: NodeInfo;
+  info: RawNodeInfo;
   promptId: string;
   prompt: Graph;
   extraData: Record<string, unknown>;
@@ -60,28 +68,31 @@ export interface NodeRunCtx {
   value(name: string): FakeValue | undefined;
   /** Signature of this node's output slot `i`. */
   outSig(i: number): string;
-  /** Runs `steps` sampler steps: delay, interrupt check, `progress_state` + `progress` per step. */
-  sample(steps: number): Promise<void>;
+  /**
+   * Runs `steps` sampler steps: delay, interrupt check, throttled `progress_state` + `progress`, and a
+   * preview frame of `latent` per step when the prompt asked for previews.
+   */
+  sample(steps: number, latent?: Extract<FakeValue, { kind: 'latent' }>): Promise<void>;
 }
 
-type Impl = (n: NodeRunCtx) => Promise<NodeResult> | NodeResult;
+export type NodeImpl = (n: NodeRunCtx) => Promise<NodeResult> | NodeResult;
 
-function num(n: NodeRunCtx, name: string, dflt: number): number {
+export function num(n: NodeRunCtx, name: string, dflt: number): number {
   const v = n.literal(name);
   const x = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : typeof v === 'boolean' ? Number(v) : NaN;
   return Number.isFinite(x) ? x : dflt;
 }
 
-function int(n: NodeRunCtx, name: string, dflt: number): number {
+export function int(n: NodeRunCtx, name: string, dflt: number): number {
   return Math.trunc(num(n, name, dflt));
 }
 
-function str(n: NodeRunCtx, name: string, dflt: string): string {
+export function str(n: NodeRunCtx, name: string, dflt: string): string {
   const v = n.literal(name);
   return v === undefined || v === null ? dflt : String(v);
 }
 
-function need<K extends FakeValue['kind']>(n: NodeRunCtx, name: string, kind: K): Extract<FakeValue, { kind: K }> {
+export function need<K extends FakeValue['kind']>(n: NodeRunCtx, name: string, kind: K): Extract<FakeValue, { kind: K }> {
   const v = n.value(name);
   if (!v || v.kind !== kind) {
     throw new NodeException('AttributeError', `'NoneType' object has no attribute 'shape' (input ${name} of ${n.classType})`);
@@ -90,7 +101,7 @@ function need<K extends FakeValue['kind']>(n: NodeRunCtx, name: string, kind: K)
 }
 
 function opaque(n: NodeRunCtx, i: number, type?: string): FakeValue {
-  return { kind: 'opaque', sig: n.outSig(i), type: type ?? n.info.output[i] ?? '*' };
+  return { kind: 'opaque', sig: n.outSig(i), type: type ?? String(outputTypes(n.info)[i] ?? '*') };
 }
 
 function latent(n: NodeRunCtx, i: number, width: number, height: number, count: number): FakeValue {
@@ -98,7 +109,7 @@ function latent(n: NodeRunCtx, i: number, width: number, height: number, count: 
   return { kind: 'latent', sig: n.outSig(i), width, height, count };
 }
 
-function image(n: NodeRunCtx, i: number, width: number, height: number, count: number): FakeValue {
+export function image(n: NodeRunCtx, i: number, width: number, height: number, count: number): FakeValue {
   if (width * height * count > MAX_PIXELS) throw oomException();
   return { kind: 'image', sig: n.outSig(i), width, height, count };
 }
@@ -119,51 +130,19 @@ async function loadImageFile(n: NodeRunCtx): Promise<{ width: number; height: nu
     throw new NodeException('FileNotFoundError', `[Errno 2] No such file or directory: '${full}'`);
   }
   const header = readImageHeader(buf);
-  if (!header) throw new NodeException('PIL.UnidentifiedImageError', `cannot identify image file '${full}'`);
+  if (!header) {
+    throw new NodeException('PIL.UnidentifiedImageError', `cannot identify image file '${full}'`, {
+      frames: [
+        '  File "/opt/ComfyUI/nodes.py", line 1765, in load_image\n',
+        '  File "/opt/ComfyUI/node_helpers.py", line 62, in pillow\n',
+        '  File "/opt/venv/lib/python3.12/site-packages/PIL/Image.py", line 3730, in open\n',
+      ],
+    });
+  }
   return header;
 }
 
-/** Python `json.dumps` text as SaveImage embeds it. */
-function pngText(n: NodeRunCtx): Record<string, string> {
-  const text: Record<string, string> = { prompt: pyJsonDumps(n.prompt) };
-  const pnginfo = n.extraData.extra_pnginfo;
-  if (pnginfo && typeof pnginfo === 'object' && !Array.isArray(pnginfo)) {
-    for (const [k, v] of Object.entries(pnginfo)) text[k] = pyJsonDumps(v);
-  }
-  return text;
-}
-
-async function saveImages(
-  n: NodeRunCtx,
-  images: Extract<FakeValue, { kind: 'image' }>,
-  dir: string,
-  prefix: string,
-  type: 'output' | 'temp',
-  deflateLevel: number,
-): Promise<Array<{ filename: string; subfolder: string; type: string }>> {
-  let sp;
-  try {
-    sp = getSaveImagePath(prefix, dir, images.width, images.height);
-  } catch (err) {
-    if (err instanceof SavePathError) throw new NodeException('Exception', err.message);
-    throw err;
-  }
-  const results: Array<{ filename: string; subfolder: string; type: string }> = [];
-  const text = pngText(n);
-  let counter = sp.counter;
-  for (let b = 0; b < images.count; b++) {
-    const file = `${sp.filename.replaceAll('%batch_num%', String(b))}_${String(counter).padStart(5, '0')}_.png`;
-    const png = renderPng({ width: images.width, height: images.height, contentKey: `${images.sig}#${b}`, text, deflateLevel });
-    await writeFile(path.join(sp.fullOutputFolder, file), png);
-    results.push({ filename: file, subfolder: sp.subfolder, type });
-    counter++;
-  }
-  return results;
-}
-
-const PREVIEW_CHARS = 'abcdefghijklmnopqrstupvxyz';
-
-const IMPLS: Record<string, Impl> = {
+const IMPLS: Record<string, NodeImpl> = {
   EmptyLatentImage: (n) => ({ outputs: [latent(n, 0, int(n, 'width', 512), int(n, 'height', 512), int(n, 'batch_size', 1))] }),
   EmptySD3LatentImage: (n) => ({ outputs: [latent(n, 0, int(n, 'width', 1024), int(n, 'height', 1024), int(n, 'batch_size', 1))] }),
   EmptyHunyuanLatentVideo: (n) => ({
@@ -193,21 +172,21 @@ const IMPLS: Record<string, Impl> = {
   },
   KSampler: async (n) => {
     const l = need(n, 'latent_image', 'latent');
-    await n.sample(int(n, 'steps', 20));
+    await n.sample(int(n, 'steps', 20), l);
     return { outputs: [latent(n, 0, l.width, l.height, l.count)] };
   },
   KSamplerAdvanced: async (n) => {
     const l = need(n, 'latent_image', 'latent');
     const steps = int(n, 'steps', 20);
     const effective = Math.max(0, Math.min(steps, int(n, 'end_at_step', 10000)) - int(n, 'start_at_step', 0));
-    if (effective > 0) await n.sample(effective);
+    if (effective > 0) await n.sample(effective, l);
     return { outputs: [latent(n, 0, l.width, l.height, l.count)] };
   },
   BasicScheduler: (n) => ({ outputs: [{ kind: 'opaque', sig: n.outSig(0), type: 'SIGMAS', steps: int(n, 'steps', 20) }] }),
   SamplerCustomAdvanced: async (n) => {
     const l = need(n, 'latent_image', 'latent');
     const sigmas = n.value('sigmas');
-    await n.sample(sigmas?.kind === 'opaque' && sigmas.steps !== undefined ? sigmas.steps : 20);
+    await n.sample(sigmas?.kind === 'opaque' && sigmas.steps !== undefined ? sigmas.steps : 20, l);
     return { outputs: [latent(n, 0, l.width, l.height, l.count), latent(n, 1, l.width, l.height, l.count)] };
   },
   VAEDecode: (n) => {
@@ -262,18 +241,6 @@ const IMPLS: Record<string, Impl> = {
     const h = horizontal ? Math.max(a.height, bh) : a.height + bh + spacing;
     return { outputs: [image(n, 0, w, h, Math.max(a.count, b.count))] };
   },
-  SaveImage: async (n) => {
-    const images = need(n, 'images', 'image');
-    const results = await saveImages(n, images, n.dirs.output, str(n, 'filename_prefix', 'ComfyUI'), 'output', 4);
-    return { outputs: [images], ui: { images: results } };
-  },
-  PreviewImage: async (n) => {
-    const images = need(n, 'images', 'image');
-    let suffix = '';
-    for (let i = 0; i < 5; i++) suffix += PREVIEW_CHARS[Math.floor(Math.random() * PREVIEW_CHARS.length)];
-    const results = await saveImages(n, images, n.dirs.temp, `ComfyUI_temp_${suffix}`, 'temp', 1);
-    return { outputs: [images], ui: { images: results } };
-  },
   CreateVideo: (n) => {
     const images = need(n, 'images', 'image');
     const audio = n.value('audio');
@@ -283,36 +250,20 @@ const IMPLS: Record<string, Impl> = {
       ],
     };
   },
-  SaveVideo: async (n) => {
-    const video = need(n, 'video', 'video');
-    // Validation lets a missing DynamicCombo through; the real node then fails reading it.
-    if (n.literal('codec') === undefined) throw new NodeException('KeyError', "'codec'");
-    let sp;
-    try {
-      sp = getSaveImagePath(str(n, 'filename_prefix', 'video/ComfyUI'), n.dirs.output, video.width, video.height);
-    } catch (err) {
-      if (err instanceof SavePathError) throw new NodeException('Exception', err.message);
-      throw err;
-    }
-    const file = `${sp.filename}_${String(sp.counter).padStart(5, '0')}_.mp4`;
-    const description = JSON.stringify({
-      fake: 'comfy-durable fake ComfyUI placeholder video',
-      width: video.width,
-      height: video.height,
-      frames: video.frames,
-      fps: video.fps,
-      audio: video.audio,
-      content: video.sig,
-    });
-    await writeFile(path.join(sp.fullOutputFolder, file), placeholderMp4(description));
-    return { outputs: [video], ui: { images: [{ filename: file, subfolder: sp.subfolder, type: 'output' }], animated: [true] } };
-  },
 };
+
+/**
+ * Adds or replaces node implementations (how output writers such as SaveImage or SaveVideo plug in, one
+ * file per concern). Classes without one produce opaque values of their declared output types.
+ */
+export function registerNodes(impls: Record<string, NodeImpl>): void {
+  Object.assign(IMPLS, impls);
+}
 
 export async function runFakeNode(n: NodeRunCtx): Promise<NodeResult> {
   const impl = IMPLS[n.classType];
   if (impl) return impl(n);
-  return { outputs: n.info.output.map((_, i) => opaque(n, i)) };
+  return { outputs: outputTypes(n.info).map((_, i) => opaque(n, i)) };
 }
 
 /** Short `str()`-like rendering of a value for `execution_error.current_inputs`. */

@@ -3,47 +3,16 @@
  * `add_routes()` does. Status codes and bodies follow ref/comfyui-protocol.md §1, including the quirks
  * (HTTP 200 with `node_errors`, 500 for a non-JSON body, empty 200 bodies).
  */
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { validateGraph } from '../comfyui/validate.ts';
-import { existsAnnotated } from './files.ts';
 import { JOB_STATUSES, historyJob, queueJob } from './jobs.ts';
 import type { Job, JobStatus } from './jobs.ts';
-import type { QueueItem } from './queue.ts';
+import { CANONICAL_UUID, internalError, isObject, parseJsonBody, pyTruthy } from './http-util.ts';
+import { registerPromptRoute } from './routes-prompt.ts';
 import type { FakeState } from './state.ts';
+import { modelFolders, systemStats } from './system-info.ts';
 import { SERVER_FEATURE_FLAGS } from './ws-hub.ts';
 
-export const COMFYUI_VERSION = '0.33.0';
-const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const SENSITIVE_EXTRA_DATA_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org'];
-
-export class BodyParseError extends Error {}
-
-/** aiohttp's `request.json()`: any content type, JSON or an exception (which the routes turn into 500). */
-export function parseJsonBody(body: unknown): unknown {
-  const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : '';
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new BodyParseError('invalid JSON body');
-  }
-}
-
-/** aiohttp's unhandled-exception answer. */
-export function internalError(reply: FastifyReply): FastifyReply {
-  return reply.code(500).type('text/plain; charset=utf-8').send('500 Internal Server Error\n\nServer got itself in trouble');
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function pyTruthy(v: unknown): boolean {
-  if (v === null || v === undefined || v === false || v === 0 || v === '') return false;
-  if (Array.isArray(v)) return v.length > 0;
-  if (typeof v === 'object') return Object.keys(v).length > 0;
-  return true;
-}
+export { COMFYUI_VERSION } from './system-info.ts';
 
 /** Python `int(str)` for query parameters; undefined when it would raise. */
 function pyIntParam(v: string): number | undefined {
@@ -51,89 +20,7 @@ function pyIntParam(v: string): number | undefined {
 }
 
 export function registerCoreRoutes(app: FastifyInstance, state: FakeState): void {
-  app.post('/prompt', async (req, reply) => {
-    let body: unknown;
-    try {
-      body = parseJsonBody(req.body);
-    } catch {
-      return internalError(reply);
-    }
-    if (!isObject(body)) return internalError(reply);
-
-    let number: number;
-    if ('number' in body) {
-      const n = typeof body.number === 'number' ? body.number : typeof body.number === 'string' ? Number(body.number) : NaN;
-      if (!Number.isFinite(n) || (typeof body.number === 'string' && body.number.trim() === '')) return internalError(reply);
-      number = n;
-    } else {
-      number = state.number;
-      if ('front' in body && pyTruthy(body.front)) number = -number;
-      state.number++;
-    }
-
-    if (!('prompt' in body)) {
-      const error = { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} };
-      return reply.code(400).send({ error, node_errors: {} });
-    }
-
-    let promptId: string;
-    if (body.prompt_id === undefined || body.prompt_id === null) promptId = randomUUID();
-    else if (typeof body.prompt_id === 'string' && CANONICAL_UUID.test(body.prompt_id)) promptId = body.prompt_id;
-    else {
-      return reply.code(400).send({
-        error: {
-          type: 'invalid_prompt_id',
-          message: 'prompt_id must be a valid UUID',
-          details: 'prompt_id must be a UUID string in canonical lowercase hyphenated form; omit it to let the server generate one',
-          extra_info: {},
-        },
-        node_errors: {},
-      });
-    }
-
-    const fault = state.faults.takePrompt500();
-    if (fault && !fault.afterQueue) {
-      state.log.warn({ promptId }, 'fault: POST /prompt answers 500');
-      return internalError(reply);
-    }
-
-    const targets = Array.isArray(body.partial_execution_targets) ? body.partial_execution_targets.map(String) : null;
-    const valid = validateGraph(body.prompt, state.objectInfo(), {
-      fileExists: (name) => existsAnnotated(state.dirs, name),
-      partialExecutionTargets: targets,
-    });
-
-    const extraData: Record<string, unknown> = isObject(body.extra_data) ? { ...body.extra_data } : {};
-    if ('client_id' in body) extraData.client_id = body.client_id;
-
-    if (!valid.ok) {
-      state.log.warn({ error: valid.error }, 'invalid prompt');
-      return reply.code(400).send({ error: valid.error, node_errors: valid.nodeErrors });
-    }
-    const sensitive: Record<string, unknown> = {};
-    for (const k of SENSITIVE_EXTRA_DATA_KEYS) {
-      if (k in extraData) {
-        sensitive[k] = extraData[k];
-        delete extraData[k];
-      }
-    }
-    extraData.create_time = Date.now();
-    const item: QueueItem = {
-      number,
-      promptId,
-      prompt: structuredClone(body.prompt as Record<string, unknown>),
-      extraData,
-      outputs: valid.outputs,
-      sensitive,
-    };
-    state.queue.put(item);
-    state.stats.submissions[promptId] = (state.stats.submissions[promptId] ?? 0) + 1;
-    if (fault) {
-      state.log.warn({ promptId }, 'fault: POST /prompt queued, then answers 500');
-      return internalError(reply);
-    }
-    return reply.send({ prompt_id: promptId, number, node_errors: valid.nodeErrors });
-  });
+  registerPromptRoute(app, state);
 
   app.get('/prompt', async () => ({ exec_info: { queue_remaining: state.queue.remaining() } }));
 
@@ -224,9 +111,9 @@ export function registerCoreRoutes(app: FastifyInstance, state: FakeState): void
   app.get('/embeddings', async () => []);
   app.get('/extensions', async () => []);
 
-  app.get('/models', async () => Object.keys(modelFolders(state)));
+  app.get('/models', async () => Object.keys(modelFolders(state.objectInfo())));
   app.get('/models/:folder', async (req, reply) => {
-    const files = modelFolders(state)[(req.params as { folder: string }).folder];
+    const files = modelFolders(state.objectInfo())[(req.params as { folder: string }).folder];
     if (!files) return reply.code(404).send();
     return files;
   });
@@ -248,79 +135,13 @@ export function registerCoreRoutes(app: FastifyInstance, state: FakeState): void
       body = undefined;
     }
     const ids = isObject(body) ? body.job_ids : undefined;
-    if (!Array.isArray(ids)) return reply.code(400).send({ error: 'job_ids contains invalid id(s)', invalid_ids: [ids ?? null] });
+    if (!Array.isArray(ids)) return reply.code(400).send({ error: 'job_ids must be a list' });
     const invalid = ids.filter((id) => typeof id !== 'string' || !CANONICAL_UUID.test(id));
     if (invalid.length > 0) return reply.code(400).send({ error: 'job_ids contains invalid id(s)', invalid_ids: invalid });
     let cancelled = false;
     for (const id of ids as string[]) cancelled = cancelJob(state, id) || cancelled;
     return { cancelled };
   });
-}
-
-function systemStats(): Record<string, unknown> {
-  const gib = 1024 ** 3;
-  return {
-    system: {
-      os: 'linux',
-      ram_total: 64 * gib,
-      ram_free: 48 * gib,
-      comfyui_version: COMFYUI_VERSION,
-      required_frontend_version: '1.27.10',
-      installed_templates_version: '0.1.95',
-      required_templates_version: '0.1.95',
-      comfy_package_versions: {},
-      python_version: '3.12.3 (main, Jun 18 2025, 17:59:45) [GCC 13.3.0]',
-      pytorch_version: '2.8.0+cu128',
-      embedded_python: false,
-      deploy_environment: 'local-git',
-      argv: ['main.py', '--fake-comfyui'],
-    },
-    devices: [
-      {
-        name: 'cuda:0 NVIDIA GeForce RTX 4090 (fake) : cudaMallocAsync',
-        type: 'cuda',
-        index: 0,
-        vram_total: 24 * gib,
-        vram_free: 22 * gib,
-        torch_vram_total: 0,
-        torch_vram_free: 0,
-      },
-    ],
-  };
-}
-
-/** Model folders and their files, derived from the loader combos in `/object_info`. */
-function modelFolders(state: FakeState): Record<string, string[]> {
-  const info = state.objectInfo();
-  const combo = (node: string, input: string, filter: (f: string) => boolean = () => true): string[] => {
-    const spec = info[node]?.input.required?.[input];
-    return Array.isArray(spec?.[0]) ? (spec[0] as unknown[]).map(String).filter(filter) : [];
-  };
-  const uniq = (...lists: string[][]) => [...new Set(lists.flat())].sort();
-  const diffusion = uniq(combo('UNETLoader', 'unet_name'), combo('UnetLoaderGGUF', 'unet_name'));
-  const textEncoders = uniq(combo('CLIPLoader', 'clip_name'), combo('CLIPLoaderGGUF', 'clip_name'));
-  return {
-    checkpoints: combo('CheckpointLoaderSimple', 'ckpt_name'),
-    loras: combo('LoraLoaderModelOnly', 'lora_name'),
-    vae: combo('VAELoader', 'vae_name', (f) => f !== 'pixel_space'),
-    text_encoders: textEncoders,
-    clip: textEncoders,
-    diffusion_models: diffusion,
-    unet: diffusion,
-    clip_vision: [],
-    style_models: [],
-    embeddings: [],
-    diffusers: [],
-    vae_approx: [],
-    controlnet: [],
-    gligen: [],
-    upscale_models: [],
-    hypernetworks: [],
-    photomaker: [],
-    classifiers: [],
-    model_patches: [],
-    audio_encoders: [],
-  };
 }
 
 function allJobs(state: FakeState): Job[] {

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { faultsBodySchema } from './faults.ts';
-import { parseJsonBody } from './routes-core.ts';
+import { parseJsonBody } from './http-util.ts';
 import type { FakeState } from './state.ts';
 
 export function registerFakeRoutes(app: FastifyInstance, state: FakeState): void {
@@ -25,6 +25,8 @@ export function registerFakeRoutes(app: FastifyInstance, state: FakeState): void
     if (dropNow) state.hub.dropAll();
     return state.faults.state;
   });
+
+  app.post('/__fake/release', async () => ({ released: state.release() }));
 
   app.post('/__fake/reset', async () => {
     await state.reset();

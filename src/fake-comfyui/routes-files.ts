@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { annotatedFilepath, dirByType, guessMime, isInside, listFilesByMtime, pyNormpath } from './files.ts';
 import { pngChannel } from './png.ts';
-import { internalError } from './routes-core.ts';
+import { internalError } from './http-util.ts';
 import type { FakeState } from './state.ts';
 
 /** Parses a multipart body with the web-standard parser built into Node (undici). */

@@ -11,9 +11,9 @@ import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { WebSocketServer } from 'ws';
-import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { prepareDataDirs } from './files.ts';
-import { loadObjectInfoFixture } from './fixture.ts';
+import { loadRawObjectInfo } from './fixture.ts';
+import type { RawObjectInfo } from './node-schema.ts';
 import { registerCoreRoutes } from './routes-core.ts';
 import { registerFakeRoutes } from './routes-fake.ts';
 import { registerFileRoutes, registerInternalRoutes } from './routes-files.ts';
@@ -31,7 +31,7 @@ export interface FakeComfyUIOptions {
   /** Extra time per prompt in ms, spent in its first executed node (default 0). */
   renderMs?: number;
   /** Served `/object_info` (the image combos are still regenerated from input/). Default: the fixture. */
-  objectInfo?: ObjectInfo;
+  objectInfo?: RawObjectInfo;
   /** pino level; default `LOG_LEVEL` or `warn`. */
   logLevel?: string;
 }
@@ -55,7 +55,7 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
   const log = pino({ name: 'fake-comfyui', level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'warn' });
   const state = new FakeState({
     dirs: prepareDataDirs(dataDir),
-    objectInfo: opts.objectInfo ?? loadObjectInfoFixture(),
+    objectInfo: opts.objectInfo ?? loadRawObjectInfo(),
     stepMs: opts.stepMs ?? 0,
     renderMs: opts.renderMs ?? 0,
     log,
@@ -82,7 +82,8 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
     }
     return undefined;
   });
-  app.setNotFoundHandler((_req, reply) => reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found'));
+  // As recorded: an unknown route (e.g. `/jobs` without `/api`) is a 404 with an empty octet-stream body.
+  app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/octet-stream').send(Buffer.alloc(0)));
   app.setErrorHandler((err: { statusCode?: number; message?: string }, _req, reply) => {
     const code = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (code === 500) log.error({ err }, 'unhandled error');

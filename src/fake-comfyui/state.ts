@@ -3,19 +3,20 @@
  * the operations the routes share: interrupts, reset, shutdown. All of it is lost on restart by design.
  */
 import type { Logger } from 'pino';
-import type { ObjectInfo } from '../comfyui/object-info.ts';
-import { Executor, RunControl, Worker, emptyStats } from './executor.ts';
+import { Executor, RunControl, emptyStats } from './executor.ts';
 import type { FakeStats } from './executor.ts';
 import type { DataDirs } from './files.ts';
 import { Faults } from './faults.ts';
 import type { FaultState } from './faults.ts';
 import { withInputFiles } from './fixture.ts';
+import type { RawObjectInfo } from './node-schema.ts';
 import { PromptQueue } from './queue.ts';
+import { Worker } from './worker.ts';
 import { WsHub } from './ws-hub.ts';
 
 export interface FakeStateOptions {
   dirs: DataDirs;
-  objectInfo: ObjectInfo;
+  objectInfo: RawObjectInfo;
   stepMs: number;
   renderMs: number;
   log: Logger;
@@ -39,7 +40,7 @@ export class FakeState {
   stats: FakeStats = emptyStats();
   /** `PromptServer.number`: the priority counter, restarting at 0 with the process. */
   number = 0;
-  private readonly baseObjectInfo: ObjectInfo;
+  private readonly baseObjectInfo: RawObjectInfo;
   private readonly executor: Executor;
   private worker: Worker;
 
@@ -67,7 +68,7 @@ export class FakeState {
   }
 
   /** The live `/object_info`: the fixture with the image combos listing the input directory. */
-  objectInfo(): ObjectInfo {
+  objectInfo(): RawObjectInfo {
     return withInputFiles(this.baseObjectInfo, this.dirs.input);
   }
 
@@ -82,6 +83,11 @@ export class FakeState {
     if (!this.queue.runningIds().includes(promptId)) return false;
     this.interruptGlobal();
     return true;
+  }
+
+  /** Ends a held node (`POST /__fake/release`). */
+  release(): boolean {
+    return this.worker.control.release();
   }
 
   freeMemory(): void {

@@ -22,7 +22,7 @@ export interface SdGraphOptions {
  */
 export function sdGraph(o: SdGraphOptions = {}): ComfyGraph {
   return {
-    '4': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: o.ckpt ?? 'v1-5-pruned-emaonly-fp16.safetensors' }, _meta: { title: 'Load Checkpoint' } },
+    '4': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: o.ckpt ?? 'tiny-sd15-random.safetensors' }, _meta: { title: 'Load Checkpoint' } },
     '5': {
       class_type: 'EmptyLatentImage',
       inputs: { width: o.width ?? 64, height: o.height ?? 64, batch_size: o.batchSize ?? 1 },
@@ -60,7 +60,7 @@ export function fluxGgufGraph(o: SdGraphOptions & { guidance?: number } = {}): C
     '1': { class_type: 'UnetLoaderGGUF', inputs: { unet_name: 'flux1-dev-Q8_0.gguf' }, _meta: { title: 'Unet Loader (GGUF)' } },
     '2': {
       class_type: 'DualCLIPLoaderGGUF',
-      inputs: { clip_name1: 't5-v1_1-xxl-encoder-Q8_0.gguf', clip_name2: 'clip_l.safetensors', type: 'flux' },
+      inputs: { clip_name1: 't5xxl_fp8_e4m3fn.safetensors', clip_name2: 'clip_l.safetensors', type: 'flux' },
       _meta: { title: 'DualCLIPLoader (GGUF)' },
     },
     '3': { class_type: 'VAELoader', inputs: { vae_name: 'ae.safetensors' }, _meta: { title: 'Load VAE' } },

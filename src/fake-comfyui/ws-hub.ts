@@ -2,7 +2,9 @@
  * The WebSocket side of ComfyUI's `PromptServer` (`websocket_handler`, `send_json`): one socket per client
  * id, events addressed to one id are silently dropped when that socket is not connected, `sid = null`
  * broadcasts. Reusing a client id while the old socket is open reproduces the real bug: the old socket's
- * cleanup later unregisters the new one, which then stays open but silent.
+ * cleanup later unregisters the new one, which then stays open but silent. Reconnecting right after a clean
+ * close works, as recorded: the real server has already run the old socket's cleanup by the time the client
+ * sees the close, so only a socket that was still open when its id was reused can unregister the new one.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -39,6 +41,8 @@ export class WsHub {
   lastNodeId: string | null = null;
   readonly counters: HubCounters = { framesSent: 0, framesDropped: 0, connections: 0 };
   private readonly all = new Set<WebSocket>();
+  /** Sockets whose cleanup the real server would already have run (closing when their id was reused). */
+  private readonly cleanedUp = new WeakSet<WebSocket>();
 
   constructor(
     private readonly hooks: HubHooks,
@@ -60,12 +64,32 @@ export class WsHub {
     this.sendFrame(ws, frame);
   }
 
+  /** `send_bytes(event, data, sid)`: a binary frame (previews), addressed like `send`. */
+  sendBinary(frame: Buffer, sid?: string | null): void {
+    if (sid === null || sid === undefined) {
+      for (const ws of this.sockets.values()) this.sendFrame(ws, frame);
+      return;
+    }
+    const ws = this.sockets.get(sid);
+    if (!ws) {
+      this.counters.framesDropped++;
+      return;
+    }
+    this.sendFrame(ws, frame);
+  }
+
+  /** `feature_flags.supports_feature(sockets_metadata, sid, flag)`. */
+  supportsFeature(sid: string | null, flag: string): boolean {
+    if (sid === null) return false;
+    return this.metadata.get(sid)?.featureFlags[flag] === true;
+  }
+
   /** `queue_updated`: status broadcast without sid. */
   sendStatus(): void {
     this.send('status', { status: { exec_info: { queue_remaining: this.hooks.queueRemaining() } } });
   }
 
-  private sendFrame(ws: WebSocket, frame: string): void {
+  private sendFrame(ws: WebSocket, frame: string | Buffer): void {
     if (ws.readyState !== WebSocket.OPEN) {
       this.counters.framesDropped++;
       return;
@@ -90,6 +114,8 @@ export class WsHub {
     let sid = url.searchParams.get('clientId') ?? '';
     if (sid) {
       // Like the real handler: forget the old entry but do not close the old socket.
+      const old = this.sockets.get(sid);
+      if (old && old.readyState !== WebSocket.OPEN) this.cleanedUp.add(old);
       this.sockets.delete(sid);
     } else {
       sid = randomUUID().replaceAll('-', '');
@@ -122,6 +148,7 @@ export class WsHub {
     });
     ws.on('close', () => {
       this.all.delete(ws);
+      if (this.cleanedUp.has(ws)) return;
       // Unconditional pop by sid: this is what unregisters a newer socket that reused the id.
       this.sockets.delete(sid);
       this.metadata.delete(sid);

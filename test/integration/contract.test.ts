@@ -1,12 +1,13 @@
 /**
  * The ComfyUI contract checks (`comfy-durable contract <url>`) against the fake: the same checks an operator
- * runs against a real ComfyUI must hold for the fake our other tests trust.
+ * runs against a real ComfyUI must hold for the fake our other tests trust (it serves the recorded real
+ * `/object_info`).
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runContractChecks } from '../../src/comfyui/contract.ts';
+import { runAllContractChecks } from '../../src/cli/contract.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 
 const run = promisify(execFile);
@@ -21,22 +22,27 @@ afterAll(async () => {
 
 describe('contract checks', () => {
   it('all pass against the fake ComfyUI', async () => {
-    const results = await runContractChecks(fake.url);
-    expect(results.length).toBeGreaterThanOrEqual(7);
+    const results = await runAllContractChecks(fake.url);
+    expect(results.length).toBeGreaterThanOrEqual(12);
     expect(results.filter((r) => !r.ok)).toEqual([]);
   });
 
-  it('fail when ComfyUI lacks a node the profiles need', async () => {
-    // A ComfyUI without ComfyUI-GGUF: the fixture minus the GGUF loaders.
+  it('name, one line each, the custom node and the model file a ComfyUI lacks', async () => {
+    // A ComfyUI without ComfyUI-GGUF's unet loader and without the Flux VAE file.
     const { loadObjectInfoFixture } = await import('../../src/fake-comfyui/fixture.ts');
     const info = loadObjectInfoFixture();
     delete info.UnetLoaderGGUF;
+    const vae = info.VAELoader!.input.required!.vae_name!;
+    vae[0] = (vae[0] as string[]).filter((f) => f !== 'ae.safetensors');
     const bare = await startFakeComfyUI({ port: 0, objectInfo: info });
     try {
-      const results = await runContractChecks(bare.url);
-      const nodes = results.find((r) => r.name.startsWith('object_info'));
-      expect(nodes?.ok).toBe(false);
-      expect(nodes?.detail).toContain('UnetLoaderGGUF');
+      const failed = (await runAllContractChecks(bare.url)).filter((r) => !r.ok);
+      expect(failed.map((r) => r.name)).toEqual([
+        'node class UnetLoaderGGUF is not installed (custom node city96/ComfyUI-GGUF)',
+        'model file ae.safetensors is missing',
+      ]);
+      expect(failed[0]!.detail).toBe('needed by imagegen-flux-dev, imagegen-flux-schnell, imagegen-flux-kontext, imagegen-qwen-image, imagegen-qwen-image-edit');
+      expect(failed[1]!.detail).toBe('not in VAELoader.vae_name; needed by imagegen-flux-dev, imagegen-flux-schnell, imagegen-flux-kontext');
     } finally {
       await bare.close();
     }

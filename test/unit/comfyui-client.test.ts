@@ -299,14 +299,46 @@ describe('files and info', () => {
     expect(err.retryable).toBe(false);
   });
 
-  it('objectInfo: whole map skips malformed nodes; one class or undefined', async () => {
-    const ks = { input: { required: { seed: ['INT', { min: 0 }] } }, output: ['LATENT'], name: 'KSampler', output_node: false };
-    stub.overrides.set('GET /object_info', () => ({ status: 200, json: { KSampler: ks, Broken: { nope: true } } }));
-    stub.overrides.set('GET /object_info/KSampler', () => ({ status: 200, json: { KSampler: ks } }));
+  it('objectInfo keeps every node: null cosmetic fields pass, unreadable used parts are dropped and logged once', async () => {
+    // Shapes recorded from a real ComfyUI 0.33.0: display_name null, output_is_list [null], unknown keys.
+    const guidance = {
+      input: { required: { conditioning: ['CONDITIONING'], guidance: ['FLOAT', { default: 3.5, min: 0, max: 100 }] } },
+      input_order: { required: ['conditioning', 'guidance'] },
+      output: ['CONDITIONING'],
+      output_is_list: [null],
+      output_name: ['CONDITIONING'],
+      name: 'FluxGuidance',
+      display_name: null,
+      description: '',
+      category: 'advanced/conditioning/flux',
+      output_node: false,
+      search_aliases: null,
+      price_badge: null,
+      has_intermediate_output: false,
+    };
+    const broken = { input: { required: { ok: ['INT'], bad: 'INT' } }, output: 'LATENT', name: 'Broken' };
+    const warnings: Array<Record<string, unknown>> = [];
+    const log = { debug() {}, info() {}, error() {}, warn: (o: Record<string, unknown>) => void warnings.push(o) };
+    const logged = new ComfyClient({ baseUrl: stub.url, logger: log as never });
+    stub.overrides.set('GET /object_info', () => ({ status: 200, json: { FluxGuidance: guidance, Broken: broken, Junk: 7 } }));
+    stub.overrides.set('GET /object_info/FluxGuidance', () => ({ status: 200, json: { FluxGuidance: guidance } }));
     stub.overrides.set('GET /object_info/Nope', () => ({ status: 200, json: {} }));
-    expect(Object.keys(await client.objectInfo())).toEqual(['KSampler']);
-    expect((await client.objectInfo('KSampler'))?.output).toEqual(['LATENT']);
-    expect(await client.objectInfo('Nope')).toBeUndefined();
+    try {
+      const info = await logged.objectInfo();
+      expect(Object.keys(info)).toEqual(['FluxGuidance', 'Broken', 'Junk']);
+      expect(info.FluxGuidance).toMatchObject({ display_name: null, output_is_list: [null], output: ['CONDITIONING'], search_aliases: null });
+      expect(info.Broken).toMatchObject({ input: { required: { ok: ['INT'] } }, output: [], output_node: false });
+      expect(info.Broken!.input.required).not.toHaveProperty('bad');
+      expect(info.Junk).toMatchObject({ name: 'Junk', input: {}, output: [] });
+      const problems = warnings.map((w) => `${String(w.node)}: ${String(w.problem)}`);
+      expect(problems).toEqual(['Broken: input.required.bad: not a non-empty list', 'Broken: output: not a list', 'Junk: entry is not an object']);
+      await logged.objectInfo();
+      expect(warnings).toHaveLength(3);
+      expect((await logged.objectInfo('FluxGuidance'))?.output).toEqual(['CONDITIONING']);
+      expect(await logged.objectInfo('Nope')).toBeUndefined();
+    } finally {
+      await logged.close();
+    }
   });
 
   it('systemStats tolerates old releases (missing optional fields)', async () => {

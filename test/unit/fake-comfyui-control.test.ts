@@ -239,7 +239,9 @@ describe('fault injection', () => {
     const { prompt_id } = await http.submit(sdGraph({ seed: 33 }));
     const h = await http.waitForHistory<History>(prompt_id);
     const err = h.status.messages.find((m) => m[0] === 'execution_error')![1];
-    expect(err).toMatchObject({ node_type: 'VAEDecode', exception_type: 'RuntimeError', exception_message: 'boom' });
+    // As recorded: `exception_message` is str(ex), a newline, then the (empty) tips.
+    expect(err).toMatchObject({ node_type: 'VAEDecode', exception_type: 'RuntimeError', exception_message: 'boom\n' });
+    expect((err.traceback as string[]).length).toBeGreaterThan(4);
   });
 
   it('a vanished input file fails LoadImage at execution time', async () => {

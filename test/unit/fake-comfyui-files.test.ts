@@ -110,9 +110,9 @@ describe('discovery routes', () => {
   it('/models, /system_stats, /internal/files (not under /api)', async () => {
     expect((await http.get<string[]>('/models')).json).toContain('vae');
     expect((await http.get<string[]>('/models/vae')).json).toContain('ae.safetensors');
-    expect((await http.get<string[]>('/models/diffusion_models')).json).toEqual(
-      expect.arrayContaining(['flux1-dev-Q8_0.gguf', 'wan2.2_ti2v_5B_fp16.safetensors']),
-    );
+    // As on the real server with ComfyUI-GGUF: GGUF files are listed under their own folder.
+    expect((await http.get<string[]>('/models/diffusion_models')).json).toContain('wan2.2_ti2v_5B_fp16.safetensors');
+    expect((await http.get<string[]>('/models/unet_gguf')).json).toContain('flux1-dev-Q8_0.gguf');
     expect((await http.get('/models/nope')).status).toBe(404);
     const stats = (await http.get<{ system: { comfyui_version: string }; devices: unknown[] }>('/system_stats')).json;
     expect(stats.system.comfyui_version).toBe('0.33.0');

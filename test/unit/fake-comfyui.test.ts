@@ -146,13 +146,16 @@ describe('execution events', () => {
     const iStart = idx((e) => e.type === 'execution_start');
     const iCached = idx((e) => e.type === 'execution_cached');
     const iFirstExec = idx((e) => e.type === 'executing');
+    const iFirstState = idx((e) => e.type === 'progress_state');
     const iExecuted = idx((e) => e.type === 'executed');
     const iSuccess = idx((e) => e.type === 'execution_success');
     const iNull = idx((e) => e.type === 'executing' && e.data.node === null);
     expect(types[0]).toBe('status');
     expect(iStart).toBeGreaterThan(0);
     expect(iCached).toBe(iStart + 1);
-    expect(iFirstExec).toBe(iCached + 1);
+    // As recorded: a node's `progress_state` (running) comes right before its `executing`.
+    expect(iFirstState).toBe(iCached + 1);
+    expect(iFirstExec).toBe(iFirstState + 1);
     expect(iExecuted).toBeGreaterThan(iFirstExec);
     expect(iSuccess).toBeGreaterThan(iExecuted);
     // History is written (status broadcast with the queue drained) before executing:null.
@@ -163,10 +166,11 @@ describe('execution events', () => {
     expect(evs[iStart]!.data).toEqual({ prompt_id, timestamp: expect.any(Number) });
     expect(evs[iCached]!.data).toEqual({ nodes: [], prompt_id, timestamp: expect.any(Number) });
     const executing = evs.filter((e) => e.type === 'executing' && e.data.node !== null).map((e) => e.data.node);
-    expect(executing.sort()).toEqual(['3', '4', '5', '6', '7', '8', '9']);
+    expect([...executing].sort()).toEqual(['3', '4', '5', '6', '7', '8', '9']);
     expect(executing.indexOf('3')).toBeLessThan(executing.indexOf('8'));
     const progress = evs.filter((e) => e.type === 'progress').map((e) => e.data);
-    expect(progress).toEqual([1, 2, 3].map((value) => ({ value, max: 3, prompt_id, node: '3' })));
+    // Throttled like comfy.utils.ProgressBar: steps under 100 ms apart send only the first and the last.
+    expect(progress).toEqual([1, 3].map((value) => ({ value, max: 3, prompt_id, node: '3' })));
     // progress_state precedes each progress tick and reports the running node.
     const iFirstProgress = idx((e) => e.type === 'progress');
     expect(evs[iFirstProgress - 1]!.type).toBe('progress_state');
@@ -353,15 +357,17 @@ describe('caching and rendered files', () => {
   it('SaveVideo writes a placeholder .mp4 reported under images with animated [true]', async () => {
     const g = sdGraph({ seed: 13 });
     g['9'] = { class_type: 'CreateVideo', inputs: { images: ['8', 0], fps: 24 }, _meta: { title: 'Create Video' } };
-    g['10'] = { class_type: 'SaveVideo', inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', codec: 'auto' }, _meta: { title: 'Save Video' } };
+    g['10'] = { class_type: 'SaveVideo', inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', 'format.codec': 'auto' }, _meta: { title: 'Save Video' } };
     const { prompt_id } = await http.submit(g);
     const h = await http.waitForHistory<{ outputs: Record<string, unknown> }>(prompt_id);
     expect(h.outputs['10']).toEqual({ images: [{ filename: 'ComfyUI_00001_.mp4', subfolder: 'video', type: 'output' }], animated: [true] });
     const res = await fetch(`${fake.url}/view?filename=ComfyUI_00001_.mp4&subfolder=video&type=output`);
     expect(res.headers.get('content-type')).toBe('video/mp4');
 
-    // Like v0.30-v0.33: a missing `codec` passes validation and fails at execution.
-    delete g['10']!.inputs.codec;
+    // As on the real server: a missing DynamicCombo (`format`) is dropped by validation, not refused, and
+    // the node fails at execution.
+    delete g['10']!.inputs.format;
+    delete g['10']!.inputs['format.codec'];
     const noCodec = await http.submit(g);
     const h2 = await http.waitForHistory<History>(noCodec.prompt_id);
     expect(h2.status.messages.find((m) => m[0] === 'execution_error')![1]).toMatchObject({ node_type: 'SaveVideo', exception_type: 'KeyError' });

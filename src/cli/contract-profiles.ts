@@ -1,0 +1,121 @@
+/**
+ * The profile half of `comfy-durable contract`: does this ComfyUI have every node class and model file the
+ * model profiles' graphs use? Each graph a profile can submit (every kind, with and without a mask, with the
+ * most reference images) is built as the service would build it and read against the live `/object_info`
+ * with the client's own definite-fact checks (src/comfyui/preflight.ts). What is missing is reported one
+ * line per node class and one line per model file, naming the profiles that need it; when nothing is
+ * missing, one line per profile says so.
+ */
+import type { ContractResult } from '../comfyui/contract.ts';
+import type { ComfyGraph } from '../comfyui/graph.ts';
+import type { ObjectInfo } from '../comfyui/object-info.ts';
+import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
+import { planRender } from '../models/plan.ts';
+import type { ModelProfile } from '../models/profile.ts';
+import type { BlobRef, RenderRequest } from '../render/types.ts';
+
+/** Where the non-core nodes the families use come from, so a missing one reads as what to install. */
+const CUSTOM_NODE_SOURCES: Record<string, string> = {
+  UnetLoaderGGUF: 'city96/ComfyUI-GGUF',
+  DualCLIPLoaderGGUF: 'city96/ComfyUI-GGUF',
+  CLIPLoaderGGUF: 'city96/ComfyUI-GGUF',
+};
+
+interface Need {
+  profiles: Set<string>;
+  where: Set<string>;
+}
+
+export function profileChecks(profiles: readonly ModelProfile[], info: ObjectInfo): ContractResult[] {
+  const nodes = new Map<string, Need>();
+  const files = new Map<string, Need>();
+  const graphCount = new Map<string, number>();
+  const need = (map: Map<string, Need>, key: string, profile: string, where: string): void => {
+    const n = map.get(key) ?? { profiles: new Set(), where: new Set() };
+    n.profiles.add(profile);
+    n.where.add(where);
+    map.set(key, n);
+  };
+
+  for (const profile of profiles) {
+    const graphs = sampleGraphs(profile);
+    graphCount.set(profile.id, graphs.length);
+    for (const graph of graphs) {
+      for (const p of missingNodeClasses(graph, info)) need(nodes, p.classType ?? `(node ${p.nodeId} without class_type)`, profile.id, p.nodeId);
+      for (const p of missingModelFiles(graph, info)) need(files, p.value as string, profile.id, `${p.classType}.${p.input}`);
+    }
+  }
+
+  const results: ContractResult[] = [];
+  for (const [cls, n] of [...nodes].sort(([a], [b]) => a.localeCompare(b))) {
+    const source = CUSTOM_NODE_SOURCES[cls];
+    results.push({
+      name: `node class ${cls} is not installed${source ? ` (custom node ${source})` : ''}`,
+      ok: false,
+      detail: `needed by ${[...n.profiles].join(', ')}`,
+    });
+  }
+  for (const [file, n] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
+    results.push({
+      name: `model file ${file} is missing`,
+      ok: false,
+      detail: `not in ${[...n.where].join(', ')}; needed by ${[...n.profiles].join(', ')}`,
+    });
+  }
+  for (const profile of profiles) {
+    const lacking = [...nodes.values(), ...files.values()].some((n) => n.profiles.has(profile.id));
+    if (lacking) continue;
+    results.push({
+      name: `${profile.id}: every node class and model file its graphs use is installed`,
+      ok: true,
+      detail: `${graphCount.get(profile.id) ?? 0} graphs (${profile.kinds.join(', ')})`,
+    });
+  }
+  return results;
+}
+
+/** The distinct graphs a profile can submit: each kind; img2img with and without a mask; edits with 1..max refs. */
+export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
+  const requests: RenderRequest[] = [];
+  for (const kind of profile.kinds) {
+    if (kind === 'img2img') {
+      requests.push(sampleRequest(profile, { kind, initImage: ref(1), denoise: 0.5 }));
+      requests.push(sampleRequest(profile, { kind, initImage: ref(2), mask: ref(3), denoise: 0.9 }));
+    } else if (kind === 'edit') {
+      for (let n = 1; n <= Math.max(1, profile.maxExtraImages); n++) {
+        requests.push(sampleRequest(profile, { kind, extraImages: Array.from({ length: n }, (_, i) => ref(10 + i)) }));
+      }
+    } else {
+      requests.push(sampleRequest(profile, { kind }));
+    }
+  }
+  return requests.map((r) => planRender(r, { renderId: 'render-contract' }).items[0]!.graph);
+}
+
+/** Images are never read by these checks: LoadImage's file is ComfyUI's to validate at submit time. */
+function ref(n: number): BlobRef {
+  return { sha256: n.toString(16).padStart(64, '0'), size: 1, mime: 'image/png', width: 64, height: 64 };
+}
+
+function sampleRequest(profile: ModelProfile, over: Partial<RenderRequest> & Pick<RenderRequest, 'kind'>): RenderRequest {
+  const d = profile.defaults;
+  return {
+    model: profile.id,
+    prompt: 'contract',
+    negativePrompt: '',
+    seed: 1,
+    steps: d.steps,
+    cfg: d.cfg,
+    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
+    sampler: d.sampler,
+    scheduler: d.scheduler,
+    width: d.width,
+    height: d.height,
+    batchSize: 1,
+    nIter: 1,
+    denoise: 1,
+    extraImages: [],
+    report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: d.width, requestedHeight: d.height },
+    ...over,
+  };
+}
