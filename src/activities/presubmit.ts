@@ -7,14 +7,15 @@ import { preflightGraph } from '../comfyui/preflight.ts';
 import { FailureType } from '../workflows/failure-types.ts';
 import type { ObjectInfoCache } from './object-info-cache.ts';
 import type { Backend } from '../render/types.ts';
-import type { ComfyGraph } from '../comfyui/graph.ts';
+import type { RunPromptInput } from './types.ts';
 
 /**
  * Fail fast, non-retryably, only on definite facts (preflight.ts: a node class or a model file this ComfyUI
  * lacks); ComfyUI judges everything else when the prompt is submitted. A refusal is confirmed against a
  * fresh `/object_info` first: the operator may have just installed the file the cached copy lacks.
  */
-export async function validateBeforeSubmit(client: ComfyClient, input: { graph: ComfyGraph; backend: Backend }, cache: ObjectInfoCache): Promise<void> {
+/** `backend`: the ComfyUI the attempt runs on (bound late: not in the attempt's input). */
+export async function validateBeforeSubmit(client: ComfyClient, input: { graph: RunPromptInput['graph']; backend: Backend }, cache: ObjectInfoCache): Promise<void> {
   if (preflightGraph(input.graph, await cache.get(input.backend.id, client)).ok) return;
   cache.invalidate(input.backend.id);
   const v = preflightGraph(input.graph, await cache.get(input.backend.id, client));
