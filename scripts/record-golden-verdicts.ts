@@ -57,7 +57,8 @@ try {
     process.stdout.write(`${file}: HTTP ${answer.status} ${JSON.stringify((answer.json as { node_errors?: unknown })?.node_errors ?? answer.json)}\n`);
   }
 } finally {
-  await post('/queue', { delete: queued });
+  // The blocker may still be pending behind someone else's prompt: dequeue it too, then stop it if it runs.
+  await post('/queue', { delete: [...queued, blockerId] });
   await post('/interrupt', { prompt_id: blockerId });
 }
 const sorted = Object.fromEntries(Object.entries(recorded).sort(([a], [c]) => a.localeCompare(c)));
