@@ -5,7 +5,7 @@
  * in `comments` rendered and then answered 500, the GPU work lost. The walk here is iterative, so it cannot
  * overflow itself; paths name the offending field.
  */
-import { RequestError } from './a1111/errors.ts';
+import { RequestError, type RequestErrorStatus } from './a1111/errors.ts';
 
 /** Deeper than any real A1111 body (ControlNet units in `alwayson_scripts` nest about five levels). */
 export const MAX_JSON_DEPTH = 32;
@@ -14,9 +14,11 @@ export interface BodyShapeLimits {
   maxDepth: number;
   /** Longest string allowed at `path` (dot path from the body's root). */
   maxStringChars(path: readonly (string | number)[]): number;
+  /** Status for a string over its limit (default 422, a field that fails validation; 413 for images). */
+  tooLongStatus?(path: readonly (string | number)[]): RequestErrorStatus;
 }
 
-/** Throws RequestError 400 naming the first field that is nested too deep or holds too long a string. */
+/** Throws a RequestError naming the first field that is nested too deep (400) or holds too long a string. */
 export function assertBodyShape(body: unknown, limits: BodyShapeLimits): void {
   const stack: { value: unknown; path: (string | number)[] }[] = [{ value: body, path: [] }];
   while (stack.length > 0) {
@@ -25,7 +27,7 @@ export function assertBodyShape(body: unknown, limits: BodyShapeLimits): void {
       const max = limits.maxStringChars(path);
       if (value.length > max) {
         const field = path.join('.') || 'body';
-        throw new RequestError(400, field, `${field}: must be at most ${max} characters (got ${value.length})`, { limit: max });
+        throw new RequestError(limits.tooLongStatus?.(path) ?? 422, field, `${field}: must be at most ${max} characters (got ${value.length})`, { limit: max });
       }
       continue;
     }
@@ -70,5 +72,7 @@ export function a1111BodyLimits(maxImageBytes: number): BodyShapeLimits {
   return {
     maxDepth: MAX_JSON_DEPTH,
     maxStringChars: (path) => (IMAGE_FIELDS.has(String(path[0])) ? imageChars : MAX_STRING_CHARS),
+    // An image over the size limit is too large a payload, as the decoder would say (413), not a bad value.
+    tooLongStatus: (path) => (IMAGE_FIELDS.has(String(path[0])) ? 413 : 422),
   };
 }

@@ -65,10 +65,11 @@ describe('verdicts on the golden graphs', () => {
   const recorded = fixture('golden-real.json') as Record<string, { status: number; response: { node_errors: unknown } }>;
 
   it('accepts every golden graph exactly as the real server did', async () => {
-    // golden-real.json holds the real server's verdicts on the image golden graphs; the video ones
-    // (videogen-*.json, newer than the recording) are validated against the recorded /object_info instead.
+    // golden-real.json holds the real server's verdicts on every golden graph. The video ones are left out
+    // here only because accepted graphs run, and the video goldens at their default sizes would make this
+    // test encode minutes of video; their verdicts are held against the client's check in preflight-verdicts.
     const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json') && !f.startsWith('videogen-'));
-    expect(files.sort()).toEqual(Object.keys(recorded).sort());
+    expect(files.sort()).toEqual(Object.keys(recorded).filter((f) => !f.startsWith('videogen-')).sort());
     for (const file of files) {
       const graph = JSON.parse(readFileSync(new URL(file, GOLDEN_DIR), 'utf8')) as Record<string, { class_type: string; inputs: Record<string, unknown> }>;
       // The images the golden graphs load were uploaded before the real server saw them.

@@ -53,10 +53,10 @@ describe('string lengths (red-team: only prompt had a cap)', () => {
     ['styles', ['x'.repeat(MAX_STRING_CHARS + 1)]],
     ['override_settings', { sd_vae: 'x'.repeat(MAX_STRING_CHARS + 1) }],
   ] as const) {
-    it(`${field}: a long string is a 400 naming it, nothing started`, async () => {
+    it(`${field}: a long string is a 422 naming it, nothing started`, async () => {
       const before = front.starts.length;
       const r = await post('/sdapi/v1/txt2img', { prompt: 'p', model: 'imagegen-flux-schnell', [field]: value });
-      expect(r.status).toBe(400);
+      expect(r.status).toBe(422);
       expect(String(r.json.field)).toMatch(new RegExp(`^${field}`));
       expect(r.json.detail).toMatch(/at most 16384 characters/);
       expect(front.starts.length).toBe(before);
