@@ -35,35 +35,26 @@ function settle(c: BackendClock, t: number): void {
   c.since = t;
 }
 
-const busySeconds = new Counter({
-  name: 'comfy_durable_backend_busy_seconds_total',
-  help: 'Seconds each ComfyUI backend served by this worker spent running prompt attempts',
-  labelNames: ['backend'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    const t = now();
-    for (const [backend, c] of clocks) {
-      settle(c, t);
-      this.inc({ backend }, c.busyMs / 1000);
-    }
-  },
-});
+/** A counter of each backend's busy or idle seconds, read off the clocks when Prometheus scrapes. */
+function clockCounter(name: string, help: string, ms: (c: BackendClock) => number): Counter<'backend'> {
+  return new Counter({
+    name,
+    help,
+    labelNames: ['backend'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = now();
+      for (const [backend, c] of clocks) {
+        settle(c, t);
+        this.inc({ backend }, ms(c) / 1000);
+      }
+    },
+  });
+}
 
-const idleSeconds = new Counter({
-  name: 'comfy_durable_backend_idle_seconds_total',
-  help: 'Seconds each ComfyUI backend served by this worker was free (no prompt attempt)',
-  labelNames: ['backend'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    const t = now();
-    for (const [backend, c] of clocks) {
-      settle(c, t);
-      this.inc({ backend }, c.idleMs / 1000);
-    }
-  },
-});
+clockCounter('comfy_durable_backend_busy_seconds_total', 'Seconds each ComfyUI backend served by this worker spent running prompt attempts', (c) => c.busyMs);
+clockCounter('comfy_durable_backend_idle_seconds_total', 'Seconds each ComfyUI backend served by this worker was free (no prompt attempt)', (c) => c.idleMs);
 
 const busyGauge = new Gauge({
   name: 'comfy_durable_backend_busy',
