@@ -23,8 +23,10 @@ export function schemaProblems(g: ComfyGraph, info: ObjectInfo): string[] {
       if (!Object.hasOwn(node.inputs, name) && spec[0] !== 'COMFY_DYNAMICCOMBO_V3') out.push(`${id}.${name}: required input missing`);
     }
     for (const [name, value] of Object.entries(node.inputs)) {
-      // `format.codec`: an input of the option chosen in a dynamic combo (nested specs; not checked here).
-      if (inputSpec(cls, name.split('.')[0] ?? '')?.[0] === 'COMFY_DYNAMICCOMBO_V3' && name.includes('.')) continue;
+      // `format.codec` (an input of the option chosen in a dynamic combo) and `ref_images.ref_image_0` (a slot
+      // of an autogrow list): inputs of a V3 container, whose nested specs are not checked here.
+      const container = inputSpec(cls, name.split('.')[0] ?? '')?.[0];
+      if (name.includes('.') && (container === 'COMFY_DYNAMICCOMBO_V3' || container === 'COMFY_AUTOGROW_V3')) continue;
       const spec = inputSpec(cls, name);
       // ComfyUI ignores undeclared inputs; in a graph we build, one is a misspelt name that would be lost.
       if (!spec) {

@@ -42,7 +42,8 @@ describe('FsBlobStore streams', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-blobs-'));
     const store = new FsBlobStore(dir);
     await expect(store.putStream(chunks(4, 1), { mime: 'video/mp4' }, { maxBytes: 2 * 1024 * 1024 })).rejects.toBeInstanceOf(BlobTooLargeError);
-    expect(readdirSync(dir)).toEqual([]);
+    // No file anywhere: neither a blob nor the staging file (the empty staging folder may stay).
+    expect(readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile())).toEqual([]);
     await expect(store.openRead('0'.repeat(64))).rejects.toBeInstanceOf(BlobNotFoundError);
   });
 });

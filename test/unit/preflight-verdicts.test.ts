@@ -78,9 +78,8 @@ function promptSteps(file: string): Array<[string, Step]> {
 
 describe('verdicts against the real ComfyUI', () => {
   const goldenDir = new URL('../golden/', import.meta.url);
-  // The real server's verdicts cover the image golden graphs; the video ones (videogen-*.json, newer than the
-  // recording) are validated against the recorded /object_info in test/golden/video-graphs.test.ts.
-  const goldens = readdirSync(goldenDir).filter((f) => f.endsWith('.json') && !f.startsWith('videogen-'));
+  // Every golden graph, image and video, has the real server's verdict (scripts/record-golden-verdicts.ts).
+  const goldens = readdirSync(goldenDir).filter((f) => f.endsWith('.json'));
   const real = fixture('real-comfyui/golden-real.json') as Record<string, { status: number; response: RealAnswer }>;
 
   it('the real server answered every golden graph, and accepted all of them', () => {
