@@ -14,33 +14,48 @@ export interface InFlightRender {
 }
 
 export class InFlight {
-  private readonly renders = new Map<string, { render: InFlightRender; clients: number }>();
+  /** `waits`: requests still awaiting the render; `attached`: those whose client is still connected. */
+  private readonly renders = new Map<string, { render: InFlightRender; waits: number; attached: number }>();
 
   private readonly listeners: ((renderId: string) => void)[] = [];
 
-  /** The returned function ends the entry: the render has returned to its client (or failed). */
-  add(r: InFlightRender): () => void {
-    const entry = this.renders.get(r.renderId);
-    if (entry) entry.clients++;
-    else this.renders.set(r.renderId, { render: r, clients: 1 });
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const e = this.renders.get(r.renderId);
-      if (e && --e.clients <= 0) {
+  /**
+   * One request waits on the render. `done` ends its wait (the render returned or failed); `detach` says its
+   * client went away while the render goes on. The render stays listed until every wait has ended: a
+   * client that disconnected does not take the render off the GPU list, so `/sdapi/v1/interrupt` (which
+   * SillyTavern sends right after aborting its request) still reaches it, as in A1111.
+   */
+  add(r: InFlightRender): { done(): void; detach(): void } {
+    const entry = this.renders.get(r.renderId) ?? { render: r, waits: 0, attached: 0 };
+    entry.waits++;
+    entry.attached++;
+    this.renders.set(r.renderId, entry);
+    let attached = true;
+    let waiting = true;
+    const detach = (): void => {
+      if (!attached) return;
+      attached = false;
+      entry.attached--;
+    };
+    return {
+      detach,
+      done: () => {
+        if (!waiting) return;
+        waiting = false;
+        detach();
+        if (--entry.waits > 0 || this.renders.get(r.renderId) !== entry) return;
         this.renders.delete(r.renderId);
         for (const l of this.listeners) l(r.renderId);
-      }
+      },
     };
   }
 
-  /** How many clients of this front wait on the render (0 when none). */
+  /** How many connected clients of this front wait on the render (0 when none). */
   clients(renderId: string): number {
-    return this.renders.get(renderId)?.clients ?? 0;
+    return this.renders.get(renderId)?.attached ?? 0;
   }
 
-  /** Called with each render id as the last client waiting on it is done (progress goes idle at that moment). */
+  /** Called with each render id as the last request waiting on it is done (progress goes idle at that moment). */
   onFinished(listener: (renderId: string) => void): void {
     this.listeners.push(listener);
   }

@@ -47,7 +47,7 @@ export async function startAndWait(
   reply.header('X-Render-Id', started.renderId);
   req.log.info({ renderId: started.renderId, model: normalized.request.model, attached: started.attached }, 'render started');
 
-  const done = ctx.inFlight.add({
+  const flight = ctx.inFlight.add({
     renderId: started.renderId,
     startedAt: Date.now(),
     interrupt: async () => {
@@ -61,7 +61,7 @@ export async function startAndWait(
   // Idempotency-Key retry attaches to it.
   const onClose = (): void => {
     if (reply.raw.writableEnded) return;
-    done(); // this client waits no more
+    flight.detach(); // this client waits no more (the render stays listed for interrupt until it ends)
     if (!ctx.config.CANCEL_ON_DISCONNECT) return;
     // Other clients of this front (Idempotency-Key retries) still wait for these images. (Clients of other
     // front replicas are not known here: with several replicas, prefer CANCEL_ON_DISCONNECT=false.)
@@ -90,7 +90,7 @@ export async function startAndWait(
     }
     throw err;
   } finally {
-    done();
+    flight.done();
     reply.raw.off('close', onClose);
   }
 }

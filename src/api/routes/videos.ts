@@ -136,7 +136,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       const stop = async (): Promise<void> => {
         await started.handle.cancel();
       };
-      const done = ctx.inFlight.add({ renderId: started.renderId, startedAt: Date.now(), interrupt: stop, skip: stop });
+      const flight = ctx.inFlight.add({ renderId: started.renderId, startedAt: Date.now(), interrupt: stop, skip: stop });
       const onClose = (): void => {
         if (ctx.config.CANCEL_ON_DISCONNECT && !reply.raw.writableEnded) void started.handle.cancel().catch(() => undefined);
       };
@@ -161,7 +161,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         throw err;
       } finally {
         clearTimeout(timer);
-        done();
+        flight.done();
         reply.raw.off('close', onClose);
       }
     });
