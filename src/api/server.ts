@@ -128,7 +128,10 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       if (OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`)) return;
       if (!authorized(req.headers.authorization, token)) {
         // A1111's --api-auth answers 401 with a Basic challenge; clients that can retry with credentials need it.
-        reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
+        // Not for the gallery's own fetches (a browser sends Sec-Fetch-Mode): a Basic challenge there would pop
+        // the browser's password dialog over the gallery's token form.
+        const browserFetch = req.headers['sec-fetch-mode'] !== undefined && req.headers['sec-fetch-mode'] !== 'navigate';
+        if (!browserFetch) reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
         return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', { field: 'authorization' }));
       }
     });

@@ -228,6 +228,10 @@ describe('behind a proxy, and browsers', () => {
     expect(r.headers['www-authenticate']).toMatch(/^Basic /);
     expect(JSON.parse(r.body)).toMatchObject({ error: 'HTTPException', field: 'authorization' });
     expect((await rawStatus(guarded.url, 'GET', '/sdapi/v1/options', { authorization: basic('x:wrong') })).status).toBe(401);
+    // A browser's fetch (the gallery) gets no challenge: it would pop a password dialog over the token form.
+    const browser = await rawStatus(guarded.url, 'GET', '/renders', { 'sec-fetch-mode': 'cors' });
+    expect(browser.status).toBe(401);
+    expect(browser.headers['www-authenticate']).toBeUndefined();
   });
 
   it('ALLOWED_HOSTS names are served on a loopback front; other names are not', async () => {
