@@ -18,13 +18,12 @@ import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import type { RenderResult } from '../../render/types.ts';
-import { secondsLabel } from '../../models/video.ts';
 import { RequestError } from '../a1111/errors.ts';
 import { requestPriority } from '../priority.ts';
 import { IdempotencyConflictError, RenderFailedError, type StartedRender } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
 import { readVideoBody } from '../video/body.ts';
-import { inferenceSeconds, listJobs, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
+import { inferenceSeconds, listJobs, queuedJob, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
 import { normalizeVideoRequest, type NormalizedVideo } from '../video/normalize.ts';
 
 export interface VideoErrorBody {
@@ -269,27 +268,7 @@ function sendFailure(reply: FastifyReply, err: RenderFailedError): FastifyReply 
 function newJob(renderId: string, n: NormalizedVideo): VideoJob {
   const r = n.request;
   const v = r.video!;
-  return {
-    id: renderId,
-    object: 'video',
-    model: r.model,
-    prompt: r.prompt,
-    status: 'queued',
-    progress: 0,
-    size: `${r.width}x${r.height}`,
-    seconds: secondsLabel(v.frames, v.fps),
-    num_frames: v.frames,
-    fps: v.fps,
-    quality: 'default',
-    created_at: Math.floor(Date.now() / 1000),
-    completed_at: null,
-    expires_at: null,
-    remixed_from_video_id: null,
-    error: null,
-    media_type: 'video/mp4',
-    file_name: null,
-    inference_time_s: null,
-  };
+  return queuedJob({ id: renderId, model: r.model, prompt: r.prompt, size: `${r.width}x${r.height}`, frames: v.frames, fps: v.fps, createdAt: Math.floor(Date.now() / 1000) });
 }
 
 /** Its own function: a loop variable in the route would pin the last decoded image for the whole render. */

@@ -92,6 +92,31 @@ function gpuProgress(d: WorkflowExecutionDescription, client: Client): { started
   return { started, progress };
 }
 
+/** A job object in its queued state; what follows (status, progress, error, times) is set by the caller. */
+export function queuedJob(f: { id: string; model: string; prompt: string; size: string | null; frames: number | undefined; fps: number | undefined; createdAt: number }): VideoJob {
+  return {
+    id: f.id,
+    object: 'video',
+    model: f.model,
+    prompt: f.prompt,
+    status: 'queued',
+    progress: 0,
+    size: f.size,
+    seconds: f.frames !== undefined && f.fps !== undefined ? secondsLabel(f.frames, f.fps) : '0',
+    ...(f.frames !== undefined ? { num_frames: f.frames } : {}),
+    ...(f.fps !== undefined ? { fps: f.fps } : {}),
+    quality: 'default',
+    created_at: f.createdAt,
+    completed_at: null,
+    expires_at: null,
+    remixed_from_video_id: null,
+    error: null,
+    media_type: 'video/mp4',
+    file_name: null,
+    inference_time_s: null,
+  };
+}
+
 export function isVideoRender(d: WorkflowExecutionDescription): boolean {
   return d.memo?.kind === 'video';
 }
@@ -110,27 +135,15 @@ export async function readJob(client: Client, id: string): Promise<JobView> {
   const memo = d.memo ?? {};
   const frames = typeof memo.frames === 'number' ? memo.frames : undefined;
   const fps = typeof memo.fps === 'number' ? memo.fps : undefined;
-  const job: VideoJob = {
+  const job = queuedJob({
     id,
-    object: 'video',
     model: d.typedSearchAttributes.get(RENDER_MODEL) ?? '',
     prompt: typeof memo.videoPrompt === 'string' ? memo.videoPrompt : String(memo.prompt ?? ''),
-    status: 'queued',
-    progress: 0,
     size: typeof memo.size === 'string' ? memo.size : null,
-    seconds: frames !== undefined && fps !== undefined ? secondsLabel(frames, fps) : '0',
-    ...(frames !== undefined ? { num_frames: frames } : {}),
-    ...(fps !== undefined ? { fps } : {}),
-    quality: 'default',
-    created_at: secs(d.startTime) ?? 0,
-    completed_at: null,
-    expires_at: null,
-    remixed_from_video_id: null,
-    error: null,
-    media_type: 'video/mp4',
-    file_name: null,
-    inference_time_s: null,
-  };
+    frames,
+    fps,
+    createdAt: secs(d.startTime) ?? 0,
+  });
   const status = d.status.name;
   if (status === 'RUNNING') {
     const p = gpuProgress(d, client);
