@@ -60,7 +60,44 @@ export interface DevServer {
 
 const SA_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
 
+/** The port a failed start could not bind, read from the server's own log line. */
+export function portInUse(output: string): number | undefined {
+  const m = /listen tcp [^\s]*:(\d+): bind: address already in use/.exec(output);
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * The CLI picks its HTTP API and metrics ports itself ("a random free port"): it probes a port, releases it
+ * and binds it later, so another process on the machine can take it in between (seen in CI, with many
+ * servers starting at once). Such a start is retried, since the CLI picks new ports each time; a clash on a
+ * port we were given (gRPC, UI) is the operator's to fix and fails at once, naming it.
+ */
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const maxStarts = 3;
+  for (let start = 1; ; start++) {
+    try {
+      return await startDevServerOnce(opts);
+    } catch (err) {
+      const port = err instanceof DevServerExited ? portInUse(err.output) : undefined;
+      const ours = port === opts.port || (opts.ui && port === (opts.uiPort ?? opts.port + 1000));
+      if (port === undefined || ours || start >= maxStarts) {
+        if (port !== undefined && ours) {
+          throw new Error(`temporal dev server: port ${port} is already in use (TEMPORAL_PORT / TEMPORAL_UI_PORT)`, { cause: err });
+        }
+        throw err;
+      }
+      opts.logger.warn({ port, start }, 'temporal dev server lost a port it picked itself to another process; starting again');
+    }
+  }
+}
+
+class DevServerExited extends Error {
+  constructor(readonly code: number | null, readonly output: string) {
+    super(`temporal dev server exited with code ${code} before it was ready:\n${output}`);
+  }
+}
+
+async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const args = [
@@ -93,6 +130,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   let exited: number | null | undefined;
+  // 'close' comes after the last of its output, which says why it stopped.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   child.on('exit', (code) => {
     exited = code;
     process.off('exit', killChild);
@@ -108,7 +147,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
   for (;;) {
     if (exited !== undefined) {
-      throw new Error(`temporal dev server exited with code ${exited} before it was ready:\n${output}`);
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 2_000))]);
+      throw new DevServerExited(exited, output);
     }
     try {
       const conn = await Connection.connect({ address, connectTimeout: 1_000 });
