@@ -4,7 +4,7 @@ import { clientFor, type ActivityDeps } from './index.ts';
 
 /**
  * Legacy: only renders started before the shared GPU queue still call this (their workflow binds to one
- * backend up front); current renders bind late, on the worker that takes their prompt (worker/gpu-pool.ts).
+ * backend up front); current renders bind late, on the worker that takes their prompt (backends/gpu-pool.ts).
  * Picks the least busy reachable ComfyUI by its own queue, healthy ones first, ties at random. The
  * Temporal backlog guess it once used (`describeTaskQueue` statistics, approximate and lagging) is gone.
  */

@@ -8,8 +8,8 @@ import type { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
-import type { BackendHealth } from '../worker/backend-health.ts';
-import type { GpuPool } from '../worker/gpu-pool.ts';
+import type { BackendHealth } from '../backends/health.ts';
+import type { GpuPool } from '../backends/gpu-pool.ts';
 import type { RenderActivities } from './types.ts';
 import { createBuildGraph } from './build-graph.ts';
 import { createChooseBackend } from './choose-backend.ts';
@@ -34,7 +34,7 @@ export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend)
   return client;
 }
 
-/** `pool`: the ComfyUIs this process runs prompts on (see worker/gpu-pool.ts); none for an `api` process. */
+/** `pool`: the ComfyUIs this process runs prompts on (see backends/gpu-pool.ts); none for an `api` process. */
 export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActivities {
   return {
     buildGraph: createBuildGraph(deps),

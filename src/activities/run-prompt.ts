@@ -1,7 +1,7 @@
 /**
  * `runPrompt`: submit one graph to ComfyUI and follow it to completion, heartbeating progress.
  *
- * Bound late: the attempt runs on the free ComfyUI this worker hands it (worker/gpu-pool.ts); it uploads the
+ * Bound late: the attempt runs on the free ComfyUI this worker hands it (backends/gpu-pool.ts); it uploads the
  * render's inputs there, submits, follows, and stores the outputs (reattach.ts, collect-outputs.ts).
  *
  * Idempotency: the prompt id is derived from (workflow, run, item, attempt). An attempt first looks for the
@@ -36,9 +36,9 @@ import {
   promptStalls,
 } from '../metrics/metrics.ts';
 import type { Backend, PromptRun, StageTiming } from '../render/types.ts';
-import type { GpuPool } from '../worker/gpu-pool.ts';
+import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles } from './collect-outputs.ts';
-import type { BackendHealth } from '../worker/backend-health.ts';
+import type { BackendHealth } from '../backends/health.ts';
 import { toFailure } from './failures.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
@@ -141,7 +141,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     // stall budget, instead of burning the item's attempts on connection errors.
     // A backend marked unhealthy fails the attempt at once (before waiting for it to answer). Bound late,
     // the next attempt goes to another worker's ComfyUI soon: this worker asks for no work while its only
-    // backends are unhealthy (worker/gpu-pool.ts). A legacy render has only this backend: wait longer.
+    // backends are unhealthy (backends/gpu-pool.ts). A legacy render has only this backend: wait longer.
     await ensureBackendUsable(deps.health, backend, client, input.backend ? unhealthyRetryDelayMs(input.stallTimeoutMs) : LATE_BOUND_UNHEALTHY_RETRY_MS);
     await waitReachable(client, input.stallTimeoutMs, deps.config.POLL_INTERVAL_MS, signal);
 

@@ -7,7 +7,7 @@ import type { ComfyStallError } from '../comfyui/errors.ts';
 import type { Logger } from '../log.ts';
 import { backendEscalations } from '../metrics/metrics.ts';
 import type { Backend } from '../render/types.ts';
-import type { BackendHealth } from '../worker/backend-health.ts';
+import type { BackendHealth } from '../backends/health.ts';
 
 const STOP_POLL_MS = 250;
 

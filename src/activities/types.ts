@@ -12,7 +12,7 @@ export interface RenderLimits {
 /**
  * One prompt attempt. Two shapes share the `runPrompt` activity:
  * - current renders: scheduled on the shared GPU queue, no `backend`; the attempt runs on whichever free
- *   ComfyUI the worker that takes it has (worker/gpu-pool.ts), uploads the inputs there, submits, follows,
+ *   ComfyUI the worker that takes it has (backends/gpu-pool.ts), uploads the inputs there, submits, follows,
  *   and stores the outputs (`request` set): the result carries the blob references.
  * - renders started before the shared queue: `backend` set, on that backend's own queue, no outputs
  *   (their workflow calls `collectOutputs`).

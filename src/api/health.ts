@@ -25,7 +25,7 @@ export interface HealthDeps {
   probeComfy(backend: Backend): Promise<unknown>;
   /**
    * Backends marked unhealthy by the worker (a stalled prompt that survived interrupt and /free): marker
-   * files in DATA_DIR, so an `api`-only front sees them too (src/worker/backend-health.ts).
+   * files in DATA_DIR, so an `api`-only front sees them too (src/backends/health.ts).
    */
   unhealthy?: () => Map<string, string>;
 }

@@ -7,7 +7,7 @@
  * counts what happens on the GPU (prompt attempts by outcome, stalls, escalations, re-uploads). In `start` mode both
  * live in one process and `GET /metrics` shows everything; with `api` and `worker` as separate processes
  * the worker serves its own registry on `METRICS_PORT` (see src/app/services.ts), and the front's backend
- * gauge reads the unhealthy markers the worker writes into the shared DATA_DIR (src/worker/backend-health.ts).
+ * gauge reads the unhealthy markers the worker writes into the shared DATA_DIR (src/backends/health.ts).
  *
  * Module-level on purpose: prom-client metrics are registered once per name, and every component of a
  * process must increment the same counter objects.

@@ -2,7 +2,7 @@
  * Temporal workers of one process:
  * - the general queue: workflows, their local activities (graph building) and the small I/O activities;
  * - the shared GPU queue (`<taskQueue>-gpu`): prompt attempts, with one activity slot per healthy ComfyUI
- *   of this process (worker/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt;
+ *   of this process (backends/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt;
  * - per backend, its legacy single-slot queue, for renders started before the shared queue existed.
  */
 import { execFile } from 'node:child_process';
@@ -15,7 +15,7 @@ import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
 import type { RenderActivities } from '../activities/types.ts';
 import { gpuTaskQueue } from '../workflows/queues.ts';
-import type { GpuPool } from './gpu-pool.ts';
+import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -13,7 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { renderIdForKey } from '../../src/api/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { BackendHealth } from '../../src/worker/backend-health.ts';
+import { BackendHealth } from '../../src/backends/health.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backendTimes, gpuQueueWait } from '../../src/metrics/backend-metrics.ts';
 import { registry } from '../../src/metrics/metrics.ts';
-import { GpuPool } from '../../src/worker/gpu-pool.ts';
+import { GpuPool } from '../../src/backends/gpu-pool.ts';
 import { metricValue } from '../faults/helpers.ts';
 
 const backends = [

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/render/types.ts';
-import { GpuPool } from '../../src/worker/gpu-pool.ts';
+import { GpuPool } from '../../src/backends/gpu-pool.ts';
 
 const backends: Backend[] = [0, 1, 2].map((i) => ({ id: `comfyui-${i}`, url: `http://gpu-${i}:8188`, taskQueue: `renders.comfyui-${i}` }));
 

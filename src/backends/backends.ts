@@ -1,7 +1,10 @@
 /**
- * Backends come from COMFYUI_URL: one ComfyUI each, with its own single-slot task queue. Every process gets
- * the same full list (ids are positional, so they must agree); GPU_BACKENDS picks the ones whose prompts
- * this worker runs — in production one worker per GPU box, next to its ComfyUI.
+ * The backends concern has one home, this folder: which ComfyUIs exist (here), their health (health.ts) and
+ * what each one runs and last loaded (gpu-pool.ts). Activities, the worker and the API reach them only here.
+ *
+ * Backends come from COMFYUI_URL: one ComfyUI each. Every process gets the same full list (ids are positional,
+ * so they must agree); GPU_BACKENDS picks the ones whose prompts this worker runs (in production one worker
+ * per GPU box, next to its ComfyUI).
  */
 import type { Backend } from '../render/types.ts';
 

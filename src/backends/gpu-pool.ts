@@ -5,7 +5,7 @@
  * Two halves:
  * - `slotSupplier()`: the activity slots of the worker polling the shared GPU queue. The worker holds at most
  *   one permit per HEALTHY backend, so it asks Temporal for another prompt only when it has a usable ComfyUI
- *   for it; a backend marked unhealthy (worker/backend-health.ts) takes no new work from the queue, which
+ *   for it; a backend marked unhealthy (backends/health.ts) takes no new work from the queue, which
  *   other workers keep serving, and a worker whose backends are all unhealthy stops polling.
  * - `acquire()`: the backend a started attempt runs on. Among the free ones it prefers a healthy backend that
  *   last ran the same model (ComfyUI keeps it loaded), then a healthy one, and never waits for affinity.
