@@ -46,6 +46,7 @@ import { uploadAll } from './upload-inputs.ts';
 import { clearPreview, previewsWanted, writePreview } from '../operators/previews.ts';
 import { clientFor, type ActivityDeps } from './index.ts';
 import { RetryableFailureType } from '../workflows/failure-types.ts';
+import { inSpan, inSpanPair } from '../tracing/spans.ts';
 
 /** Heartbeat tick. The SDK throttles the RPCs (worker.ts sets the cap), so ticking often costs nothing and
  *  lets a cancellation, which arrives only in a heartbeat response, reach us within seconds. */
@@ -158,23 +159,29 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         log = log.child({ backend: backend.id, leased: leased.id });
       }
       log.info({ promptId }, 're-attaching to the prompt an earlier attempt submitted');
+      const attrs = { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId, 'comfyui.reattached': true };
       promptReattached.inc({ backend: backend.id });
       beat = { ...beat, backend: backend.id, promptId };
       ctx.heartbeat(beat);
       // The prompt's events go to the socket of the attempt that submitted it, which has ended: reclaim
       // that client id, or a long remaining render would look stalled for want of progress events.
       const ownerClientId = await queuedClientId(client, promptId, signal);
-      result = await followPrompt(client, { ...follow, promptId, ...(ownerClientId ? { ownerClientId } : {}) });
+      result = await inSpan('comfyui.follow', attrs, () => followPrompt(client, { ...follow, promptId, ...(ownerClientId ? { ownerClientId } : {}) }));
     } else {
       promptId = attemptPromptId(workflowExecution, input.item, attempt);
       if (!input.backend && input.uploads && input.uploads.length > 0) {
         // Current shape: inputs go to the backend that runs the prompt, now that it is known.
         const t0 = Date.now();
-        await uploadAll(deps, backend, input.uploads);
+        const uploads = input.uploads;
+        await inSpan('comfyui.upload', { 'comfyui.backend': backend.id, 'comfyui.files': uploads.length }, () => uploadAll(deps, backend, uploads));
         timings.push({ stage: 'uploadInputs', ms: Date.now() - t0 });
       }
       await validateBeforeSubmit(client, { graph: input.graph, backend }, objectInfo);
-      result = await submitWithReupload(deps, client, backend, input, objectInfo, log, {
+      // Two sibling spans: the submission (`POST /prompt`, or finding it already queued) up to onSubmitted,
+      // then following the prompt to its end.
+      const attrs = { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId };
+      const submitSpan = { name: 'comfyui.submit', attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url } };
+      result = await inSpanPair(submitSpan, { name: 'comfyui.follow', attributes: attrs }, (submitted) => submitWithReupload(deps, client, backend, input, objectInfo, log, {
         ...follow,
         graph: input.graph,
         promptId,
@@ -185,8 +192,9 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
           beat = { ...beat, promptId };
           ctx.heartbeat(beat);
           log.info({ promptId, reattached }, 'prompt submitted');
+          submitted({ 'comfyui.reattached': reattached });
         },
-      });
+      }));
     }
     timings.push({ stage: 'prompt', ms: Date.now() - promptStart });
     deps.health.markHealthy(backend, `prompt ${promptId} succeeded`);
@@ -201,7 +209,10 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     };
     if (input.request) {
       const t0 = Date.now();
-      run.outputs = await collectFiles(deps, client, files, input.request, input.item);
+      const request = input.request;
+      run.outputs = await inSpan('comfyui.collect', { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId, 'comfyui.files': files.length }, () =>
+        collectFiles(deps, client, files, request, input.item),
+      );
       timings.push({ stage: 'collectOutputs', ms: Date.now() - t0 });
       run.backend = backend.id;
       run.timings = timings;

@@ -31,6 +31,7 @@ const ADMISSION_RETRY_AFTER_S = 10;
 import { registerLenientBodyParsers } from './body-parsers.ts';
 import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
+import { registerHttpTracing } from '../tracing/http.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -45,6 +46,8 @@ export interface ApiDeps {
   inFlight?: InFlight;
   /** ComfyUI's file lists and memory for the routes that show them (absent: those lists are empty). */
   catalog?: ComfyCatalog;
+  /** A span per request (src/tracing/http.ts), when tracing is on. */
+  tracing?: boolean;
 }
 
 export interface ApiContext extends ApiDeps {
@@ -92,6 +95,9 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     onCountError: (err) => deps.logger.warn({ err: (err as Error).message }, 'admission: could not count waiting renders'),
   });
   const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), admission };
+
+  // First of all hooks: a request refused by the checks below is traced too.
+  if (deps.tracing) registerHttpTracing(app);
 
   registerLenientBodyParsers(app);
 

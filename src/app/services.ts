@@ -22,7 +22,10 @@ import { ensureSearchAttributes } from '../temporal/ensure-search-attributes.ts'
 import { backendsFromUrls, gpuBackends } from '../backends/backends.ts';
 import { BackendHealth } from '../backends/health.ts';
 import { GpuPool } from '../backends/gpu-pool.ts';
-import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker/worker.ts';
+import { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules, type WorkerSet } from '../worker/worker.ts';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { startTracing } from '../tracing/tracing.ts';
+import { clientTracingInterceptors, workerTracing } from '../tracing/temporal.ts';
 import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
 import { blobStoreSizer } from '../blobs/fs-inventory.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
@@ -48,9 +51,17 @@ export function comfyClients(backends: Backend[], logger: Logger): Map<string, C
   return new Map(backends.map((b) => [b.id, new ComfyClient({ baseUrl: b.url, logger: logger.child({ backend: b.id }) })]));
 }
 
-export async function runServices(mode: Mode, config: Config, logger: Logger): Promise<Running> {
+export interface ServiceOptions {
+  /** Trace into this exporter (tests), whatever the OTLP configuration. */
+  spanExporter?: SpanExporter;
+}
+
+export async function runServices(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Running> {
   // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
   Runtime.install({ shutdownSignals: [], logger: undefined });
+  // Before any client or worker exists: they pick the global tracer provider up when they make spans.
+  const tracing = startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
+  if (tracing) logger.info({ mode }, 'OpenTelemetry tracing on');
   if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   if (!getProfile(config.DEFAULT_MODEL)) {
     throw new Error(`DEFAULT_MODEL=${config.DEFAULT_MODEL} is not a known model`);
@@ -87,7 +98,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
   setBlobStoreSizeSource(blobStoreSizer(config.blobDir));
   setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
-  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE);
+  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, tracing ? { workflowInterceptors: clientTracingInterceptors() } : {});
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
 
   let workers: WorkerSet | undefined;
@@ -98,6 +109,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     const pool = new GpuPool(served, health);
     const activities = createActivities({ config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }) }, pool);
+    const traced = tracing ? workerTracing(tracing) : undefined;
     workers = await createWorkers({
       address,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -105,7 +117,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
       backends: served,
       pool,
       activities,
-      workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp')),
+      workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)),
+      ...(traced ? { tracing: traced } : {}),
       logger,
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     });
@@ -126,6 +139,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
       logger,
       blobs,
       renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE),
+      tracing: tracing !== undefined,
       options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
         sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
       }),
@@ -160,6 +174,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
       await metricsServer?.close();
       await connection.close().catch(() => undefined);
       await devServer?.stop();
+      // Last: the spans of the drained renders are in the buffer.
+      await tracing?.shutdown().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tracing: flushing spans failed'));
     },
   };
 }

@@ -145,6 +145,14 @@ const envSchema = z.object({
   S3_REGION: z.string().min(1).default('us-east-1'),
   /** Path-style URLs (`endpoint/bucket/key`); default on when S3_ENDPOINT is set, as most such servers need. */
   S3_FORCE_PATH_STYLE: bool.optional(),
+  /**
+   * OpenTelemetry tracing, off unless an OTLP endpoint is set (the standard variables): spans from the HTTP
+   * request through Temporal to the ComfyUI prompt go to `<endpoint>/v1/traces` (OTLP over HTTP, protobuf),
+   * or to the traces endpoint as given. OTEL_EXPORTER_OTLP_HEADERS is read by the exporter itself.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  OTEL_SERVICE_NAME: z.string().min(1).default('comfy-durable'),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -1,7 +1,13 @@
 /** One Temporal client per process. */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 
-export async function connectClient(address: string, namespace: string): Promise<{ client: Client; connection: Connection }> {
+export interface ClientOptions {
+  /** Workflow client interceptors, e.g. tracing's (src/tracing/temporal.ts), which put the span context in headers. */
+  workflowInterceptors?: WorkflowClientInterceptor[];
+}
+
+export async function connectClient(address: string, namespace: string, opts: ClientOptions = {}): Promise<{ client: Client; connection: Connection }> {
   const connection = await Connection.connect({ address });
-  return { client: new Client({ connection, namespace }), connection };
+  const interceptors = opts.workflowInterceptors?.length ? { interceptors: { workflow: opts.workflowInterceptors } } : {};
+  return { client: new Client({ connection, namespace, ...interceptors }), connection };
 }

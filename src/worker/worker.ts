@@ -8,7 +8,8 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../log.ts';
@@ -17,19 +18,33 @@ import type { RenderActivities } from '../activities/types.ts';
 import { gpuTaskQueue } from '../workflows/queues.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
+import type { WorkerTracing } from '../tracing/temporal.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
 const BUNDLER = path.join(here, 'bundle-workflows.ts');
+/** tsx's loader, for a host process that runs TypeScript through another loader (vitest) or none. */
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/** The node flags of this process, plus tsx's loader when they lack it: the bundler is TypeScript. */
+function bundlerNodeArgs(): string[] {
+  const execArgv = process.execArgv;
+  return execArgv.some((a) => a.includes('tsx')) ? execArgv : [...execArgv, '--import', TSX_LOADER];
+}
+
+/** The workflow interceptor modules of a worker: render outcomes always, the tracing ones when tracing is on. */
+export function workflowInterceptorModules(tracing?: WorkerTracing): string[] {
+  return [OUTCOME_INTERCEPTOR_MODULE, ...(tracing?.workflowModules ?? [])];
+}
 
 /**
  * Build the workflow bundle in a child process (same node flags, so the TypeScript loader is there too) and
  * return its path. Always rebuilt at start: a stale bundle would run old workflow code.
  */
-export async function bundleWorkflowsInChild(outDir: string): Promise<string> {
+export async function bundleWorkflowsInChild(outDir: string, interceptorModules: string[] = workflowInterceptorModules()): Promise<string> {
   removeStaleBundles(outDir);
   const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
-  await promisify(execFile)(process.execPath, [...process.execArgv, BUNDLER, WORKFLOWS_PATH, out], {
+  await promisify(execFile)(process.execPath, [...bundlerNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {
     maxBuffer: 16 * 1024 * 1024,
   });
   return out;
@@ -45,8 +60,10 @@ export interface WorkerSetOptions {
   activities: RenderActivities;
   logger: Logger;
   shutdownGraceMs?: number;
-  /** A prebuilt bundle (bundleWorkflowsInChild); without it the worker bundles in-process. */
+  /** A prebuilt bundle (bundleWorkflowsInChild, with workflowInterceptorModules(tracing)); without it the worker bundles in-process. */
   workflowBundlePath?: string;
+  /** Tracing interceptors and the sink of workflow spans, when tracing is on. */
+  tracing?: WorkerTracing;
 }
 
 export interface WorkerSet {
@@ -59,6 +76,8 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
   const connection = await NativeConnection.connect({ address: opts.address });
   const { runPrompt, ...ioActivities } = opts.activities;
   const shutdownGraceTime = opts.shutdownGraceMs ?? 10_000;
+  // Every worker runs activities: each gets the tracing activity interceptors (RunActivity spans).
+  const activityInterceptors = opts.tracing ? { activity: opts.tracing.activity } : {};
   const general = await Worker.create({
     connection,
     namespace: opts.namespace,
@@ -67,8 +86,8 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     activities: ioActivities,
     shutdownGraceTime,
     // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
-    sinks: renderOutcomeSinks(),
-    interceptors: { workflowModules: [OUTCOME_INTERCEPTOR_MODULE] },
+    sinks: { ...renderOutcomeSinks(), ...opts.tracing?.sinks },
+    interceptors: { workflowModules: workflowInterceptorModules(opts.tracing), ...activityInterceptors },
   });
   // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
   // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt
@@ -92,6 +111,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
             },
             maxHeartbeatThrottleInterval,
             shutdownGraceTime,
+            interceptors: activityInterceptors,
           }),
         ];
   const legacy = await Promise.all(
@@ -104,6 +124,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
         maxConcurrentActivityTaskExecutions: 1,
         maxHeartbeatThrottleInterval,
         shutdownGraceTime,
+        interceptors: activityInterceptors,
       }),
     ),
   );

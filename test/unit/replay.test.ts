@@ -11,10 +11,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { Resource } from '@opentelemetry/resources';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { DefaultLogger, Runtime, Worker, type ReplayResult, type ReplayWorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTimeline } from '../../src/operators/timeline.ts';
-import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
+import { WORKFLOWS_PATH, workflowInterceptorModules } from '../../src/worker/worker.ts';
+import { workerTracing } from '../../src/tracing/temporal.ts';
+import { renderOutcomeSinks } from '../../src/metrics/render-sinks.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = path.join(root, 'test', 'histories');
@@ -30,11 +34,11 @@ Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { loggin
 
 const load = (f: string): ReturnType<typeof historyFromJSON> => historyFromJSON(JSON.parse(readFileSync(path.join(dir, f), 'utf8')));
 
-async function replayAll(workflowsPath: string): Promise<Map<string, ReplayResult>> {
+async function replayAll(workflowsPath: string, extra: Partial<ReplayWorkerOptions> = {}): Promise<Map<string, ReplayResult>> {
   const results = new Map<string, ReplayResult>();
   const histories = files.map((f) => ({ workflowId: f, history: load(f) }));
   // One bundle of the workflow code for all histories (bundling is the slow part).
-  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test' }, histories)) results.set(r.workflowId, r);
+  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test', ...extra }, histories)) results.set(r.workflowId, r);
   return results;
 }
 
@@ -59,6 +63,27 @@ describe('recorded render histories replay against the current workflow code', (
     expect(results.has(file), `${file} was not replayed`).toBe(true);
     // The error names the event where the code diverged from the history.
     expect(describeError(results.get(file))).toBeUndefined();
+  });
+});
+
+describe('with tracing on, the recorded histories (made without it) replay too', () => {
+  // A worker with OTEL_EXPORTER_OTLP_ENDPOINT set: the tracing workflow interceptors beside the outcome one, and
+  // the span sink. Turning tracing on must not break renders already running.
+  const exporter = new InMemorySpanExporter();
+  const traced = workerTracing({ processor: new SimpleSpanProcessor(exporter), resource: Resource.default(), shutdown: async () => undefined });
+  let results: Map<string, ReplayResult>;
+
+  beforeAll(async () => {
+    results = await replayAll(WORKFLOWS_PATH, { interceptors: { workflowModules: workflowInterceptorModules(traced) }, sinks: { ...renderOutcomeSinks(), ...traced.sinks } });
+  }, 90_000);
+
+  it.each(files)('%s', (file) => {
+    expect(results.has(file), `${file} was not replayed`).toBe(true);
+    expect(describeError(results.get(file))).toBeUndefined();
+  });
+
+  it('exports no span while replaying (sinks are not called on replay)', () => {
+    expect(exporter.getFinishedSpans()).toEqual([]);
   });
 });
 
