@@ -47,6 +47,7 @@ import { clearPreview, previewsWanted, writePreview } from '../operators/preview
 import { clientFor, type ActivityDeps } from './index.ts';
 import { RetryableFailureType } from '../workflows/failure-types.ts';
 import { inSpan, inSpanPair } from '../tracing/spans.ts';
+import { SpanKind } from '@opentelemetry/api';
 
 /** Heartbeat tick. The SDK throttles the RPCs (worker.ts sets the cap), so ticking often costs nothing and
  *  lets a cancellation, which arrives only in a heartbeat response, reach us within seconds. */
@@ -180,7 +181,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       // Two sibling spans: the submission (`POST /prompt`, or finding it already queued) up to onSubmitted,
       // then following the prompt to its end.
       const attrs = { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId };
-      const submitSpan = { name: 'comfyui.submit', attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url } };
+      const submitSpan = { name: 'comfyui.submit', kind: SpanKind.CLIENT, attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url } };
       result = await inSpanPair(submitSpan, { name: 'comfyui.follow', attributes: attrs }, (submitted) => submitWithReupload(deps, client, backend, input, objectInfo, log, {
         ...follow,
         graph: input.graph,

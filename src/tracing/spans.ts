@@ -3,7 +3,7 @@
  * activity that is the interceptor's `RunActivity`. Only the OpenTelemetry API: with tracing off these are
  * its no-op spans, which cost nothing.
  */
-import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanStatusCode, trace, type Attributes, type Span, type SpanKind } from '@opentelemetry/api';
 
 export const comfyTracer = () => trace.getTracer('comfy-durable/comfyui');
 
@@ -33,6 +33,7 @@ export async function inSpan<T>(name: string, attributes: Attributes, fn: (span:
 export interface SpanSpec {
   name: string;
   attributes: Attributes;
+  kind?: SpanKind;
 }
 
 /**
@@ -41,14 +42,14 @@ export interface SpanSpec {
  */
 export async function inSpanPair<T>(first: SpanSpec, second: SpanSpec, fn: (next: (attributes?: Attributes) => void) => Promise<T>): Promise<T> {
   const tracer = comfyTracer();
-  let open = tracer.startSpan(first.name, { attributes: first.attributes });
+  let open = tracer.startSpan(first.name, { attributes: first.attributes, ...(first.kind !== undefined ? { kind: first.kind } : {}) });
   let switched = false;
   const next = (attributes: Attributes = {}): void => {
     if (switched) return;
     switched = true;
     open.setAttributes(attributes);
     endSpan(open);
-    open = tracer.startSpan(second.name, { attributes: { ...second.attributes, ...attributes } });
+    open = tracer.startSpan(second.name, { attributes: { ...second.attributes, ...attributes }, ...(second.kind !== undefined ? { kind: second.kind } : {}) });
   };
   try {
     const result = await fn(next);

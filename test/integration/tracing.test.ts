@@ -115,6 +115,7 @@ describe('OpenTelemetry tracing', () => {
     expect(Object.keys(stats.executions)).toEqual([submit.attributes['comfyui.prompt_id']]);
     expect(submit.attributes['comfyui.reattached']).toBe(false);
     expect(submit.attributes['url.path']).toBe('/prompt');
+    expect(submit.kind).toBe(SpanKind.CLIENT);
 
     // ONE trace: every span of this render (the request, Temporal's, ours) shares the HTTP span's trace.
     renderId = String(runPrompt.attributes['temporalWorkflowId']);
