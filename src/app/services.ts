@@ -24,7 +24,7 @@ import { BackendHealth } from '../backends/health.ts';
 import { GpuPool } from '../backends/gpu-pool.ts';
 import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker/worker.ts';
 import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
-import { blobStoreSizer } from '../blobs/fs-inventory.ts';
+import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
 import { Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
@@ -85,7 +85,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
-  setBlobStoreSizeSource(blobStoreSizer(config.blobDir));
+  setBlobStoreSizeSource(blobStoreSizer(blobs));
   setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE);
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
