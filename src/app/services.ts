@@ -26,6 +26,7 @@ import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker
 import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
 import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
+import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
 import { Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
@@ -97,7 +98,10 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   if (mode === 'start' || mode === 'worker') {
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     const pool = new GpuPool(served, health);
-    const activities = createActivities({ config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }) }, pool);
+    const activities = createActivities(
+      { config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE } },
+      pool,
+    );
     workers = await createWorkers({
       address,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -110,6 +114,10 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     });
     workersDone = workers.run();
+    // Every worker ensures it; all but the first find it there. A failure here must not stop rendering.
+    await ensureRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RENDER_PRUNE_INTERVAL, logger }).catch((err: unknown) =>
+      logger.error({ err }, 'could not create the retention schedule: renders and blobs will not be pruned automatically'),
+    );
     // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
     stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
     if (mode === 'worker' && config.METRICS_PORT !== undefined) {

@@ -99,10 +99,29 @@ const envSchema = z.object({
    */
   MAX_WAITING_RENDERS: positiveInt.default(500),
   /**
-   * How long finished renders are kept: the embedded Temporal's namespace retention (in production set it on
-   * the namespace: README "Retention"), and the default of `renders prune`. Days.
+   * How long finished renders are kept: what the retention schedule prunes (renders, and blobs nothing
+   * newer references), and the embedded Temporal's namespace retention (at least a day; in production set it
+   * on the namespace: README "Retention"). Days, fractions allowed (0.5 = 12 h).
    */
-  RENDER_RETENTION_DAYS: positiveInt.default(7),
+  RENDER_RETENTION_DAYS: z.coerce.number().positive().default(7),
+  /**
+   * How often the retention schedule (`comfy-durable-retention`, created by the workers) prunes: a duration
+   * such as `6h`, `30m`, `1d` (at least a minute), or `off` (no automatic prune; an existing schedule is deleted).
+   */
+  RENDER_PRUNE_INTERVAL: z
+    .string()
+    .default('6h')
+    .transform((v, ctx) => {
+      const t = v.trim().toLowerCase();
+      if (t === 'off' || t === '0' || t === 'false' || t === 'no') return undefined;
+      const m = /^(\d+)\s*(m|min|h|d)$/.exec(t);
+      const ms = m ? Number(m[1]) * { m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'min' | 'h' | 'd'] : 0;
+      if (!m || ms < 60_000) {
+        ctx.addIssue({ code: 'custom', message: 'expected a duration of at least a minute (30m, 6h, 1d) or off' });
+        return z.NEVER;
+      }
+      return ms;
+    }),
   /**
    * ComfyUI's input and output folders, when ComfyUI runs on this machine (off by default). ComfyUI has no
    * API to delete files: with these set, collected outputs are deleted from the output folder and

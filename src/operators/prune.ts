@@ -71,7 +71,8 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
 
   // Every other render keeps what it references: its request's inputs and its outputs.
   const keep = new Set<string>();
-  const kept = await collectRefs(opts.client, query(`(ExecutionStatus = 'Running' OR CloseTime >= '${cutoffIso}')`), keep, progress);
+  const remaining = `(ExecutionStatus = 'Running' OR CloseTime >= '${cutoffIso}')`;
+  const kept = await collectRefs(opts.client, query(remaining), keep, progress);
 
   let blobsDeleted = 0;
   let bytesFreed = 0;
@@ -80,8 +81,10 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
     if (keep.has(b.sha256) || b.storedAtMs >= cutoff.getTime()) continue;
     candidates.push({ sha256: b.sha256, size: b.size });
   }
-  // Renders started while we listed may reuse an old blob (content addressing does not make it younger).
-  await collectRefs(opts.client, query(`StartTime >= '${new Date(startedAt.getTime() - 60_000).toISOString()}'`), keep, progress);
+  // Renders started while we listed may reuse an old blob (content addressing does not make it younger):
+  // read the remaining renders that started since shortly before we began (slack for visibility lag) again.
+  const since = new Date(startedAt.getTime() - 60_000).toISOString();
+  await collectRefs(opts.client, query(`StartTime >= '${since}' AND ${remaining}`), keep, progress);
   const doomed = candidates.filter((b) => !keep.has(b.sha256));
   for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
     const batch = doomed.slice(i, i + DELETE_BATCH);

@@ -1,0 +1,30 @@
+/**
+ * `pruneExpired`: the retention schedule's prune (src/workflows/retention.ts). The same prune as
+ * `renders prune --older-than RENDER_RETENTION_DAYS` (src/operators/prune.ts), over this worker's blob store
+ * (fs or S3) and, when set, its COMFYUI_INPUT_DIR. It heartbeats per render and blob batch, so a worker
+ * that dies mid-prune is noticed in minutes and the next attempt starts over (a prune is idempotent).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { pruneRenders, type PruneResult } from '../operators/prune.ts';
+import type { ActivityDeps } from './index.ts';
+
+export function createPruneExpired(deps: Pick<ActivityDeps, 'config' | 'blobs' | 'temporal' | 'logger'>): () => Promise<PruneResult> {
+  return async () => {
+    if (!deps.temporal) throw ApplicationFailure.nonRetryable('this worker has no Temporal client for pruning', 'RetentionUnavailable');
+    const ctx = Context.current();
+    const result = await pruneRenders({
+      client: deps.temporal.client,
+      namespace: deps.temporal.namespace,
+      blobs: deps.blobs,
+      olderThanMs: deps.config.RENDER_RETENTION_DAYS * 86_400_000,
+      comfyInputDir: deps.config.COMFYUI_INPUT_DIR,
+      progress: () => ctx.heartbeat(),
+    });
+    deps.logger.info(
+      { cutoff: result.cutoff, rendersDeleted: result.rendersDeleted.length, rendersKept: result.rendersKept, blobsDeleted: result.blobsDeleted, bytesFreed: result.bytesFreed },
+      'retention: pruned',
+    );
+    return result;
+  };
+}
