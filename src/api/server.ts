@@ -31,6 +31,7 @@ const ADMISSION_RETRY_AFTER_S = 10;
 import { registerLenientBodyParsers } from './body-parsers.ts';
 import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
+import { registerTemporalUiProxy } from './temporal-ui-proxy.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -45,6 +46,8 @@ export interface ApiDeps {
   inFlight?: InFlight;
   /** ComfyUI's file lists and memory for the routes that show them (absent: those lists are empty). */
   catalog?: ComfyCatalog;
+  /** The embedded Temporal UI to serve at /temporal/, behind this front's guards (temporal-ui-proxy.ts). */
+  temporalUi?: { upstream: string };
 }
 
 export interface ApiContext extends ApiDeps {
@@ -184,6 +187,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerOps(app, ctx);
   registerRenders(app, ctx);
   await registerVideos(app, ctx);
+  if (deps.temporalUi) registerTemporalUiProxy(app, deps.temporalUi);
   return app;
 }
 

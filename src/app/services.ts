@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { Runtime } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import { buildServer } from '../api/server.ts';
+import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
 import { OptionsStore } from '../api/options-store.ts';
 import { ComfyCatalog } from '../api/comfy-catalog.ts';
 import { RenderService } from '../api/render-service.ts';
@@ -33,12 +34,23 @@ import path from 'node:path';
 
 export type Mode = 'start' | 'worker' | 'api';
 
-export const TEMPORAL_UI_WARNING =
-  'TEMPORAL_UI is on: the embedded Temporal Web UI has no login and no Host check; it is bound to 127.0.0.1, but any local process (or a web page using DNS rebinding) can read and terminate every render through it';
+/**
+ * Printed when TEMPORAL_UI is on. Through the front the UI has the front's guards; what remains is the UI
+ * process's own loopback port (no Host check, no login), and without API_TOKEN the front's path is open to
+ * every local process, as the API itself is.
+ */
+export function temporalUiWarning(config: Pick<Config, 'API_TOKEN'>, uiProcess: string): string {
+  return (
+    `TEMPORAL_UI is on: the Temporal Web UI is served at /temporal/ behind the front's Host check${config.API_TOKEN ? ' and API_TOKEN' : ' (no API_TOKEN: any local process can read and terminate every render through it)'}; ` +
+    `the UI process itself listens on ${uiProcess} with no login and no Host check, reachable from this machine only`
+  );
+}
 
 export interface Running {
   temporalAddress: string;
+  /** The embedded Temporal UI, through the front (`…/temporal/`). */
   uiUrl?: string;
+  uiWarning?: string;
   apiUrl?: string;
   stop(): Promise<void>;
   /** Resolves when the workers stop on their own (e.g. a fatal error). */
@@ -71,12 +83,12 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
         port: config.TEMPORAL_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
         ui: config.TEMPORAL_UI,
+        uiPublicPath: TEMPORAL_UI_PATH,
         namespace: config.TEMPORAL_NAMESPACE,
         logger,
       });
       address = devServer.address;
       await withConnection(address, (c) => ensureNamespaceRetention(c, config.TEMPORAL_NAMESPACE, config.RENDER_RETENTION_DAYS, logger));
-      if (devServer.uiUrl) logger.warn({ uiUrl: devServer.uiUrl }, TEMPORAL_UI_WARNING);
     }
   }
 
@@ -127,6 +139,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
 
   let api: FastifyInstance | undefined;
   let apiUrl: string | undefined;
+  let uiUrl: string | undefined;
+  let uiWarning: string | undefined;
   if (mode === 'start' || mode === 'api') {
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
     api = await buildServer({
@@ -149,13 +163,20 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
         objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
         systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
       }),
+      ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),
     });
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
+    if (devServer?.uiUrl) {
+      uiUrl = `${apiUrl}${TEMPORAL_UI_PATH}/`;
+      uiWarning = temporalUiWarning(config, devServer.uiUrl);
+      logger.warn({ uiUrl, uiProcess: devServer.uiUrl }, uiWarning);
+    }
   }
 
   return {
     temporalAddress: address,
-    uiUrl: devServer?.uiUrl,
+    uiUrl,
+    uiWarning,
     apiUrl,
     done: workersDone,
     stop: async () => {

@@ -39,11 +39,12 @@ const envSchema = z.object({
   TEMPORAL_CLI_PATH: optionalString,
   /** Ports of the embedded dev server (ignored when TEMPORAL_ADDRESS is set). */
   TEMPORAL_PORT: port.default(7233),
-  TEMPORAL_UI_PORT: port.default(8233),
+  /** The embedded UI's own loopback port, behind the front's /temporal/ (unset: a free one). */
+  TEMPORAL_UI_PORT: port.optional(),
   /**
-   * Serve the embedded dev server's Web UI (off by default). It has no login and no Host check: any local
-   * process, or a web page using DNS rebinding, could read every render and terminate workflows. When on,
-   * it binds to 127.0.0.1 only and a warning is printed (README, "Temporal Web UI").
+   * Serve the embedded dev server's Web UI at the front's /temporal/ (off by default, `start` mode only). The
+   * UI has no login and no Host check of its own, so it listens on a loopback port and the front forwards to
+   * it behind its Host allow-list and API_TOKEN (README, "Temporal Web UI").
    */
   TEMPORAL_UI: bool.default(false),
   /**
