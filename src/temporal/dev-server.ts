@@ -138,6 +138,8 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   if (uiPort !== undefined) {
     args.push('--ui-ip', '127.0.0.1', '--ui-port', String(uiPort));
     if (opts.uiPublicPath) args.push('--ui-public-path', opts.uiPublicPath);
+    // The UI would otherwise fetch a news feed from newsfeed.temporal.io with this cluster's id on every load.
+    args.push('--ui-disable-news-fetch');
   } else args.push('--headless');
   for (const [key, value] of Object.entries(opts.dynamicConfig ?? EMBEDDED_DYNAMIC_CONFIG)) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
