@@ -32,6 +32,9 @@ import { registerLenientBodyParsers } from './body-parsers.ts';
 import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 import { registerTemporalUiProxy } from './temporal-ui-proxy.ts';
+import { isLoopbackHost } from '../config/loopback.ts';
+
+export { isLoopbackHost } from '../config/loopback.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -208,9 +211,4 @@ export function hostnameOf(host: string | undefined): string {
   } catch {
     return '';
   }
-}
-
-export function isLoopbackHost(name: string): boolean {
-  const n = name.toLowerCase();
-  return n === 'localhost' || n.endsWith('.localhost') || n === '::1' || /^127(\.\d{1,3}){3}$/.test(n);
 }

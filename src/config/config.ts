@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { isLoopbackHost } from './loopback.ts';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -187,6 +188,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (parsed.data.BLOB_STORE === 's3' && !parsed.data.S3_BUCKET) {
     throw new ConfigError('invalid configuration:\n  S3_BUCKET: required when BLOB_STORE=s3');
+  }
+  // The embedded UI is served by the front: on a front that other machines reach, only behind the token.
+  if (parsed.data.TEMPORAL_UI && !parsed.data.TEMPORAL_ADDRESS && !parsed.data.API_TOKEN && !isLoopbackHost(parsed.data.HOST)) {
+    throw new ConfigError(
+      `invalid configuration:\n  TEMPORAL_UI: the Temporal UI would be served at /temporal/ on HOST=${parsed.data.HOST} without a login; set API_TOKEN, or keep HOST on loopback`,
+    );
   }
   const dataDir = path.resolve(parsed.data.DATA_DIR);
   return {

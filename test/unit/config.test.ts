@@ -26,6 +26,13 @@ describe('config', () => {
     expect(() => loadConfig({ RENDER_RETENTION_DAYS: '0' })).toThrow(/RENDER_RETENTION_DAYS/);
   });
 
+  it('refuses the embedded Temporal UI on a front other machines reach unless API_TOKEN is set', () => {
+    expect(() => loadConfig({ TEMPORAL_UI: 'true', HOST: '0.0.0.0' })).toThrow(/TEMPORAL_UI: .*HOST=0\.0\.0\.0.*API_TOKEN/);
+    expect(loadConfig({ TEMPORAL_UI: 'true', HOST: '0.0.0.0', API_TOKEN: 't' }).TEMPORAL_UI).toBe(true);
+    expect(loadConfig({ TEMPORAL_UI: 'true', HOST: 'localhost' }).TEMPORAL_UI).toBe(true);
+    expect(loadConfig({ TEMPORAL_UI: 'false', HOST: '0.0.0.0' }).TEMPORAL_UI).toBe(false);
+  });
+
   it('accepts several ComfyUI URLs and treats empty strings as unset', () => {
     const c = loadConfig({ COMFYUI_URL: 'http://a:8188, http://b:8188', TEMPORAL_ADDRESS: '  ', API_TOKEN: '' });
     expect(c.COMFYUI_URL).toEqual(['http://a:8188', 'http://b:8188']);
