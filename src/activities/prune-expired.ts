@@ -6,10 +6,15 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { pruneRenders, type PruneResult } from '../operators/prune.ts';
+import { pruneRenders } from '../operators/prune.ts';
 import type { ActivityDeps } from './index.ts';
+import type { RetentionRunResult } from './types.ts';
 
-export function createPruneExpired(deps: Pick<ActivityDeps, 'config' | 'blobs' | 'temporal' | 'logger'>): () => Promise<PruneResult> {
+/** Render ids a run's result lists (the count is always whole): a first prune of a big store must not exceed
+ * Temporal's payload limit (2 MB) with tens of thousands of ids. */
+const LISTED_IDS = 100;
+
+export function createPruneExpired(deps: Pick<ActivityDeps, 'config' | 'blobs' | 'temporal' | 'logger'>): () => Promise<RetentionRunResult> {
   return async () => {
     if (!deps.temporal) throw ApplicationFailure.nonRetryable('this worker has no Temporal client for pruning', 'RetentionUnavailable');
     const ctx = Context.current();
@@ -25,6 +30,10 @@ export function createPruneExpired(deps: Pick<ActivityDeps, 'config' | 'blobs' |
       { cutoff: result.cutoff, rendersDeleted: result.rendersDeleted.length, rendersKept: result.rendersKept, blobsDeleted: result.blobsDeleted, bytesFreed: result.bytesFreed },
       'retention: pruned',
     );
-    return result;
+    return {
+      ...result,
+      rendersDeleted: result.rendersDeleted.slice(0, LISTED_IDS),
+      rendersDeletedCount: result.rendersDeleted.length,
+    };
   };
 }

@@ -84,5 +84,10 @@ export interface StopPromptsInput {
 
 /** The retention workflow's one activity: `renders prune --older-than RENDER_RETENTION_DAYS`, by the worker. */
 export interface RetentionActivities {
-  pruneExpired(): Promise<PruneResult>;
+  pruneExpired(): Promise<RetentionRunResult>;
+}
+
+/** What a retention run records in its history: the prune's result, with at most 100 of the ids deleted. */
+export interface RetentionRunResult extends PruneResult {
+  rendersDeletedCount: number;
 }

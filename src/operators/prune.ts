@@ -77,7 +77,9 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
   let blobsDeleted = 0;
   let bytesFreed = 0;
   const candidates: Array<{ sha256: string; size: number }> = [];
+  let listed = 0;
   for await (const b of opts.blobs.list()) {
+    if (++listed % 1000 === 0) progress();
     if (keep.has(b.sha256) || b.storedAtMs >= cutoff.getTime()) continue;
     candidates.push({ sha256: b.sha256, size: b.size });
   }

@@ -7,8 +7,7 @@
  * executions) is one activity, which heartbeats as it goes; the age and the stores are the worker's config.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { RetentionActivities } from '../activities/types.ts';
-import type { PruneResult } from '../operators/prune.ts';
+import type { RetentionActivities, RetentionRunResult } from '../activities/types.ts';
 
 const { pruneExpired } = proxyActivities<RetentionActivities>({
   // A big store takes a while to list; a dead worker is noticed by the missing heartbeats instead.
@@ -17,6 +16,6 @@ const { pruneExpired } = proxyActivities<RetentionActivities>({
   retry: { maximumAttempts: 3, initialInterval: '30s' },
 });
 
-export async function retention(): Promise<PruneResult> {
+export async function retention(): Promise<RetentionRunResult> {
   return pruneExpired();
 }

@@ -13,7 +13,7 @@ import { S3BlobStore } from '../../src/blobs/s3-store.ts';
 import type { BlobStore } from '../../src/blobs/store.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { createLogger } from '../../src/log.ts';
-import type { PruneResult } from '../../src/operators/prune.ts';
+import type { RetentionRunResult } from '../../src/activities/types.ts';
 import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID } from '../../src/temporal/retention-schedule.ts';
 import { metricValue } from '../faults/helpers.ts';
 import { skipUnlessTools } from '../support/cluster-tools.ts';
@@ -175,8 +175,9 @@ describe.each(variants)('retention schedule, %s blob store', (_name, setup, skip
       return undefined;
     });
     expect(runId).toMatch(/^comfy-durable-retention/);
-    const result = (await client.workflow.getHandle(runId).result()) as PruneResult;
+    const result = (await client.workflow.getHandle(runId).result()) as RetentionRunResult;
     expect(result.rendersDeleted).toEqual([old.renderId]);
+    expect(result.rendersDeletedCount).toBe(1);
     expect(result.blobsDeleted).toBe(oldBlobs.size);
 
     const after = await listed();
