@@ -98,7 +98,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
-  setBlobStoreSizeSource(blobStoreSizer(blobs));
+  // Listing a bucket costs a request per thousand objects: size an S3 store less often than a local directory.
+  setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
   setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE);
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
