@@ -10,13 +10,15 @@ import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
 import type { BackendHealth } from '../backends/health.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
-import type { RenderActivities } from './types.ts';
+import type { Client } from '@temporalio/client';
+import type { RenderActivities, RetentionActivities } from './types.ts';
 import { createBuildGraph } from './build-graph.ts';
 import { createChooseBackend } from './choose-backend.ts';
 import { createCollectOutputs } from './collect-outputs.ts';
 import { createRunPrompt } from './run-prompt.ts';
 import { createStopPrompts } from './stop-prompts.ts';
 import { createUploadInputs } from './upload-inputs.ts';
+import { createPruneExpired } from './prune-expired.ts';
 
 export interface ActivityDeps {
   config: Config;
@@ -26,6 +28,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** Unhealthy-backend marks: written by runPrompt's escalation, read by chooseBackend and /health. */
   health: BackendHealth;
+  /** For the retention activity, which reads and deletes render executions (absent: it cannot run here). */
+  temporal?: { client: Client; namespace: string };
 }
 
 export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend): ComfyClient {
@@ -35,7 +39,7 @@ export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend)
 }
 
 /** `pool`: the ComfyUIs this process runs prompts on (see backends/gpu-pool.ts); none for an `api` process. */
-export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActivities {
+export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActivities & RetentionActivities {
   return {
     buildGraph: createBuildGraph(deps),
     chooseBackend: createChooseBackend(deps),
@@ -43,5 +47,6 @@ export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActiv
     runPrompt: createRunPrompt(deps, pool),
     collectOutputs: createCollectOutputs(deps),
     stopPrompts: createStopPrompts(deps),
+    pruneExpired: createPruneExpired(deps),
   };
 }

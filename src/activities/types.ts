@@ -1,6 +1,7 @@
 /** Activity signatures shared by the workflow (type-only import) and the activity implementations. */
 import type { ComfyFileRef, ComfyGraph } from '../comfyui/graph.ts';
 import type { Backend, BlobRef, InputUpload, PromptRun, RenderPlan, RenderRequest } from '../render/types.ts';
+import type { PruneResult } from '../operators/prune.ts';
 
 export interface RenderLimits {
   stallTimeoutMs: number;
@@ -79,4 +80,14 @@ export interface StopPromptsInput {
   attemptBackends?: string[];
   item: number;
   attempts: number;
+}
+
+/** The retention workflow's one activity: `renders prune --older-than RENDER_RETENTION_DAYS`, by the worker. */
+export interface RetentionActivities {
+  pruneExpired(): Promise<RetentionRunResult>;
+}
+
+/** What a retention run records in its history: the prune's result, with at most 100 of the ids deleted. */
+export interface RetentionRunResult extends PruneResult {
+  rendersDeletedCount: number;
 }

@@ -32,6 +32,10 @@ import { registerLenientBodyParsers } from './body-parsers.ts';
 import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 import { registerHttpTracing } from '../tracing/http.ts';
+import { registerTemporalUiProxy } from './temporal-ui-proxy.ts';
+import { isLoopbackHost } from '../config/loopback.ts';
+
+export { isLoopbackHost } from '../config/loopback.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -48,6 +52,8 @@ export interface ApiDeps {
   catalog?: ComfyCatalog;
   /** A span per request (src/tracing/http.ts), when tracing is on. */
   tracing?: boolean;
+  /** The embedded Temporal UI to serve at /temporal/, behind this front's guards (temporal-ui-proxy.ts). */
+  temporalUi?: { upstream: string };
 }
 
 export interface ApiContext extends ApiDeps {
@@ -190,6 +196,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerOps(app, ctx);
   registerRenders(app, ctx);
   await registerVideos(app, ctx);
+  if (deps.temporalUi) registerTemporalUiProxy(app, deps.temporalUi);
   return app;
 }
 
@@ -210,9 +217,4 @@ export function hostnameOf(host: string | undefined): string {
   } catch {
     return '';
   }
-}
-
-export function isLoopbackHost(name: string): boolean {
-  const n = name.toLowerCase();
-  return n === 'localhost' || n.endsWith('.localhost') || n === '::1' || /^127(\.\d{1,3}){3}$/.test(n);
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { Runtime } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import { buildServer } from '../api/server.ts';
+import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
 import { OptionsStore } from '../api/options-store.ts';
 import { ComfyCatalog } from '../api/comfy-catalog.ts';
 import { RenderService } from '../api/render-service.ts';
@@ -27,20 +28,32 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing } from '../tracing/tracing.ts';
 import { clientTracingInterceptors, workerTracing } from '../tracing/temporal.ts';
 import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
-import { blobStoreSizer } from '../blobs/fs-inventory.ts';
+import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
+import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
 import { Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
 export type Mode = 'start' | 'worker' | 'api';
 
-export const TEMPORAL_UI_WARNING =
-  'TEMPORAL_UI is on: the embedded Temporal Web UI has no login and no Host check; it is bound to 127.0.0.1, but any local process (or a web page using DNS rebinding) can read and terminate every render through it';
+/**
+ * Printed when TEMPORAL_UI is on. Through the front the UI has the front's guards; what remains is the UI
+ * process's own loopback port (no Host check, no login), and without API_TOKEN the front's path is open to
+ * every local process, as the API itself is.
+ */
+export function temporalUiWarning(config: Pick<Config, 'API_TOKEN'>, uiProcess: string): string {
+  return (
+    `TEMPORAL_UI is on: the Temporal Web UI is served at /temporal/ behind the front's Host check${config.API_TOKEN ? ' and API_TOKEN' : ' (no API_TOKEN: any local process can read and terminate every render through it)'}; ` +
+    `the UI process itself listens on ${uiProcess} with no login and no Host check, reachable from this machine only`
+  );
+}
 
 export interface Running {
   temporalAddress: string;
+  /** The embedded Temporal UI, through the front (`…/temporal/`). */
   uiUrl?: string;
+  uiWarning?: string;
   apiUrl?: string;
   stop(): Promise<void>;
   /** Resolves when the workers stop on their own (e.g. a fatal error). */
@@ -81,12 +94,12 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         port: config.TEMPORAL_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
         ui: config.TEMPORAL_UI,
+        uiPublicPath: TEMPORAL_UI_PATH,
         namespace: config.TEMPORAL_NAMESPACE,
         logger,
       });
       address = devServer.address;
       await withConnection(address, (c) => ensureNamespaceRetention(c, config.TEMPORAL_NAMESPACE, config.RENDER_RETENTION_DAYS, logger));
-      if (devServer.uiUrl) logger.warn({ uiUrl: devServer.uiUrl }, TEMPORAL_UI_WARNING);
     }
   }
 
@@ -96,7 +109,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
-  setBlobStoreSizeSource(blobStoreSizer(config.blobDir));
+  // Listing a bucket costs a request per thousand objects: size an S3 store less often than a local directory.
+  setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
   setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, tracing ? { workflowInterceptors: clientTracingInterceptors() } : {});
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
@@ -108,7 +122,10 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   if (mode === 'start' || mode === 'worker') {
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     const pool = new GpuPool(served, health);
-    const activities = createActivities({ config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }) }, pool);
+    const activities = createActivities(
+      { config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE } },
+      pool,
+    );
     const traced = tracing ? workerTracing(tracing) : undefined;
     workers = await createWorkers({
       address,
@@ -123,6 +140,10 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     });
     workersDone = workers.run();
+    // Every worker ensures it; all but the first find it there. A failure here must not stop rendering.
+    await ensureRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RENDER_PRUNE_INTERVAL, logger }).catch((err: unknown) =>
+      logger.error({ err }, 'could not create the retention schedule: renders and blobs will not be pruned automatically'),
+    );
     // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
     stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
     if (mode === 'worker' && config.METRICS_PORT !== undefined) {
@@ -132,6 +153,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
 
   let api: FastifyInstance | undefined;
   let apiUrl: string | undefined;
+  let uiUrl: string | undefined;
+  let uiWarning: string | undefined;
   if (mode === 'start' || mode === 'api') {
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
     api = await buildServer({
@@ -155,13 +178,20 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
         systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
       }),
+      ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),
     });
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
+    if (devServer?.uiUrl) {
+      uiUrl = `${apiUrl}${TEMPORAL_UI_PATH}/`;
+      uiWarning = temporalUiWarning(config, devServer.uiUrl);
+      logger.warn({ uiUrl, uiProcess: devServer.uiUrl }, uiWarning);
+    }
   }
 
   return {
     temporalAddress: address,
-    uiUrl: devServer?.uiUrl,
+    uiUrl,
+    uiWarning,
     apiUrl,
     done: workersDone,
     stop: async () => {

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobRef } from '../render/types.ts';
-import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange } from './store.ts';
+import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange, type StoredBlob } from './store.ts';
+import { deleteBlobFiles, listBlobFiles } from './fs-inventory.ts';
 
 export class FsBlobStore implements BlobStore {
   constructor(private readonly dir: string) {}
@@ -71,5 +72,13 @@ export class FsBlobStore implements BlobStore {
 
   async has(sha256: string): Promise<boolean> {
     return (await this.size(sha256)) !== undefined;
+  }
+
+  list(): AsyncIterable<StoredBlob> {
+    return listBlobFiles(this.dir);
+  }
+
+  delete(sha256s: readonly string[]): Promise<void> {
+    return deleteBlobFiles(this.dir, sha256s);
   }
 }

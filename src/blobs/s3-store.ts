@@ -7,25 +7,31 @@
  * staging key `<prefix>tmp/<uuid>` while it hashes, then copies server-side to the content address and deletes
  * the staging object. A crash between the two leaves only a staging object, never a blob under a wrong name:
  * operators can expire `<prefix>tmp/` with a bucket lifecycle rule. Reads stream the response body.
+ * The inventory (retention) pages through ListObjectsV2 under `<prefix>blobs/`, taking an object's
+ * LastModified as its age, and deletes with DeleteObjects, a thousand keys per request.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { BlobRef } from '../render/types.ts';
-import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange } from './store.ts';
+import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange, SHA256_HEX, type StoredBlob } from './store.ts';
 
 /** S3's minimum part size; parts of a multipart upload except the last must be at least this big. */
 const PART_SIZE = 8 * 1024 * 1024;
 const QUEUE_SIZE = 2;
+/** DeleteObjects takes at most 1000 keys per request. */
+const DELETE_BATCH = 1000;
 
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -130,6 +136,37 @@ export class S3BlobStore implements BlobStore {
 
   async has(sha256: string): Promise<boolean> {
     return (await this.size(sha256)) !== undefined;
+  }
+
+  async *list(): AsyncGenerator<StoredBlob> {
+    const under = `${this.prefix}blobs/`;
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: under, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) {
+        // Only `<aa>/<sha256>` under the prefix is a blob; anything else an operator put there is not ours.
+        const m = /^([0-9a-f]{2})\/([0-9a-f]{64})$/.exec((o.Key ?? '').slice(under.length));
+        if (!m || !m[2]!.startsWith(m[1]!) || !SHA256_HEX.test(m[2]!)) continue;
+        yield { sha256: m[2]!, size: o.Size ?? 0, storedAtMs: o.LastModified?.getTime() ?? 0 };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async delete(sha256s: readonly string[]): Promise<void> {
+    const keys = sha256s.map((sha) => this.keyFor(sha));
+    for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+      const batch = keys.slice(i, i + DELETE_BATCH);
+      const res = await this.client.send(
+        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
+      );
+      // A missing key is a success in S3's DeleteObjects; anything reported here is a real refusal.
+      const errors = (res.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
+      if (errors.length > 0) {
+        const first = errors[0]!;
+        throw new Error(`S3 DeleteObjects refused ${errors.length} of ${batch.length} blobs (first: ${first.Key}: ${first.Code} ${first.Message ?? ''})`);
+      }
+    }
   }
 }
 

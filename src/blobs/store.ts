@@ -5,7 +5,8 @@
  * Two implementations share this interface and one test suite (test/blobs/blob-store.test.ts): the filesystem
  * store (default, one host) and the S3-compatible store (workers and fronts on different hosts). Large blobs
  * (videos run to hundreds of MB) go through `putStream` / `openRead`, which never hold a whole object in memory;
- * `put` / `get` are conveniences for images that are in memory anyway.
+ * `put` / `get` are conveniences for images that are in memory anyway. `list` / `delete` are the inventory
+ * retention works from.
  */
 import type { Readable } from 'node:stream';
 import type { BlobRef } from '../render/types.ts';
@@ -38,6 +39,21 @@ export interface BlobStore {
   /** Size in bytes, or undefined when the blob is missing. */
   size(sha256: string): Promise<number | undefined>;
   has(sha256: string): Promise<boolean>;
+  /**
+   * Inventory, for retention (`renders prune`, the retention schedule) and the size metric: every blob with
+   * its size and age (the time it was first stored: file mtime, S3 LastModified). Staging objects are not
+   * blobs and are not listed. Streams page by page, so a large store is never held in memory at once.
+   */
+  list(): AsyncIterable<StoredBlob>;
+  /** Deletes these blobs; a missing one is no error (another prune, or a lost disk, was first). */
+  delete(sha256s: readonly string[]): Promise<void>;
+}
+
+export interface StoredBlob {
+  sha256: string;
+  size: number;
+  /** When the blob was first stored, in ms since the epoch. */
+  storedAtMs: number;
 }
 
 export interface PutStreamOptions {

@@ -5,7 +5,7 @@
  */
 import { loadConfig, ConfigError } from '../config/config.ts';
 import { createLogger } from '../log.ts';
-import { TEMPORAL_UI_WARNING, runServices, type Mode } from '../app/services.ts';
+import { runServices, type Mode } from '../app/services.ts';
 
 const USAGE = `usage: comfy-durable <start|worker|api|contract URL|renders …>
 
@@ -34,7 +34,7 @@ async function runMode(mode: Mode): Promise<void> {
     'comfy-durable ready',
   );
   if (running.apiUrl) process.stdout.write(`comfy-durable listening on ${running.apiUrl}\n`);
-  if (running.uiUrl) process.stdout.write(`Temporal Web UI on ${running.uiUrl}\nWARNING: ${TEMPORAL_UI_WARNING}\n`);
+  if (running.uiUrl) process.stdout.write(`Temporal Web UI on ${running.uiUrl}\nWARNING: ${running.uiWarning ?? ''}\n`);
 
   let stopping = false;
   let firstSignalAt = 0;

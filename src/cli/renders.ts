@@ -13,8 +13,7 @@ import { ConfigError, loadConfig } from '../config/config.ts';
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../operators/operators.ts';
 import { parseTimeSpec, renderFiltersSchema, type RenderFilters } from '../operators/query.ts';
-import { pruneRenders } from '../operators/prune.ts';
-import type { Client } from '@temporalio/client';
+import { pruneRenders, type PruneOptions } from '../operators/prune.ts';
 import type { BulkReplayResult, RenderSummary, RenderTimeline } from '../operators/types.ts';
 import { connectClient } from '../temporal/client.ts';
 
@@ -90,7 +89,7 @@ export async function runRenders(argv: string[]): Promise<number> {
       case 'cancel':
         return await cancel(ops, rest);
       case 'prune':
-        return await prune(ops, rest, { client, namespace: config.TEMPORAL_NAMESPACE, blobDir: config.blobDir, comfyInputDir: config.COMFYUI_INPUT_DIR });
+        return await prune(rest, { client, namespace: config.TEMPORAL_NAMESPACE, blobs: blobStoreFromConfig(config), comfyInputDir: config.COMFYUI_INPUT_DIR });
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
@@ -237,9 +236,8 @@ async function cancel(ops: RenderOperators, rest: string[]): Promise<number> {
 }
 
 async function prune(
-  ops: RenderOperators,
   rest: string[],
-  where: { client: Client; namespace: string; blobDir: string; comfyInputDir?: string },
+  where: Pick<PruneOptions, 'client' | 'namespace' | 'blobs' | 'comfyInputDir'>,
 ): Promise<number> {
   const { values } = args(rest, { 'older-than': { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } });
   const spec = values['older-than'];
@@ -247,7 +245,7 @@ async function prune(
   const now = new Date();
   const cutoff = /^\d+(?:\.\d+)?\s*(s|m|min|h|d|w)$/.test(spec.trim()) ? parseTimeSpec(spec, now) : undefined;
   if (!cutoff) throw new UsageError(`--older-than: expected a duration such as 7d, 12h or 30m, got ${JSON.stringify(spec)}`);
-  const result = await pruneRenders({ ...where, ops, olderThanMs: now.getTime() - cutoff.getTime(), dryRun: values['dry-run'] === true, now });
+  const result = await pruneRenders({ ...where, olderThanMs: now.getTime() - cutoff.getTime(), dryRun: values['dry-run'] === true, now });
   if (values.json) {
     out(JSON.stringify(result, null, 2));
     return 0;

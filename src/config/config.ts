@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { isLoopbackHost } from './loopback.ts';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -39,11 +40,12 @@ const envSchema = z.object({
   TEMPORAL_CLI_PATH: optionalString,
   /** Ports of the embedded dev server (ignored when TEMPORAL_ADDRESS is set). */
   TEMPORAL_PORT: port.default(7233),
-  TEMPORAL_UI_PORT: port.default(8233),
+  /** The embedded UI's own loopback port, behind the front's /temporal/ (unset: a free one). */
+  TEMPORAL_UI_PORT: port.optional(),
   /**
-   * Serve the embedded dev server's Web UI (off by default). It has no login and no Host check: any local
-   * process, or a web page using DNS rebinding, could read every render and terminate workflows. When on,
-   * it binds to 127.0.0.1 only and a warning is printed (README, "Temporal Web UI").
+   * Serve the embedded dev server's Web UI at the front's /temporal/ (off by default, `start` mode only). The
+   * UI has no login and no Host check of its own, so it listens on a loopback port and the front forwards to
+   * it behind its Host allow-list and API_TOKEN (README, "Temporal Web UI").
    */
   TEMPORAL_UI: bool.default(false),
   /**
@@ -99,10 +101,29 @@ const envSchema = z.object({
    */
   MAX_WAITING_RENDERS: positiveInt.default(500),
   /**
-   * How long finished renders are kept: the embedded Temporal's namespace retention (in production set it on
-   * the namespace: README "Retention"), and the default of `renders prune`. Days.
+   * How long finished renders are kept: what the retention schedule prunes (renders, and blobs nothing
+   * newer references), and the embedded Temporal's namespace retention (at least a day; in production set it
+   * on the namespace: README "Retention"). Days, fractions allowed (0.5 = 12 h).
    */
-  RENDER_RETENTION_DAYS: positiveInt.default(7),
+  RENDER_RETENTION_DAYS: z.coerce.number().positive().default(7),
+  /**
+   * How often the retention schedule (`comfy-durable-retention`, created by the workers) prunes: a duration
+   * such as `6h`, `30m`, `1d` (at least a minute), or `off` (no automatic prune; an existing schedule is deleted).
+   */
+  RENDER_PRUNE_INTERVAL: z
+    .string()
+    .default('6h')
+    .transform((v, ctx) => {
+      const t = v.trim().toLowerCase();
+      if (t === 'off' || t === '0' || t === 'false' || t === 'no') return undefined;
+      const m = /^(\d+)\s*(m|min|h|d)$/.exec(t);
+      const ms = m ? Number(m[1]) * { m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'min' | 'h' | 'd'] : 0;
+      if (!m || ms < 60_000) {
+        ctx.addIssue({ code: 'custom', message: 'expected a duration of at least a minute (30m, 6h, 1d) or off' });
+        return z.NEVER;
+      }
+      return ms;
+    }),
   /**
    * ComfyUI's input and output folders, when ComfyUI runs on this machine (off by default). ComfyUI has no
    * API to delete files: with these set, collected outputs are deleted from the output folder and
@@ -175,6 +196,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (parsed.data.BLOB_STORE === 's3' && !parsed.data.S3_BUCKET) {
     throw new ConfigError('invalid configuration:\n  S3_BUCKET: required when BLOB_STORE=s3');
+  }
+  // The embedded UI is served by the front: on a front that other machines reach, only behind the token.
+  if (parsed.data.TEMPORAL_UI && !parsed.data.TEMPORAL_ADDRESS && !parsed.data.API_TOKEN && !isLoopbackHost(parsed.data.HOST)) {
+    throw new ConfigError(
+      `invalid configuration:\n  TEMPORAL_UI: the Temporal UI would be served at /temporal/ on HOST=${parsed.data.HOST} without a login; set API_TOKEN, or keep HOST on loopback`,
+    );
   }
   const dataDir = path.resolve(parsed.data.DATA_DIR);
   return {

@@ -110,7 +110,7 @@ new Gauge({
 
 let blobStoreSize: (() => Promise<{ bytes: number; count: number }>) | undefined;
 
-/** Set by the composition root (src/blobs/fs-inventory.ts blobStoreSizer). */
+/** Set by the composition root (src/blobs/size.ts blobStoreSizer, over either store's inventory). */
 export function setBlobStoreSizeSource(source: typeof blobStoreSize): void {
   blobStoreSize = source;
 }

@@ -5,25 +5,30 @@
  * for a replay, its outputs for the gallery) is kept; a replay of a pruned render fails with a clear message
  * (RenderNotFoundError, or NotReplayableError when only its images are gone). With a co-located ComfyUI
  * (COMFYUI_INPUT_DIR), the input images we uploaded to it that are older than D go too.
+ *
+ * Works on either blob store through its inventory (BlobStore.list / delete). Run by `renders prune` and by
+ * the retention schedule's activity (src/activities/prune-expired.ts). A blob is content-addressed, so a new
+ * render may reuse an old blob (the same init image again) without making it younger: renders that started
+ * while this prune listed are read again just before blobs are deleted, and what they reference is kept.
  */
 import { readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { BlobRef } from '../render/types.ts';
 import { INPUT_SUBFOLDER } from '../models/plan.ts';
-import { deleteBlobFile, listBlobFiles } from '../blobs/fs-inventory.ts';
-import type { RenderOperators } from './operators.ts';
+import type { BlobStore } from '../blobs/store.ts';
 
 export interface PruneOptions {
   client: Client;
   namespace: string;
-  ops: RenderOperators;
-  blobDir: string;
+  blobs: Pick<BlobStore, 'list' | 'delete'>;
   olderThanMs: number;
   dryRun?: boolean;
   /** ComfyUI's input folder, when it is on this machine (off by default). */
   comfyInputDir?: string;
   now?: Date;
+  /** Called as work goes on (the activity heartbeats with it). */
+  progress?: () => void;
 }
 
 export interface PruneResult {
@@ -49,11 +54,16 @@ const refsOf = (value: unknown): BlobRef[] => {
   return out;
 };
 
+/** How many blobs one delete call takes (S3's DeleteObjects limit). */
+const DELETE_BATCH = 1000;
+
 export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
   const now = opts.now ?? new Date();
   const cutoff = new Date(now.getTime() - opts.olderThanMs);
   const cutoffIso = cutoff.toISOString();
+  const startedAt = new Date();
   const query = (where: string) => `WorkflowType = 'render' AND ${where}`;
+  const progress = opts.progress ?? (() => undefined);
 
   // Renders past retention: closed before the cutoff.
   const old: string[] = [];
@@ -61,34 +71,35 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
 
   // Every other render keeps what it references: its request's inputs and its outputs.
   const keep = new Set<string>();
-  let kept = 0;
-  for await (const w of opts.client.workflow.list({ query: query(`(ExecutionStatus = 'Running' OR CloseTime >= '${cutoffIso}')`) })) {
-    kept++;
-    try {
-      const history = await opts.client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
-      const converter = opts.client.options.loadedDataConverter.payloadConverter;
-      for (const ev of history.events ?? []) {
-        const payloads = ev.workflowExecutionStartedEventAttributes?.input?.payloads ?? ev.workflowExecutionCompletedEventAttributes?.result?.payloads ?? [];
-        for (const p of payloads) for (const ref of refsOf(converter.fromPayload(p))) keep.add(ref.sha256);
-      }
-    } catch {
-      // Unreadable history: keep everything rather than guess (abort the blob part).
-      throw new Error(`could not read the history of ${w.workflowId}: refusing to delete blobs it may need`);
-    }
-  }
+  const remaining = `(ExecutionStatus = 'Running' OR CloseTime >= '${cutoffIso}')`;
+  const kept = await collectRefs(opts.client, query(remaining), keep, progress);
 
   let blobsDeleted = 0;
   let bytesFreed = 0;
-  for (const b of await listBlobFiles(opts.blobDir)) {
-    if (keep.has(b.sha256) || b.mtimeMs >= cutoff.getTime()) continue;
-    blobsDeleted++;
-    bytesFreed += b.size;
-    if (!opts.dryRun) await deleteBlobFile(opts.blobDir, b.sha256);
+  const candidates: Array<{ sha256: string; size: number }> = [];
+  let listed = 0;
+  for await (const b of opts.blobs.list()) {
+    if (++listed % 1000 === 0) progress();
+    if (keep.has(b.sha256) || b.storedAtMs >= cutoff.getTime()) continue;
+    candidates.push({ sha256: b.sha256, size: b.size });
+  }
+  // Renders started while we listed may reuse an old blob (content addressing does not make it younger):
+  // read the remaining renders that started since shortly before we began (slack for visibility lag) again.
+  const since = new Date(startedAt.getTime() - 60_000).toISOString();
+  await collectRefs(opts.client, query(`StartTime >= '${since}' AND ${remaining}`), keep, progress);
+  const doomed = candidates.filter((b) => !keep.has(b.sha256));
+  for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
+    const batch = doomed.slice(i, i + DELETE_BATCH);
+    if (!opts.dryRun) await opts.blobs.delete(batch.map((b) => b.sha256));
+    blobsDeleted += batch.length;
+    bytesFreed += batch.reduce((n, b) => n + b.size, 0);
+    progress();
   }
 
   if (!opts.dryRun) {
     for (const id of old) {
       await opts.client.workflowService.deleteWorkflowExecution({ namespace: opts.namespace, workflowExecution: { workflowId: id } });
+      progress();
     }
   }
 
@@ -116,4 +127,26 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
   }
 
   return { dryRun: opts.dryRun ?? false, cutoff: cutoffIso, rendersDeleted: old, rendersKept: kept, blobsDeleted, bytesFreed, comfyInputsDeleted };
+}
+
+/** Adds the blob references in the inputs and results of the renders `query` finds to `keep`; returns how many. */
+async function collectRefs(client: Client, query: string, keep: Set<string>, progress: () => void): Promise<number> {
+  let n = 0;
+  const converter = client.options.loadedDataConverter.payloadConverter;
+  for await (const w of client.workflow.list({ query })) {
+    n++;
+    let history;
+    try {
+      history = await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
+    } catch (err) {
+      // Unreadable history: keep everything rather than guess (abort the blob part).
+      throw new Error(`could not read the history of ${w.workflowId}: refusing to delete blobs it may need`, { cause: err });
+    }
+    for (const ev of history.events ?? []) {
+      const payloads = ev.workflowExecutionStartedEventAttributes?.input?.payloads ?? ev.workflowExecutionCompletedEventAttributes?.result?.payloads ?? [];
+      for (const p of payloads) for (const ref of refsOf(converter.fromPayload(p))) keep.add(ref.sha256);
+    }
+    progress();
+  }
+  return n;
 }

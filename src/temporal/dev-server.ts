@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { Logger } from '../log.ts';
@@ -13,9 +14,12 @@ export interface DevServerOptions {
   binary: string;
   dbFile: string;
   port: number;
+  /** The UI's own loopback port; default a free one, picked per start (the front proxies to it). */
   uiPort?: number;
   /** false runs it headless (tests). */
   ui: boolean;
+  /** Base path the UI serves under (`--ui-public-path`), e.g. `/temporal` behind the front. */
+  uiPublicPath?: string;
   namespace: string;
   ip?: string;
   logger: Logger;
@@ -53,6 +57,7 @@ export const EMBEDDED_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
 
 export interface DevServer {
   address: string;
+  /** The UI process's own address (loopback, no guard): for the front's proxy, never for links. */
   uiUrl?: string;
   process: ChildProcess;
   stop(): Promise<void>;
@@ -69,8 +74,9 @@ export function portInUse(output: string): number | undefined {
 /**
  * The CLI picks its HTTP API and metrics ports itself ("a random free port"): it probes a port, releases it
  * and binds it later, so another process on the machine can take it in between (seen in CI, with many
- * servers starting at once). Such a start is retried, since the CLI picks new ports each time; a clash on a
- * port we were given (gRPC, UI) is the operator's to fix and fails at once, naming it.
+ * servers starting at once). Such a start is retried, since the CLI picks new ports each time (and so do
+ * we for the UI's, unless given one); a clash on a port we were given (gRPC, UI) is the operator's to fix
+ * and fails at once, naming it.
  */
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
   const maxStarts = 3;
@@ -79,7 +85,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       return await startDevServerOnce(opts);
     } catch (err) {
       const port = err instanceof DevServerExited ? portInUse(err.output) : undefined;
-      const ours = port === opts.port || (opts.ui && port === (opts.uiPort ?? opts.port + 1000));
+      const ours = port === opts.port || (opts.ui && opts.uiPort !== undefined && port === opts.uiPort);
       if (port === undefined || ours || start >= maxStarts) {
         if (port !== undefined && ours) {
           throw new Error(`temporal dev server: port ${port} is already in use (TEMPORAL_PORT / TEMPORAL_UI_PORT)`, { cause: err });
@@ -89,6 +95,18 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       opts.logger.warn({ port, start }, 'temporal dev server lost a port it picked itself to another process; starting again');
     }
   }
+}
+
+/** A port free on loopback right now (the OS's pick); a start that loses it to another process is retried. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 }
 
 class DevServerExited extends Error {
@@ -114,9 +132,15 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
     '--sqlite-pragma', 'journal_mode=WAL',
     '--sqlite-pragma', 'synchronous=NORMAL',
   ];
-  // The UI has no login: loopback only, whatever `ip` the gRPC port uses (README, "Temporal Web UI").
-  if (opts.ui) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort ?? opts.port + 1000));
-  else args.push('--headless');
+  // The UI has no login and no Host check: loopback only, whatever `ip` the gRPC port uses, on a port only
+  // the front knows, which serves it behind its guards (README, "Temporal Web UI").
+  const uiPort = opts.ui ? (opts.uiPort ?? (await freeLoopbackPort())) : undefined;
+  if (uiPort !== undefined) {
+    args.push('--ui-ip', '127.0.0.1', '--ui-port', String(uiPort));
+    if (opts.uiPublicPath) args.push('--ui-public-path', opts.uiPublicPath);
+    // The UI would otherwise fetch a news feed from newsfeed.temporal.io with this cluster's id on every load.
+    args.push('--ui-disable-news-fetch');
+  } else args.push('--headless');
   for (const [key, value] of Object.entries(opts.dynamicConfig ?? EMBEDDED_DYNAMIC_CONFIG)) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
@@ -168,7 +192,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-  const uiUrl = opts.ui ? `http://127.0.0.1:${opts.uiPort ?? opts.port + 1000}` : undefined;
+  const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
   opts.logger.info({ address, uiUrl, dbFile: opts.dbFile }, 'temporal dev server ready');
 
   return {

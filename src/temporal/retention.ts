@@ -8,7 +8,9 @@ type Long = NonNullable<NonNullable<Parameters<Connection['workflowService']['up
 import type { Logger } from '../log.ts';
 
 export async function ensureNamespaceRetention(connection: Connection, namespace: string, days: number, logger: Logger): Promise<void> {
-  const seconds = days * 86_400;
+  // At least a day: the namespace retention is the backstop behind the retention schedule's prune, which
+  // deletes renders itself once they are RENDER_RETENTION_DAYS old, however short that is.
+  const seconds = Math.max(86_400, Math.round(days * 86_400));
   const described = await connection.workflowService.describeNamespace({ namespace });
   const current = Number(described.config?.workflowExecutionRetentionTtl?.seconds ?? 0);
   if (current === seconds) return;

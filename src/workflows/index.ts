@@ -1,2 +1,3 @@
 /** Workflow entry point bundled by the worker. Only deterministic workflow code may be imported here. */
 export { render } from './render.ts';
+export { retention } from './retention.ts';

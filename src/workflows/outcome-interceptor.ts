@@ -14,6 +14,7 @@ import {
   proxySinks,
   type Sinks,
   type WorkflowInterceptorsFactory,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { GaveUpFailureType } from './failure-types.ts';
 
@@ -51,6 +52,8 @@ export const interceptors: WorkflowInterceptorsFactory = () => ({
   inbound: [
     {
       async execute(input, next) {
+        // Render outcomes only: the retention workflow (src/workflows/retention.ts) is no render.
+        if (workflowInfo().workflowType !== 'render') return next(input);
         const model = modelOf(input.args[0]);
         try {
           const result = await next(input);

@@ -2,10 +2,10 @@
  * The same blob suite against both stores: the filesystem store in a temp dir, and the S3 store against a real
  * S3-compatible server (versitygw, built by scripts/setup-cluster-tools.sh) with a fresh bucket.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { S3BlobStore } from '../../src/blobs/s3-store.ts';
@@ -24,6 +24,10 @@ blobStoreSuite('filesystem', () => ({
     } catch {
       return [];
     }
+  },
+  plantStray: async (relative) => {
+    mkdirSync(path.dirname(path.join(fsDir, relative)), { recursive: true });
+    writeFileSync(path.join(fsDir, relative), 'not a blob');
   },
 }));
 
@@ -63,6 +67,9 @@ describe.skipIf(skipUnlessTools('S3 blob store', 'VERSITYGW_BIN'))('S3', () => {
     leftovers: async () => {
       const res = await store.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${prefix}tmp/` }));
       return (res.Contents ?? []).map((o) => o.Key ?? '');
+    },
+    plantStray: async (relative) => {
+      await store.client.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}blobs/${relative}`, Body: 'not a blob' }));
     },
   }));
 

@@ -1,7 +1,8 @@
 /**
  * The one blob store test suite: every BlobStore implementation runs exactly these tests (blob-store.test.ts).
  * `open()` gives a store and a second store over the same storage (another host's view); `leftovers()` lists
- * staging objects a failed put must not leave behind.
+ * staging objects a failed put must not leave behind; `plant(key)` (optional) writes a file or object that is
+ * not a blob where blobs live, which the inventory must not list.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +12,8 @@ export interface StoreUnderTest {
   store: BlobStore;
   otherHost: BlobStore;
   leftovers(): Promise<string[]>;
+  /** Puts something that is not a blob (a stray name) where blobs live: `relative` under the blob root. */
+  plantStray(relative: string): Promise<void>;
 }
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -27,6 +30,12 @@ async function* generated(total: number, chunk: number, seed: number): AsyncGene
     }
     yield buf.subarray(0, n);
   }
+}
+
+async function inventory(store: BlobStore): Promise<Map<string, { size: number; storedAtMs: number }>> {
+  const out = new Map<string, { size: number; storedAtMs: number }>();
+  for await (const b of store.list()) out.set(b.sha256, { size: b.size, storedAtMs: b.storedAtMs });
+  return out;
 }
 
 async function digestOf(source: AsyncIterable<Buffer>): Promise<{ sha256: string; size: number }> {
@@ -141,5 +150,68 @@ export function blobStoreSuite(name: string, open: () => StoreUnderTest): void {
       expect(await otherHost.has(ref.sha256)).toBe(true);
       expect(Buffer.compare(await otherHost.get(ref.sha256), bytes)).toBe(0);
     });
+
+    it('lists every blob with its size and age, and nothing that is not a blob', async () => {
+      const { store, otherHost, plantStray } = open();
+      const before = Date.now();
+      const a = await store.put(randomBytes(300), { mime: 'image/png' });
+      const b = await store.putStream([randomBytes(70), randomBytes(30)], { mime: 'video/mp4' });
+      const after = Date.now();
+      const stray = sha(randomBytes(8));
+      await plantStray(`${stray.slice(0, 2)}/${stray}.partial`);
+      await plantStray(`zz/${stray}`);
+      const listed = await inventory(otherHost);
+      expect(listed.get(a.sha256)?.size).toBe(300);
+      expect(listed.get(b.sha256)?.size).toBe(100);
+      for (const ref of [a, b]) {
+        // Stores keep whole seconds (S3's LastModified) or better: the age is within a second of the put.
+        const at = listed.get(ref.sha256)!.storedAtMs;
+        expect(at).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);
+        expect(at).toBeLessThanOrEqual(after + 1000);
+      }
+      for (const key of listed.keys()) expect(key).toMatch(/^[0-9a-f]{64}$/);
+      expect(listed.has(stray)).toBe(false);
+    });
+
+    it('deletes blobs in one call (missing ones are no error), and another host sees them gone', async () => {
+      const { store, otherHost } = open();
+      const refs = await Promise.all([0, 1, 2].map(() => store.put(randomBytes(50), { mime: 'image/png' })));
+      const keep = await store.put(randomBytes(51), { mime: 'image/png' });
+      const missing = sha(randomBytes(16));
+      await store.delete([refs[0]!.sha256, refs[1]!.sha256, refs[2]!.sha256, missing]);
+      for (const r of refs) {
+        expect(await otherHost.has(r.sha256)).toBe(false);
+        await expect(otherHost.get(r.sha256)).rejects.toBeInstanceOf(BlobNotFoundError);
+      }
+      expect(await otherHost.has(keep.sha256)).toBe(true);
+      const listed = await inventory(otherHost);
+      for (const r of refs) expect(listed.has(r.sha256)).toBe(false);
+      expect(listed.has(keep.sha256)).toBe(true);
+      // Deleted bytes can be stored again under the same address.
+      const again = await store.put(await otherHost.get(keep.sha256), { mime: 'image/png' });
+      expect(again.sha256).toBe(keep.sha256);
+      await store.delete([]);
+    });
+
+    it('refuses to delete addresses that are not a sha256, deleting none of the batch', async () => {
+      const { store } = open();
+      const ref = await store.put(randomBytes(40), { mime: 'image/png' });
+      await expect(store.delete([ref.sha256, '../../etc/passwd'])).rejects.toThrow(/not a sha256/);
+      expect(await store.has(ref.sha256)).toBe(true);
+    });
+
+    it('lists a store larger than one listing page (S3 pages at 1000 keys)', async () => {
+      const { store } = open();
+      const bytes = Array.from({ length: 1010 }, (_, i) => Buffer.from(`page-test-${i}-${Math.random()}`));
+      const refs: string[] = [];
+      for (let i = 0; i < bytes.length; i += 50) {
+        refs.push(...(await Promise.all(bytes.slice(i, i + 50).map((b) => store.put(b, { mime: 'text/plain' })))).map((r) => r.sha256));
+      }
+      const listed = await inventory(store);
+      expect(refs.filter((r) => !listed.has(r))).toEqual([]);
+      await store.delete(refs);
+      const after = await inventory(store);
+      expect(refs.filter((r) => after.has(r))).toEqual([]);
+    }, 60_000);
   });
 }

@@ -179,6 +179,12 @@ export class Page {
     await this.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 900, deviceScaleFactor: 1, mobile: false });
   }
 
+  /** Headers sent with every request of this page, its fetches included (e.g. an Authorization header). */
+  async setExtraHeaders(headers: Record<string, string>): Promise<void> {
+    await this.send('Network.enable');
+    await this.send('Network.setExtraHTTPHeaders', { headers });
+  }
+
   async goto(url: string, timeoutMs = 20_000): Promise<void> {
     const loaded = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`page ${url} did not load in ${timeoutMs} ms`)), timeoutMs);

@@ -3,6 +3,7 @@
  * with a SQLite file under DATA_DIR, renders through it, and keeps its renders across a restart.
  */
 import { existsSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -102,20 +103,108 @@ describe('embedded mode', () => {
 });
 
 describe('embedded mode with TEMPORAL_UI=true', () => {
-  it('serves the UI on loopback only, with a warning printed', async () => {
-    const ui = await freePort();
-    const withUi = await startService({
-      comfyUrl: fake.url,
-      env: { TEMPORAL_PORT: String(await freePort()), TEMPORAL_UI_PORT: String(ui), TEMPORAL_UI: 'true' },
+  let withUi: TestService;
+  let uiProcessPort: number;
+  const token = 'ui-test-token';
+  const bearer = { authorization: `Bearer ${token}` };
+  /** A request with the Host header as given (fetch would not send a foreign one). */
+  const raw = (
+    method: string,
+    route: string,
+    headers: Record<string, string>,
+    body?: string,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: withUi.port, method, path: route, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+      });
+      req.on('error', reject);
+      req.end(body);
     });
-    try {
-      expect(withUi.output()).toMatch(new RegExp(`Temporal Web UI on http://127\\.0\\.0\\.1:${ui}`));
-      expect(withUi.output()).toMatch(/WARNING: TEMPORAL_UI is on: .*no login/);
-      expect(await listening('127.0.0.1', ui)).toBe(true);
-      const ip = externalIp();
-      if (ip) expect(await listening(ip, ui)).toBe(false);
-    } finally {
-      await withUi.kill('SIGTERM');
-    }
+
+  beforeAll(async () => {
+    withUi = await startService({
+      comfyUrl: fake.url,
+      env: { TEMPORAL_PORT: String(await freePort()), TEMPORAL_UI: 'true', API_TOKEN: token },
+    });
+    uiProcessPort = Number(/listens on http:\/\/127\.0\.0\.1:(\d+)/.exec(withUi.output())?.[1]);
   }, 120_000);
+  afterAll(async () => {
+    await withUi?.kill('SIGTERM');
+  });
+
+  it('serves the UI at the front\'s /temporal/, with a warning naming the residual loopback port', () => {
+    expect(withUi.output()).toMatch(new RegExp(`Temporal Web UI on http://127\\.0\\.0\\.1:${withUi.port}/temporal/`));
+    expect(withUi.output()).toMatch(/WARNING: TEMPORAL_UI is on: .*behind the front's Host check and API_TOKEN/);
+    expect(uiProcessPort).toBeGreaterThan(0);
+    expect(uiProcessPort).not.toBe(withUi.port);
+  });
+
+  it('refuses a foreign Host (DNS rebinding), for pages, API calls and POSTs, token or not', async () => {
+    for (const [method, route] of [
+      ['GET', '/temporal/'],
+      ['GET', '/temporal/api/v1/namespaces/default/workflows'],
+      ['POST', '/temporal/api/v1/namespaces/default/workflows/nope/terminate'],
+    ] as const) {
+      const res = await raw(method, route, { host: 'evil.example', ...bearer, 'content-type': 'application/json' }, method === 'POST' ? '{}' : undefined);
+      expect(res.status, `${method} ${route}`).toBe(403);
+      expect(res.text).toMatch(/host evil\.example is not served here/);
+    }
+  });
+
+  it('answers 401 without the token (a Basic challenge for a page, none for the UI\'s fetches)', async () => {
+    const page = await raw('GET', '/temporal/', { host: `127.0.0.1:${withUi.port}`, 'sec-fetch-mode': 'navigate' });
+    expect(page.status).toBe(401);
+    expect(page.headers['www-authenticate']).toMatch(/^Basic/);
+    const api = await raw('GET', '/temporal/api/v1/settings', { host: `localhost:${withUi.port}`, 'sec-fetch-mode': 'cors' });
+    expect(api.status).toBe(401);
+    expect(api.headers['www-authenticate']).toBeUndefined();
+    const post = await raw('POST', '/temporal/api/v1/namespaces/default/workflows/nope/terminate', { host: `127.0.0.1:${withUi.port}`, 'content-type': 'application/json' }, '{}');
+    expect(post.status).toBe(401);
+    const wrong = await raw('GET', '/temporal/', { host: `127.0.0.1:${withUi.port}`, authorization: 'Bearer nope' });
+    expect(wrong.status).toBe(401);
+  });
+
+  it('with the token on a loopback Host: the page loads, its API answers, a CSRF-protected POST reaches Temporal', async () => {
+    const page = await fetch(`${withUi.url}/temporal/`, { headers: bearer });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await page.text()).toMatch(/\/temporal\/_app\//);
+    // Basic with the token as password works too: what a browser sends after the challenge above.
+    const basic = await fetch(`${withUi.url}/temporal/api/v1/settings`, { headers: { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` } });
+    expect(basic.status).toBe(200);
+    expect(((await basic.json()) as { Version: string }).Version).toMatch(/^\d+\./);
+    const csrf = /_csrf=([^;]+)/.exec(basic.headers.get('set-cookie') ?? '')?.[1];
+    expect(csrf).toBeTruthy();
+
+    // What the UI's pages show comes from these calls: here the retention schedule the worker created.
+    const list = await fetch(`${withUi.url}/temporal/api/v1/namespaces/default/schedules`, { headers: bearer });
+    expect(list.status).toBe(200);
+    expect(await list.text()).toMatch(/"scheduleId":\s*"comfy-durable-retention"/);
+
+    // A same-origin POST (as the UI's own fetch sends it) with the CSRF pair: Temporal's own answer comes back.
+    const post = await fetch(`${withUi.url}/temporal/api/v1/namespaces/default/workflows/no-such-render/terminate`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json', origin: withUi.url, cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf! },
+      body: JSON.stringify({ reason: 'through the guard' }),
+    });
+    expect(post.status).toBe(404);
+    expect(await post.text()).toMatch(/workflow not found for ID: no-such-render/);
+    // The same POST from another origin is refused by the front before it reaches the UI.
+    const cross = await fetch(`${withUi.url}/temporal/api/v1/namespaces/default/workflows/no-such-render/terminate`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json', origin: 'http://evil.example', cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf! },
+      body: '{}',
+    });
+    expect(cross.status).toBe(403);
+  });
+
+  it('the gallery links to the guarded path; the UI process listens on loopback only', async () => {
+    expect(await fetch(`${withUi.url}/`).then((r) => r.text())).toMatch(/name="temporal-ui" content="\/temporal"/);
+    expect(await listening('127.0.0.1', uiProcessPort)).toBe(true);
+    const ip = externalIp();
+    if (ip) expect(await listening(ip, uiProcessPort)).toBe(false);
+  });
 });

@@ -16,6 +16,23 @@ describe('config', () => {
     expect(c.DEFAULT_MODEL).toBe('imagegen-flux-dev');
   });
 
+  it('reads the retention schedule interval (default 6 h, off switch) and fractional retention days', () => {
+    expect(loadConfig({}).RENDER_PRUNE_INTERVAL).toBe(6 * 3_600_000);
+    expect(loadConfig({ RENDER_PRUNE_INTERVAL: '30m' }).RENDER_PRUNE_INTERVAL).toBe(30 * 60_000);
+    expect(loadConfig({ RENDER_PRUNE_INTERVAL: '1d' }).RENDER_PRUNE_INTERVAL).toBe(86_400_000);
+    expect(loadConfig({ RENDER_PRUNE_INTERVAL: 'off' }).RENDER_PRUNE_INTERVAL).toBeUndefined();
+    for (const bad of ['10s', '0m', 'weekly', '6']) expect(() => loadConfig({ RENDER_PRUNE_INTERVAL: bad })).toThrow(/RENDER_PRUNE_INTERVAL/);
+    expect(loadConfig({ RENDER_RETENTION_DAYS: '0.5' }).RENDER_RETENTION_DAYS).toBe(0.5);
+    expect(() => loadConfig({ RENDER_RETENTION_DAYS: '0' })).toThrow(/RENDER_RETENTION_DAYS/);
+  });
+
+  it('refuses the embedded Temporal UI on a front other machines reach unless API_TOKEN is set', () => {
+    expect(() => loadConfig({ TEMPORAL_UI: 'true', HOST: '0.0.0.0' })).toThrow(/TEMPORAL_UI: .*HOST=0\.0\.0\.0.*API_TOKEN/);
+    expect(loadConfig({ TEMPORAL_UI: 'true', HOST: '0.0.0.0', API_TOKEN: 't' }).TEMPORAL_UI).toBe(true);
+    expect(loadConfig({ TEMPORAL_UI: 'true', HOST: 'localhost' }).TEMPORAL_UI).toBe(true);
+    expect(loadConfig({ TEMPORAL_UI: 'false', HOST: '0.0.0.0' }).TEMPORAL_UI).toBe(false);
+  });
+
   it('accepts several ComfyUI URLs and treats empty strings as unset', () => {
     const c = loadConfig({ COMFYUI_URL: 'http://a:8188, http://b:8188', TEMPORAL_ADDRESS: '  ', API_TOKEN: '' });
     expect(c.COMFYUI_URL).toEqual(['http://a:8188', 'http://b:8188']);

@@ -9,18 +9,13 @@ import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { normalizeMask } from '../../images/mask.ts';
 import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
-import {
-  lookupSampler,
-  lookupScheduler,
-  samplerLabel,
-  schedulerLabel,
-  splitSamplerScheduler,
-  validSamplerNames,
-  validSchedulerNames,
-} from '../../models/samplers.ts';
+import { samplerLabel, schedulerLabel } from '../../models/samplers.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
+import { inRange, present } from './fields.ts';
+import { chooseGuidance, chooseSampler } from './sampling.ts';
+import { checkPixelBudget, chooseResizeMode, chooseSize, snapSize } from './size.ts';
 import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
@@ -183,8 +178,6 @@ function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
-const present = (s: string | undefined): s is string => s !== undefined && s.trim() !== '';
-
 function rejectUnsupportedScripts(b: A1111Body): void {
   // A1111 answers an unknown script with 422; this service has none (GET /sdapi/v1/scripts lists none).
   if (present(b.script_name)) {
@@ -223,62 +216,6 @@ function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {
   return profile;
 }
 
-function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: string[]): { sampler: string; scheduler: string } {
-  let samplerName: string | undefined;
-  let samplerField = 'sampler_name';
-  if (present(b.sampler_name)) samplerName = b.sampler_name;
-  else if (present(b.sample_method)) {
-    samplerName = b.sample_method;
-    samplerField = 'sample_method';
-  } else if (typeof b.sampler_index === 'string' && present(b.sampler_index)) {
-    samplerName = b.sampler_index;
-    samplerField = 'sampler_index';
-  } else if (typeof b.sampler_index === 'number') {
-    warnings.push('sampler_index: a numeric sampler index is not supported; using the model default sampler');
-  }
-
-  let sampler = profile.defaults.sampler;
-  let suffixScheduler: string | undefined;
-  if (samplerName !== undefined) {
-    const split = splitSamplerScheduler(samplerName);
-    const found = lookupSampler(split.sampler);
-    if (found.status !== 'ok') {
-      const valid = validSamplerNames();
-      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
-      throw new RequestError(400, samplerField, `${samplerField}: "${samplerName}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
-    }
-    if (found.comfy) sampler = found.comfy;
-    suffixScheduler = split.scheduler;
-  }
-
-  let scheduler = profile.defaults.scheduler;
-  const explicit = present(b.scheduler) ? b.scheduler : undefined;
-  let schedulerName = explicit;
-  let schedulerField = 'scheduler';
-  if (suffixScheduler !== undefined) {
-    // A1111 lets the scheduler named inside the sampler name win over the `scheduler` field.
-    if (explicit !== undefined && lookupScheduler(explicit).status === 'ok') {
-      const a = lookupScheduler(explicit);
-      const s = lookupScheduler(suffixScheduler);
-      if (a.status === 'ok' && s.status === 'ok' && a.comfy !== null && a.comfy !== s.comfy) {
-        warnings.push(`scheduler: "${explicit}" overridden by the scheduler in sampler name "${samplerName}"`);
-      }
-    }
-    schedulerName = suffixScheduler;
-    schedulerField = samplerField;
-  }
-  if (schedulerName !== undefined) {
-    const found = lookupScheduler(schedulerName);
-    if (found.status !== 'ok') {
-      const valid = validSchedulerNames();
-      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
-      throw new RequestError(400, schedulerField, `${schedulerField}: scheduler "${schedulerName}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
-    }
-    if (found.comfy) scheduler = found.comfy;
-  }
-  return { sampler, scheduler };
-}
-
 function chooseBatch(b: A1111Body, limits: NormalizeLimits): { count: number; batchSize: number; nIter: number } {
   const batchSize = b.batch_size ?? 1;
   const nIterField = b.n_iter !== undefined ? 'n_iter' : 'batch_count';
@@ -300,98 +237,6 @@ function chooseSeed(b: A1111Body, count: number, random: () => number): number {
     throw new RequestError(400, 'seed', `seed: ${s} is too large; seed + ${count - 1} (the last image of the batch) must be at most ${MAX_SEED}`);
   }
   return s;
-}
-
-interface Size {
-  width: number;
-  height: number;
-  requestedWidth: number;
-  requestedHeight: number;
-}
-
-/**
- * Any integer size in range renders, as in A1111 (which never refuses a size: it rounds to its grid). The
- * size snaps to the nearest multiple of the model's latent grid (halfway rounds up, so a multiple of 8 that
- * is not one of 16 grows rather than shrinks), and the snap is reported in `info` and `info.warnings`.
- * Only sizes outside the model's side range or the pixel budget are refused, naming the field.
- */
-export function snapSize(profile: ModelProfile, field: string, requested: number, warnings: string[]): number {
-  if (requested < 1 || requested > profile.maxSide) {
-    throw new RequestError(400, field, `${field}: ${requested} is out of range 1..${profile.maxSide} for ${profile.id}`, {
-      min: 1,
-      max: profile.maxSide,
-    });
-  }
-  const grid = profile.grid;
-  const snapped = Math.min(Math.floor(profile.maxSide / grid) * grid, Math.max(profile.minSide, Math.floor(requested / grid + 0.5) * grid));
-  if (snapped !== requested) {
-    warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${grid} px grid, at least ${profile.minSide} px)`);
-  }
-  return snapped;
-}
-
-/** The pixel budget of one output image: the configured one, else the model's own. */
-export function pixelBudget(profile: ModelProfile, limits: NormalizeLimits): number {
-  return limits.maxRenderPixels ?? profile.maxPixels;
-}
-
-export function checkPixelBudget(profile: ModelProfile, limits: NormalizeLimits, field: string, width: number, height: number): void {
-  const budget = pixelBudget(profile, limits);
-  if (width * height > budget) {
-    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds the budget of ${budget} pixels for ${profile.id}`, {
-      maxPixels: budget,
-    });
-  }
-}
-
-function chooseSize(b: A1111Body, profile: ModelProfile, limits: NormalizeLimits, warnings: string[]): Size {
-  const requestedWidth = b.width ?? profile.defaults.width;
-  const requestedHeight = b.height ?? profile.defaults.height;
-  const width = snapSize(profile, 'width', requestedWidth, warnings);
-  const height = snapSize(profile, 'height', requestedHeight, warnings);
-  checkPixelBudget(profile, limits, b.width !== undefined ? 'width' : 'height', width, height);
-  return { width, height, requestedWidth, requestedHeight };
-}
-
-function chooseGuidance(
-  b: A1111Body,
-  profile: ModelProfile,
-  warnings: string[],
-): { cfg: number; guidance: number | undefined; negativePrompt: string } {
-  let cfg: number;
-  let negativePrompt = b.negative_prompt ?? '';
-  if (profile.cfgMode === 'fixed-1') {
-    cfg = 1;
-    if (b.cfg_scale !== undefined && b.cfg_scale !== 1) {
-      warnings.push(`cfg_scale: ${b.cfg_scale} ignored; ${profile.id} is guidance-distilled and runs at CFG 1`);
-    }
-    if (negativePrompt.trim() !== '') {
-      warnings.push(`negative_prompt: ignored; ${profile.id} runs at CFG 1 and has no negative branch`);
-    }
-    negativePrompt = '';
-  } else {
-    cfg = inRange(b.cfg_scale ?? profile.defaults.cfg, 0, 100, 'cfg_scale');
-  }
-  let guidance: number | undefined;
-  if (profile.defaults.guidance !== undefined) {
-    guidance = inRange(b.distilled_cfg_scale ?? profile.defaults.guidance, 0, 100, 'distilled_cfg_scale');
-  } else if (b.distilled_cfg_scale !== undefined) {
-    warnings.push(`distilled_cfg_scale: ignored; ${profile.id} has no distilled guidance`);
-  }
-  return { cfg, guidance, negativePrompt };
-}
-
-function chooseResizeMode(b: A1111Body): 0 | 1 | 2 | 3 {
-  const m = b.resize_mode ?? 0;
-  if (m !== 0 && m !== 1 && m !== 2 && m !== 3) {
-    throw new RequestError(400, 'resize_mode', `resize_mode: ${m} is not one of 0 (just resize), 1 (crop and resize), 2 (resize and fill), 3 (latent upscale)`);
-  }
-  return m;
-}
-
-function inRange(v: number, min: number, max: number, field: string): number {
-  if (!(v >= min && v <= max)) throw new RequestError(400, field, `${field}: ${v} is out of range ${min}..${max}`, { min, max });
-  return v;
 }
 
 function collectIgnoredFieldWarnings(route: A1111Route, b: A1111Body, warnings: string[]): void {

@@ -19,6 +19,7 @@ import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNot
 import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
 import { RequestError } from '../a1111/errors.ts';
 import { errorBody, sendError } from '../http-errors.ts';
+import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
 import type { ApiContext } from '../server.ts';
 
 const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
@@ -44,11 +45,13 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
 }
 
 /**
- * The Temporal UI base URL for links: only one configured explicitly. The embedded dev server's UI has no
- * login and no Host check, so the gallery (which anyone who can load it sees) never points at it.
+ * The Temporal UI base URL for links: one configured explicitly (a UI behind its own login, in production),
+ * else the embedded UI when this front serves it at /temporal (behind the front's own guards). Never the
+ * UI process's own port, which has no login and no Host check.
  */
-export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL'>): string | undefined {
-  return config.TEMPORAL_UI_URL ? config.TEMPORAL_UI_URL.replace(/\/+$/, '') : undefined;
+export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL'>, embeddedUi: boolean): string | undefined {
+  if (config.TEMPORAL_UI_URL) return config.TEMPORAL_UI_URL.replace(/\/+$/, '');
+  return embeddedUi ? TEMPORAL_UI_PATH : undefined;
 }
 
 const escapeHtml = (s: string): string =>
@@ -167,7 +170,7 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
 
   // The gallery: read once at start-up; no build step, no templating beyond two escaped attributes.
   const html = readFileSync(path.join(galleryDir, 'index.html'), 'utf8')
-    .replace('{{TEMPORAL_UI_URL}}', escapeHtml(temporalUiUrl(ctx.config) ?? ''))
+    .replace('{{TEMPORAL_UI_URL}}', escapeHtml(temporalUiUrl(ctx.config, ctx.temporalUi !== undefined) ?? ''))
     .replace('{{TEMPORAL_NAMESPACE}}', escapeHtml(ctx.config.TEMPORAL_NAMESPACE));
   const assets: Record<string, { type: string; body: string }> = {
     'app.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(path.join(galleryDir, 'app.js'), 'utf8') },

@@ -1,0 +1,99 @@
+/**
+ * Sampler, scheduler and guidance of an A1111 request, mapped to ComfyUI's names and the model's CFG mode
+ * (split from normalize.ts).
+ */
+import type { ModelProfile } from '../../models/profile.ts';
+import {
+  lookupSampler,
+  lookupScheduler,
+  splitSamplerScheduler,
+  validSamplerNames,
+  validSchedulerNames,
+} from '../../models/samplers.ts';
+import { RequestError } from './errors.ts';
+import { inRange, present } from './fields.ts';
+import type { A1111Body } from './schema.ts';
+
+export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: string[]): { sampler: string; scheduler: string } {
+  let samplerName: string | undefined;
+  let samplerField = 'sampler_name';
+  if (present(b.sampler_name)) samplerName = b.sampler_name;
+  else if (present(b.sample_method)) {
+    samplerName = b.sample_method;
+    samplerField = 'sample_method';
+  } else if (typeof b.sampler_index === 'string' && present(b.sampler_index)) {
+    samplerName = b.sampler_index;
+    samplerField = 'sampler_index';
+  } else if (typeof b.sampler_index === 'number') {
+    warnings.push('sampler_index: a numeric sampler index is not supported; using the model default sampler');
+  }
+
+  let sampler = profile.defaults.sampler;
+  let suffixScheduler: string | undefined;
+  if (samplerName !== undefined) {
+    const split = splitSamplerScheduler(samplerName);
+    const found = lookupSampler(split.sampler);
+    if (found.status !== 'ok') {
+      const valid = validSamplerNames();
+      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
+      throw new RequestError(400, samplerField, `${samplerField}: "${samplerName}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
+    }
+    if (found.comfy) sampler = found.comfy;
+    suffixScheduler = split.scheduler;
+  }
+
+  let scheduler = profile.defaults.scheduler;
+  const explicit = present(b.scheduler) ? b.scheduler : undefined;
+  let schedulerName = explicit;
+  let schedulerField = 'scheduler';
+  if (suffixScheduler !== undefined) {
+    // A1111 lets the scheduler named inside the sampler name win over the `scheduler` field.
+    if (explicit !== undefined && lookupScheduler(explicit).status === 'ok') {
+      const a = lookupScheduler(explicit);
+      const s = lookupScheduler(suffixScheduler);
+      if (a.status === 'ok' && s.status === 'ok' && a.comfy !== null && a.comfy !== s.comfy) {
+        warnings.push(`scheduler: "${explicit}" overridden by the scheduler in sampler name "${samplerName}"`);
+      }
+    }
+    schedulerName = suffixScheduler;
+    schedulerField = samplerField;
+  }
+  if (schedulerName !== undefined) {
+    const found = lookupScheduler(schedulerName);
+    if (found.status !== 'ok') {
+      const valid = validSchedulerNames();
+      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
+      throw new RequestError(400, schedulerField, `${schedulerField}: scheduler "${schedulerName}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
+    }
+    if (found.comfy) scheduler = found.comfy;
+  }
+  return { sampler, scheduler };
+}
+
+export function chooseGuidance(
+  b: A1111Body,
+  profile: ModelProfile,
+  warnings: string[],
+): { cfg: number; guidance: number | undefined; negativePrompt: string } {
+  let cfg: number;
+  let negativePrompt = b.negative_prompt ?? '';
+  if (profile.cfgMode === 'fixed-1') {
+    cfg = 1;
+    if (b.cfg_scale !== undefined && b.cfg_scale !== 1) {
+      warnings.push(`cfg_scale: ${b.cfg_scale} ignored; ${profile.id} is guidance-distilled and runs at CFG 1`);
+    }
+    if (negativePrompt.trim() !== '') {
+      warnings.push(`negative_prompt: ignored; ${profile.id} runs at CFG 1 and has no negative branch`);
+    }
+    negativePrompt = '';
+  } else {
+    cfg = inRange(b.cfg_scale ?? profile.defaults.cfg, 0, 100, 'cfg_scale');
+  }
+  let guidance: number | undefined;
+  if (profile.defaults.guidance !== undefined) {
+    guidance = inRange(b.distilled_cfg_scale ?? profile.defaults.guidance, 0, 100, 'distilled_cfg_scale');
+  } else if (b.distilled_cfg_scale !== undefined) {
+    warnings.push(`distilled_cfg_scale: ignored; ${profile.id} has no distilled guidance`);
+  }
+  return { cfg, guidance, negativePrompt };
+}

@@ -1,0 +1,73 @@
+/**
+ * Output size of an A1111 request: the requested width and height snapped to the model's latent grid, the
+ * pixel budget, and img2img's resize mode (split from normalize.ts; the hires fix in tweaks.ts snaps its
+ * target size with the same snapSize).
+ */
+import type { ModelProfile } from '../../models/profile.ts';
+import { RequestError } from './errors.ts';
+import type { A1111Body } from './schema.ts';
+
+/** The part of NormalizeLimits that sizes depend on. */
+export interface PixelLimits {
+  /** Pixel budget of one output image; absent: the model's own `maxPixels`. */
+  maxRenderPixels?: number;
+}
+
+export interface Size {
+  width: number;
+  height: number;
+  requestedWidth: number;
+  requestedHeight: number;
+}
+
+/**
+ * Any integer size in range renders, as in A1111 (which never refuses a size: it rounds to its grid). The
+ * size snaps to the nearest multiple of the model's latent grid (halfway rounds up, so a multiple of 8 that
+ * is not one of 16 grows rather than shrinks), and the snap is reported in `info` and `info.warnings`.
+ * Only sizes outside the model's side range or the pixel budget are refused, naming the field.
+ */
+export function snapSize(profile: ModelProfile, field: string, requested: number, warnings: string[]): number {
+  if (requested < 1 || requested > profile.maxSide) {
+    throw new RequestError(400, field, `${field}: ${requested} is out of range 1..${profile.maxSide} for ${profile.id}`, {
+      min: 1,
+      max: profile.maxSide,
+    });
+  }
+  const grid = profile.grid;
+  const snapped = Math.min(Math.floor(profile.maxSide / grid) * grid, Math.max(profile.minSide, Math.floor(requested / grid + 0.5) * grid));
+  if (snapped !== requested) {
+    warnings.push(`${field}: ${requested} snapped to ${snapped} (${profile.id} renders on a ${grid} px grid, at least ${profile.minSide} px)`);
+  }
+  return snapped;
+}
+
+/** The pixel budget of one output image: the configured one, else the model's own. */
+export function pixelBudget(profile: ModelProfile, limits: PixelLimits): number {
+  return limits.maxRenderPixels ?? profile.maxPixels;
+}
+
+export function checkPixelBudget(profile: ModelProfile, limits: PixelLimits, field: string, width: number, height: number): void {
+  const budget = pixelBudget(profile, limits);
+  if (width * height > budget) {
+    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds the budget of ${budget} pixels for ${profile.id}`, {
+      maxPixels: budget,
+    });
+  }
+}
+
+export function chooseSize(b: A1111Body, profile: ModelProfile, limits: PixelLimits, warnings: string[]): Size {
+  const requestedWidth = b.width ?? profile.defaults.width;
+  const requestedHeight = b.height ?? profile.defaults.height;
+  const width = snapSize(profile, 'width', requestedWidth, warnings);
+  const height = snapSize(profile, 'height', requestedHeight, warnings);
+  checkPixelBudget(profile, limits, b.width !== undefined ? 'width' : 'height', width, height);
+  return { width, height, requestedWidth, requestedHeight };
+}
+
+export function chooseResizeMode(b: A1111Body): 0 | 1 | 2 | 3 {
+  const m = b.resize_mode ?? 0;
+  if (m !== 0 && m !== 1 && m !== 2 && m !== 3) {
+    throw new RequestError(400, 'resize_mode', `resize_mode: ${m} is not one of 0 (just resize), 1 (crop and resize), 2 (resize and fill), 3 (latent upscale)`);
+  }
+  return m;
+}
