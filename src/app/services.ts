@@ -81,7 +81,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
 
   const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
   const clients = comfyClients(backends, logger);
-  const blobs = blobStoreFromConfig(config);
+  const blobs = await blobStoreFromConfig(config);
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));

@@ -76,7 +76,7 @@ export async function runRenders(argv: string[]): Promise<number> {
     return 1;
   }
   const { client, connection } = connected;
-  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: blobStoreFromConfig(config) });
+  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: await blobStoreFromConfig(config) });
   try {
     switch (command) {
       case 'list':

@@ -6,7 +6,7 @@
  * - per backend, its legacy single-slot queue, for renders started before the shared queue existed.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -19,14 +19,21 @@ import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
-const BUNDLER = path.join(here, 'bundle-workflows.ts');
+/** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
+const compiled = import.meta.url.endsWith('.js');
+const ownExt = compiled ? '.js' : '.ts';
+export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', `index${ownExt}`);
+const BUNDLER = path.join(here, `bundle-workflows${ownExt}`);
+/** Built by scripts/build.sh from the same compiled workflows as this dist/, so it is never stale against it. */
+export const PREBUILT_BUNDLE = path.join(here, '..', 'workflow-bundle.js');
 
 /**
- * Build the workflow bundle in a child process (same node flags, so the TypeScript loader is there too) and
- * return its path. Always rebuilt at start: a stale bundle would run old workflow code.
+ * The workflow bundle's path: dist/'s prebuilt one when running compiled, else built now in a child process
+ * (same node flags, so the TypeScript loader is there too). Under tsx it is always rebuilt at start: a stale
+ * bundle would run old workflow code.
  */
 export async function bundleWorkflowsInChild(outDir: string): Promise<string> {
+  if (compiled && existsSync(PREBUILT_BUNDLE)) return PREBUILT_BUNDLE;
   removeStaleBundles(outDir);
   const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
   await promisify(execFile)(process.execPath, [...process.execArgv, BUNDLER, WORKFLOWS_PATH, out], {

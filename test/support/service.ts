@@ -29,6 +29,11 @@ export interface ServiceOptions {
   waitHealthy?: boolean;
   /** How long start-up may take (default 60 s for a worker, 90 s for a front). */
   readyTimeoutMs?: number;
+  /**
+   * `tsx` (default): the TypeScript sources through tsx's loader. `dist`: plain node on the compiled
+   * JavaScript, as `npm start` runs it (build it first: scripts/build.sh).
+   */
+  runtime?: 'tsx' | 'dist';
 }
 
 export interface TestService {
@@ -52,7 +57,11 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
   let child!: ChildProcess;
 
   const launch = async (): Promise<void> => {
-    child = spawn(process.execPath, ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts'), mode], {
+    const entry =
+      opts.runtime === 'dist'
+        ? [path.join(root, 'dist', 'cli', 'main.js')]
+        : ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')];
+    child = spawn(process.execPath, [...entry, mode], {
       cwd: root,
       env: {
         ...process.env,
