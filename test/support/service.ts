@@ -31,7 +31,7 @@ export interface ServiceOptions {
   readyTimeoutMs?: number;
   /**
    * `tsx` (default): the TypeScript sources through tsx's loader. `dist`: plain node on the compiled
-   * JavaScript, as `npm start` runs it (build it first: scripts/build.sh).
+   * JavaScript through scripts/run.sh, as `npm start` runs it (build it first: scripts/build.sh).
    */
   runtime?: 'tsx' | 'dist';
 }
@@ -57,11 +57,12 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
   let child!: ChildProcess;
 
   const launch = async (): Promise<void> => {
-    const entry =
+    // dist: npm start's launcher, which execs node (same pid, so SIGKILL reaches the service itself).
+    const [cmd, args] =
       opts.runtime === 'dist'
-        ? [path.join(root, 'dist', 'cli', 'main.js')]
-        : ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')];
-    child = spawn(process.execPath, [...entry, mode], {
+        ? ['bash', [path.join(root, 'scripts', 'run.sh')]]
+        : [process.execPath, ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')]];
+    child = spawn(cmd, [...args, mode], {
       cwd: root,
       env: {
         ...process.env,
