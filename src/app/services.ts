@@ -26,7 +26,7 @@ import { bundleWorkflowsInChild, createWorkers, type WorkerSet } from '../worker
 import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
 import { blobStoreSizer } from '../blobs/fs-inventory.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
@@ -125,7 +125,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
       config,
       logger,
       blobs,
-      renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE),
+      // `start` mode: renders start eagerly on the worker's connection (RenderService, eagerStarter).
+      renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE, workers ? new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE }) : undefined),
       options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
         sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
       }),
