@@ -18,6 +18,7 @@ import {
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { rendersStarted } from '../metrics/metrics.ts';
+import type { BuiltRender } from '../activities/types.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
@@ -102,6 +103,12 @@ export class RenderService {
      * `client`.
      */
     private readonly eagerStarter?: Client,
+    /**
+     * `start` mode: builds a render's graphs and limits in the front (same configuration as the worker), so
+     * they go to the workflow as input and the render needs no buildGraph local activity. `undefined` (or a
+     * throw: the workflow's own build then fails the render the usual way) leaves it to the workflow.
+     */
+    private readonly prebuild?: (request: RenderRequest, renderId: string) => BuiltRender,
   ) {}
 
   async start(request: RenderRequest, opts: StartOptions = {}): Promise<StartedRender> {
@@ -115,7 +122,7 @@ export class RenderService {
     const options: WorkflowStartOptions<typeof render> = {
       taskQueue: this.taskQueue,
       workflowId: renderId,
-      args: [request],
+      args: this.argsFor(request, renderId),
       memo: memoFor(request, fingerprint, opts.priority),
       // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
       ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
@@ -152,6 +159,15 @@ export class RenderService {
         );
       }
       return { renderId, handle, attached: true };
+    }
+  }
+
+  private argsFor(request: RenderRequest, renderId: string): [RenderRequest] | [RenderRequest, BuiltRender] {
+    if (!this.prebuild) return [request];
+    try {
+      return [request, this.prebuild(request, renderId)];
+    } catch {
+      return [request];
     }
   }
 

@@ -27,6 +27,7 @@ import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metri
 import { blobStoreSizer } from '../blobs/fs-inventory.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
 import { Client, Connection } from '@temporalio/client';
+import { buildRender } from '../activities/build-graph.ts';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
@@ -125,8 +126,15 @@ export async function runServices(mode: Mode, config: Config, logger: Logger): P
       config,
       logger,
       blobs,
-      // `start` mode: renders start eagerly on the worker's connection (RenderService, eagerStarter).
-      renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE, workers ? new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE }) : undefined),
+      // `start` mode: renders start eagerly on the worker's connection, their graphs built here (RenderService).
+      renders: workers
+        ? new RenderService(
+            client,
+            config.TEMPORAL_TASK_QUEUE,
+            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE }),
+            (request, renderId) => buildRender(config, request, renderId),
+          )
+        : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
       options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
         sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
       }),
