@@ -7,7 +7,7 @@ import type { OutputFormat } from '../render/types.ts';
 
 /**
  * sharp (libvips) loads on first use: most renders answer PNG and never need it, and loading it costs
- * ~25 MB of RSS for the life of the process (bench/README.md, memory).
+ * 20–25 MB of RSS for the life of the process (bench/README.md, memory).
  */
 let sharpModule: Promise<typeof import('sharp').default> | undefined;
 const loadSharp = (): Promise<typeof import('sharp').default> => (sharpModule ??= import('sharp').then((m) => m.default));
