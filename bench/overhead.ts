@@ -102,7 +102,7 @@ export async function benchOverhead(ctx: BenchContext): Promise<BenchResult> {
     const f = dist(floorMs);
     const floorLines = floor
       ? [
-          `temporal floor (late-bound workflow shape: local activity + one GPU-queue activity, no-op, worker in the bench process): ${fmtDist(f)}`,
+          `temporal floor (late-bound workflow shape as start mode runs it: one GPU-queue activity, no-op, worker in the bench process): ${fmtDist(f)}`,
           `  → of the ${ms(diff)} overhead, ~${ms(f.p50)} is Temporal round trips for this workflow shape; ` +
             `the rest (~${ms(diff - f.p50)}) is front + activities beyond ComfyUI's own work`,
         ]

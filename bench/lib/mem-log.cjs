@@ -3,7 +3,7 @@
 // each sample (every second) so the figures show what is retained rather than garbage not yet collected.
 'use strict';
 const fs = require('node:fs');
-if (process.argv.some((a) => a.endsWith('src/cli/main.ts')) && process.env.BENCH_MEM_LOG) {
+if (process.argv.some((a) => a.endsWith('src/cli/main.ts') || a.endsWith('dist/cli/main.js')) && process.env.BENCH_MEM_LOG) {
   const file = `${process.env.BENCH_MEM_LOG}.${process.pid}`;
   let gc;
   if (process.env.BENCH_MEM_GC === '1') {

@@ -3,7 +3,7 @@
  * a child process via bench/fake-host.ts), and comfy-durable as a child process (test/support/service.ts).
  * Everything listens on 127.0.0.1 only.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,6 +109,7 @@ export async function startBenchService(cleanups: Cleanups, opts: ServiceOptions
   const svc = await startService({
     mode: 'start',
     dataDir,
+    runtime: benchRuntime(),
     ...opts,
     env: {
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
@@ -122,6 +123,20 @@ export async function startBenchService(cleanups: Cleanups, opts: ServiceOptions
   const nodePid = serviceNodePid(wrapper.pid!);
   log(`service on ${svc.url} (wrapper pid ${wrapper.pid}, node pid ${nodePid}, ${Date.now() - t0} ms)`);
   return Object.assign(svc, { nodePid });
+}
+
+/**
+ * How the service runs: `dist` (default) is `npm start`'s path, plain node on the compiled JavaScript (the
+ * runner builds it first); BENCH_RUNTIME=tsx runs the TypeScript through tsx's loader, as the tests do.
+ */
+export function benchRuntime(): 'tsx' | 'dist' {
+  return process.env.BENCH_RUNTIME === 'tsx' ? 'tsx' : 'dist';
+}
+
+/** `npm start`'s build (scripts/build.sh): a no-op when dist/ is newer than every source. */
+export function buildDist(): void {
+  const r = spawnSync('bash', [path.join(ROOT, 'scripts', 'build.sh')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (r.status !== 0) throw new Error(`scripts/build.sh failed with ${r.status ?? r.signal}`);
 }
 
 /** SIGTERM the process and its descendants (pids we started), SIGKILL whatever is left after `graceMs`. */

@@ -59,8 +59,14 @@ export interface PromptHeartbeat {
   attempt?: number;
 }
 
+/** What `buildGraph` returns; built by the front instead in `start` mode (the workflow's second argument). */
+export interface BuiltRender {
+  plan: RenderPlan;
+  limits: RenderLimits;
+}
+
 export interface RenderActivities {
-  buildGraph(input: { request: RenderRequest; renderId: string }): Promise<{ plan: RenderPlan; limits: RenderLimits }>;
+  buildGraph(input: { request: RenderRequest; renderId: string }): Promise<BuiltRender>;
   chooseBackend(input: { model: string }): Promise<Backend>;
   uploadInputs(input: { backend: Backend; uploads: InputUpload[] }): Promise<void>;
   runPrompt(input: RunPromptInput): Promise<PromptRun>;

@@ -18,9 +18,9 @@ export function createUploadInputs(deps: ActivityDeps): RenderActivities['upload
 export async function uploadAll(deps: Pick<ActivityDeps, 'blobs' | 'clients'>, backend: Backend, uploads: readonly InputUpload[]): Promise<void> {
   const client = clientFor(deps, backend);
   for (const u of uploads) {
-    let bytes: Buffer;
+    let bytes: Blob;
     try {
-      bytes = await deps.blobs.get(u.blob.sha256);
+      bytes = await deps.blobs.getBlob(u.blob.sha256, u.blob.mime);
     } catch (err) {
       if (err instanceof BlobNotFoundError) throw ApplicationFailure.nonRetryable(err.message, FailureType.InvalidRender);
       throw err;

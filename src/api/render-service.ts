@@ -14,9 +14,11 @@ import {
   isGrpcServiceError,
   type Client,
   type WorkflowHandle,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { rendersStarted } from '../metrics/metrics.ts';
+import type { BuiltRender } from '../activities/types.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
@@ -94,6 +96,19 @@ export class RenderService {
     /** Public for the operator routes (list, show, replay), which share this process's connection. */
     readonly client: Client,
     private readonly taskQueue: string,
+    /**
+     * `start` mode: a client on the worker's own NativeConnection, which starts renders eagerly: the server
+     * hands the render's first workflow task back in the start response, to the worker in this process, so
+     * a render skips one matching hop and one poll (bench/eager-probe.ts). Results are still awaited on
+     * `client`.
+     */
+    private readonly eagerStarter?: Client,
+    /**
+     * `start` mode: builds a render's graphs and limits in the front (same configuration as the worker), so
+     * they go to the workflow as input and the render needs no buildGraph local activity. `undefined` (or a
+     * throw: the workflow's own build then fails the render the usual way) leaves it to the workflow.
+     */
+    private readonly prebuild?: (request: RenderRequest, renderId: string) => BuiltRender,
   ) {}
 
   async start(request: RenderRequest, opts: StartOptions = {}): Promise<StartedRender> {
@@ -104,22 +119,36 @@ export class RenderService {
       { key: RENDER_KIND, value: request.kind },
       ...(request.replayOf ? [{ key: RENDER_REPLAY_OF, value: request.replayOf }] : []),
     ];
+    const options: WorkflowStartOptions<typeof render> = {
+      taskQueue: this.taskQueue,
+      workflowId: renderId,
+      args: this.argsFor(request, renderId),
+      memo: memoFor(request, fingerprint, opts.priority),
+      // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
+      ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
+      typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
+      // A key attaches to its render while it runs and after it completed (same images, no new render);
+      // only after a failure may the same key start it again.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    };
+    /** Set when an eager start failed but may have reached the server: a duplicate then is our own render. */
+    let triedEager = false;
     try {
-      const handle = await this.client.workflow.start<typeof render>('render', {
-        taskQueue: this.taskQueue,
-        workflowId: renderId,
-        args: [request],
-        memo: memoFor(request, fingerprint, opts.priority),
-        // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
-        ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
-        typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
-        // A key attaches to its render while it runs and after it completed (same images, no new render);
-        // only after a failure may the same key start it again.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      });
+      let handle: WorkflowHandle<typeof render>;
+      if (this.eagerStarter) {
+        handle = await this.startEagerly(options, () => (triedEager = true));
+      } else {
+        handle = await this.client.workflow.start<typeof render>('render', options);
+      }
       rendersStarted.inc({ model: request.model });
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
     } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError && fingerprint === undefined && triedEager) {
+        // The eager start went through but its answer was lost (then the plain start found it): the id is
+        // this request's own fresh one, so the running render is ours.
+        rendersStarted.inc({ model: request.model });
+        return { renderId, handle: this.client.workflow.getHandle<typeof render>(renderId), attached: false, model: request.model, startedAt: Date.now() };
+      }
       if (!(err instanceof WorkflowExecutionAlreadyStartedError) || fingerprint === undefined) throw err;
       const handle = this.client.workflow.getHandle<typeof render>(renderId);
       const described = await handle.describe();
@@ -131,6 +160,36 @@ export class RenderService {
       }
       return { renderId, handle, attached: true };
     }
+  }
+
+  private argsFor(request: RenderRequest, renderId: string): [RenderRequest] | [RenderRequest, BuiltRender] {
+    if (!this.prebuild) return [request];
+    try {
+      return [request, this.prebuild(request, renderId)];
+    } catch {
+      return [request];
+    }
+  }
+
+  /**
+   * Start on the worker's connection with `requestEagerStart`; the handle returned waits on `client`. Should
+   * the eager start fail for any other reason than the id being taken (the worker's connection closing in a
+   * shutdown, say), the render is started the ordinary way.
+   */
+  private async startEagerly(
+    options: WorkflowStartOptions<typeof render>,
+    mayHaveStarted: () => void,
+  ): Promise<WorkflowHandle<typeof render>> {
+    let started;
+    try {
+      started = await this.eagerStarter!.workflow.start<typeof render>('render', { ...options, requestEagerStart: true });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
+      // The failed start may still have reached the server: the ordinary one may then find it started.
+      mayHaveStarted();
+      return this.client.workflow.start<typeof render>('render', options);
+    }
+    return this.client.workflow.getHandle<typeof render>(options.workflowId, undefined, { firstExecutionRunId: started.firstExecutionRunId });
   }
 
   /**

@@ -31,7 +31,8 @@ import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metri
 import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
 import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
+import { buildRender } from '../activities/build-graph.ts';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
@@ -105,7 +106,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
 
   const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
   const clients = comfyClients(backends, logger);
-  const blobs = blobStoreFromConfig(config);
+  const blobs = await blobStoreFromConfig(config);
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
@@ -161,7 +162,15 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       config,
       logger,
       blobs,
-      renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE),
+      // `start` mode: renders start eagerly on the worker's connection, their graphs built here (RenderService).
+      renders: workers
+        ? new RenderService(
+            client,
+            config.TEMPORAL_TASK_QUEUE,
+            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
+            (request, renderId) => buildRender(config, request, renderId),
+          )
+        : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
       tracing: tracing !== undefined,
       options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
         sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,

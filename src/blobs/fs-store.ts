@@ -1,6 +1,6 @@
 /** Filesystem blob store (the default): `<dir>/<aa>/<sha256>`, written atomically via a temp file + rename. */
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, openAsBlob } from 'node:fs';
 import { mkdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -50,6 +50,17 @@ export class FsBlobStore implements BlobStore {
       return await readFile(this.pathFor(sha256));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(sha256);
+      throw err;
+    }
+  }
+
+  async getBlob(sha256: string, mime?: string): Promise<Blob> {
+    try {
+      // Read lazily, in chunks, when the Blob is consumed; the file never changes (content-addressed).
+      return await openAsBlob(this.pathFor(sha256), mime ? { type: mime } : {});
+    } catch (err) {
+      // openAsBlob reports a missing file as a TypeError without an errno code.
+      if (!(await this.has(sha256))) throw new BlobNotFoundError(sha256);
       throw err;
     }
   }

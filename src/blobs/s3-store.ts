@@ -97,6 +97,10 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  async getBlob(sha256: string, mime?: string): Promise<Blob> {
+    return new Blob([await this.get(sha256)], mime ? { type: mime } : {});
+  }
+
   async get(sha256: string): Promise<Buffer> {
     const body = await this.openRead(sha256);
     const chunks: Buffer[] = [];

@@ -34,6 +34,12 @@ export interface BlobStore {
    */
   putStream(source: BlobSource, meta: BlobMeta, opts?: PutStreamOptions): Promise<BlobRef>;
   get(sha256: string): Promise<Buffer>;
+  /**
+   * The blob as a `Blob`, for request bodies (uploads to ComfyUI): file-backed in the filesystem store, so an
+   * upload streams from disk instead of holding the image (and the multipart encoder's copies) in memory.
+   * Throws BlobNotFoundError when missing.
+   */
+  getBlob(sha256: string, mime?: string): Promise<Blob>;
   /** A stream of the blob's bytes (or of `range`); throws BlobNotFoundError before streaming when missing. */
   openRead(sha256: string, range?: ByteRange): Promise<Readable>;
   /** Size in bytes, or undefined when the blob is missing. */

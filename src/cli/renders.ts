@@ -75,7 +75,7 @@ export async function runRenders(argv: string[]): Promise<number> {
     return 1;
   }
   const { client, connection } = connected;
-  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: blobStoreFromConfig(config) });
+  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: await blobStoreFromConfig(config) });
   try {
     switch (command) {
       case 'list':
@@ -89,7 +89,7 @@ export async function runRenders(argv: string[]): Promise<number> {
       case 'cancel':
         return await cancel(ops, rest);
       case 'prune':
-        return await prune(rest, { client, namespace: config.TEMPORAL_NAMESPACE, blobs: blobStoreFromConfig(config), comfyInputDir: config.COMFYUI_INPUT_DIR });
+        return await prune(rest, { client, namespace: config.TEMPORAL_NAMESPACE, blobs: await blobStoreFromConfig(config), comfyInputDir: config.COMFYUI_INPUT_DIR });
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }

@@ -74,7 +74,8 @@ export interface QueueSnapshot {
 }
 
 export interface UploadImageInput {
-  bytes: Buffer | Uint8Array;
+  /** A Blob is uploaded as it is (a file-backed one streams from disk). */
+  bytes: Buffer | Uint8Array | Blob;
   filename: string;
   subfolder?: string;
   type?: 'input' | 'temp' | 'output';

@@ -263,8 +263,10 @@ export class ComfyClient {
   /** `POST /upload/image` (multipart). Identical bytes under the same name are a server-side no-op. */
   async uploadImage(input: UploadImageInput, opts?: CallOptions): Promise<UploadResult> {
     const form = new FormData();
-    const bytes = input.bytes instanceof Buffer ? input.bytes : Buffer.from(input.bytes);
-    form.append('image', new Blob([bytes], { type: input.mime ?? 'application/octet-stream' }), input.filename);
+    const type = input.mime ?? 'application/octet-stream';
+    // A Blob (e.g. file-backed, from the blob store) is streamed as it is; bytes in memory are wrapped.
+    const image = input.bytes instanceof Blob ? input.bytes : new Blob([input.bytes], { type });
+    form.append('image', image, input.filename);
     form.append('overwrite', input.overwrite ? 'true' : 'false');
     form.append('subfolder', input.subfolder ?? '');
     form.append('type', input.type ?? 'input');

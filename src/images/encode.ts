@@ -3,8 +3,14 @@
  * (`jpeg_quality`, `webp_lossless`), through sharp (libvips). The infotext goes where A1111 puts it for
  * these formats: the EXIF UserComment (PNG keeps its `parameters` text chunk, written elsewhere).
  */
-import sharp from 'sharp';
 import type { OutputFormat } from '../render/types.ts';
+
+/**
+ * sharp (libvips) loads on first use: most renders answer PNG and never need it, and loading it costs
+ * 20–25 MB of RSS for the life of the process (bench/README.md, memory).
+ */
+let sharpModule: Promise<typeof import('sharp').default> | undefined;
+const loadSharp = (): Promise<typeof import('sharp').default> => (sharpModule ??= import('sharp').then((m) => m.default));
 
 export interface EncodedImage {
   data: Buffer;
@@ -16,6 +22,7 @@ export interface EncodedImage {
 /** PNG bytes (with their text chunks already set) → the requested lossy or lossless format. */
 export async function encodeOutput(png: Buffer, format: OutputFormat, infotext: string): Promise<EncodedImage> {
   // Deterministic: same pixels and options → same bytes (no timestamps in the EXIF written here).
+  const sharp = await loadSharp();
   const img = sharp(png).withExif({ IFD2: { UserComment: infotext } });
   const out =
     format.format === 'jpeg'
@@ -27,6 +34,7 @@ export async function encodeOutput(png: Buffer, format: OutputFormat, infotext: 
 /** The infotext A1111 stores in a JPEG's or WebP's EXIF UserComment, if any. */
 export async function readExifComment(data: Buffer): Promise<string | undefined> {
   let exif: Buffer | undefined;
+  const sharp = await loadSharp();
   try {
     exif = (await sharp(data).metadata()).exif;
   } catch {

@@ -28,5 +28,9 @@ export function renderOutcomeSinks(): InjectedSinks<RenderOutcomeSinks> {
   };
 }
 
-/** The interceptor module, for the workflow bundle and the worker. */
-export const OUTCOME_INTERCEPTOR_MODULE = new URL('../workflows/outcome-interceptor.ts', import.meta.url).pathname;
+/**
+ * The interceptor module, for the workflow bundle and the worker: the TypeScript source under tsx, the
+ * compiled file when this module runs from dist/ (scripts/build.sh).
+ */
+const ownExt = import.meta.url.endsWith('.js') ? '.js' : '.ts';
+export const OUTCOME_INTERCEPTOR_MODULE = new URL(`../workflows/outcome-interceptor${ownExt}`, import.meta.url).pathname;

@@ -169,6 +169,9 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       tl.priority = a.priority?.priorityKey || 3;
       const request = decodeFirst(converter, a.input);
       if (request && typeof request === 'object') tl.request = request as RenderRequest;
+      // Graphs the front built (`start` mode) are the input's second argument: the same buildGraph stage.
+      const built = a.input?.payloads?.[1] ? obj(decodePayload(converter, a.input.payloads[1])) : {};
+      if (built.plan) recordFrontBuilt(tl, built, at, collectedOutputs);
       for (const [k, p] of Object.entries(a.memo?.fields ?? {})) tl.memo[k] = decodePayload(converter, p);
       const sa = a.searchAttributes?.indexedFields;
       tl.model = searchAttribute(converter, sa, 'RenderModel') ?? str(obj(tl.request).model);
@@ -303,6 +306,19 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   }
   tl.prompts.sort((x, y) => x.item - y.item || (x.attempt ?? 0) - (y.attempt ?? 0));
   return tl;
+}
+
+/** A buildGraph the front did before starting the render: completed at the start, no marker. */
+function recordFrontBuilt(tl: RenderTimeline, built: Record<string, unknown>, at: number | undefined, collected: BlobRef[]): void {
+  const stage: StageView = { name: 'buildGraph', activityType: 'buildGraph', activityId: '', local: true, builtByFront: true, outcome: 'completed', attempts: [] };
+  const attempt: AttemptView = { attempt: 1, outcome: 'completed' };
+  if (at !== undefined) {
+    stage.scheduledAt = stage.endedAt = attempt.startedAt = attempt.endedAt = iso(at);
+    stage.durationMs = attempt.durationMs = 0;
+  }
+  stage.attempts.push(attempt);
+  tl.stages.push(stage);
+  recordResult(tl, stage, built, collected);
 }
 
 /** How sdk-core records a local activity: a marker with its result (or failure) and when it ran. */

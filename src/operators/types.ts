@@ -90,6 +90,8 @@ export interface StageView {
   activityId: string;
   /** A local activity (recorded as a marker: its result and timing, no schedule or start events). */
   local?: boolean;
+  /** buildGraph done by the front before the start (`start` mode): its result is the workflow's input. */
+  builtByFront?: boolean;
   item?: number;
   taskQueue?: string;
   scheduledAt?: string;

@@ -6,7 +6,7 @@
  * - per backend, its legacy single-slot queue, for renders started before the shared queue existed.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,15 +21,23 @@ import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/rende
 import type { WorkerTracing } from '../tracing/temporal.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', 'index.ts');
-const BUNDLER = path.join(here, 'bundle-workflows.ts');
-/** tsx's loader, for a host process that runs TypeScript through another loader (vitest) or none. */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
+const compiled = import.meta.url.endsWith('.js');
+const ownExt = compiled ? '.js' : '.ts';
+export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', `index${ownExt}`);
+const BUNDLER = path.join(here, `bundle-workflows${ownExt}`);
+/** Built by scripts/build.sh from the same compiled workflows as this dist/, so it is never stale against it. */
+export const PREBUILT_BUNDLE = path.join(here, '..', 'workflow-bundle.js');
 
-/** The node flags of this process, plus tsx's loader when they lack it: the bundler is TypeScript. */
+/**
+ * The node flags of this process for the bundler child: compiled, it is plain JavaScript; under TypeScript it
+ * needs tsx's loader, added when the host runs another loader (vitest). tsx is resolved only then: a
+ * production install of dist/ has no dev dependencies.
+ */
 function bundlerNodeArgs(): string[] {
   const execArgv = process.execArgv;
-  return execArgv.some((a) => a.includes('tsx')) ? execArgv : [...execArgv, '--import', TSX_LOADER];
+  if (compiled || execArgv.some((a) => a.includes('tsx'))) return execArgv;
+  return [...execArgv, '--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
 }
 
 /** The workflow interceptor modules of a worker: render outcomes always, the tracing ones when tracing is on. */
@@ -38,10 +46,15 @@ export function workflowInterceptorModules(tracing?: WorkerTracing): string[] {
 }
 
 /**
- * Build the workflow bundle in a child process (same node flags, so the TypeScript loader is there too) and
- * return its path. Always rebuilt at start: a stale bundle would run old workflow code.
+ * The workflow bundle's path: dist/'s prebuilt one when running compiled, else built now in a child process
+ * (same node flags, so the TypeScript loader is there too). Under tsx it is always rebuilt at start: a stale
+ * bundle would run old workflow code.
  */
 export async function bundleWorkflowsInChild(outDir: string, interceptorModules: string[] = workflowInterceptorModules()): Promise<string> {
+  // The prebuilt bundle carries the default interceptors only; with tracing on, bundle now.
+  const defaults = workflowInterceptorModules();
+  const isDefault = interceptorModules.length === defaults.length && interceptorModules.every((m, i) => m === defaults[i]);
+  if (compiled && isDefault && existsSync(PREBUILT_BUNDLE)) return PREBUILT_BUNDLE;
   removeStaleBundles(outDir);
   const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
   await promisify(execFile)(process.execPath, [...bundlerNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {

@@ -1,7 +1,8 @@
 /**
  * The `render` workflow, late-bound shape: deterministic orchestration only, every effect is an activity.
  *
- *   buildGraph (local activity: pure, its result recorded in history as a marker)
+ *   buildGraph (local activity: pure, its result recorded in history as a marker; skipped when the front
+ *   built the graphs and passed them in the input, `start` mode)
  *   → per item, attempts of ONE `runPrompt` activity on the shared GPU queue, which the first free ComfyUI
  *     of any worker takes: it uploads the inputs to that ComfyUI, submits, follows, and stores the outputs
  *     as blobs (references with their mime: images, or videos for a video kind).
@@ -25,6 +26,7 @@ import {
   CancellationScope,
   CancelledFailure,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -32,7 +34,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { RenderActivities, RunPromptInput } from '../activities/types.ts';
+import type { BuiltRender, RenderActivities, RunPromptInput } from '../activities/types.ts';
 import type { BlobRef, PromptRun, RenderItem, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
 import { RENDER_BACKEND } from '../temporal/search-attributes.ts';
 import { attemptBackoffMs } from './attempts.ts';
@@ -50,7 +52,10 @@ const io = proxyActivities<RenderActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8, nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
 });
 
-export async function renderLateBound(request: RenderRequest, status: RenderStatus): Promise<RenderResult> {
+/** Patch id of graphs built by the front (the workflow's second argument) instead of a buildGraph local activity. */
+export const FRONT_BUILT_PATCH = 'front-built-graph';
+
+export async function renderLateBound(request: RenderRequest, status: RenderStatus, built?: BuiltRender): Promise<RenderResult> {
   const renderId = workflowInfo().workflowId;
   const gpuQueue = gpuTaskQueue(workflowInfo().taskQueue);
   const timings: StageTiming[] = [];
@@ -76,7 +81,9 @@ export async function renderLateBound(request: RenderRequest, status: RenderStat
     itemScope.cancel();
   });
 
-  const { plan, limits } = await timed('buildGraph', () => local.buildGraph({ request, renderId }));
+  // Built by the front (in history as the input): no local activity, one round trip fewer. Decided by the
+  // input alone, so replays of renders started without it take the local activity as they did.
+  const { plan, limits } = built && patched(FRONT_BUILT_PATCH) ? built : await timed('buildGraph', () => local.buildGraph({ request, renderId }));
 
   /** The item whose attempts may have left a prompt running in ComfyUI: its attempts and their backends. */
   const started = { item: -1, attempts: 0, backends: [] as string[] };

@@ -112,12 +112,23 @@ export function blobStoreSuite(name: string, open: () => StoreUnderTest): void {
       await expect(store.openRead(ref.sha256, { start: 20, end: 10 })).rejects.toThrow(RangeError);
     });
 
+    it('hands a blob out as a Blob (what uploads to ComfyUI send) with its bytes and the MIME type asked for', async () => {
+      const { store } = open();
+      const bytes = randomBytes(300_000);
+      const ref = await store.put(bytes, { mime: 'image/png' });
+      const blob = await store.getBlob(ref.sha256, 'image/png');
+      expect(blob.size).toBe(bytes.length);
+      expect(blob.type).toBe('image/png');
+      expect(Buffer.compare(Buffer.from(await blob.arrayBuffer()), bytes)).toBe(0);
+    });
+
     it('reports a missing blob as BlobNotFoundError, false and undefined', async () => {
       const { store } = open();
       const missing = sha(randomBytes(32));
       await expect(store.get(missing)).rejects.toBeInstanceOf(BlobNotFoundError);
       await expect(store.openRead(missing)).rejects.toBeInstanceOf(BlobNotFoundError);
       await expect(store.openRead(missing, { start: 0 })).rejects.toBeInstanceOf(BlobNotFoundError);
+      await expect(store.getBlob(missing)).rejects.toBeInstanceOf(BlobNotFoundError);
       expect(await store.has(missing)).toBe(false);
       expect(await store.size(missing)).toBeUndefined();
     });
@@ -127,6 +138,7 @@ export function blobStoreSuite(name: string, open: () => StoreUnderTest): void {
       for (const bad of ['../../etc/passwd', 'ab', sha(Buffer.from('x')).toUpperCase(), `${sha(Buffer.from('x'))}/..`]) {
         await expect(store.get(bad)).rejects.toThrow(/not a sha256/);
         await expect(store.has(bad)).rejects.toThrow(/not a sha256/);
+        await expect(store.getBlob(bad)).rejects.toThrow(/not a sha256/);
       }
     });
 

@@ -29,6 +29,11 @@ export interface ServiceOptions {
   waitHealthy?: boolean;
   /** How long start-up may take (default 60 s for a worker, 90 s for a front). */
   readyTimeoutMs?: number;
+  /**
+   * `tsx` (default): the TypeScript sources through tsx's loader. `dist`: plain node on the compiled
+   * JavaScript through scripts/run.sh, as `npm start` runs it (build it first: scripts/build.sh).
+   */
+  runtime?: 'tsx' | 'dist';
 }
 
 export interface TestService {
@@ -52,7 +57,12 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
   let child!: ChildProcess;
 
   const launch = async (): Promise<void> => {
-    child = spawn(process.execPath, ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts'), mode], {
+    // dist: npm start's launcher, which execs node (same pid, so SIGKILL reaches the service itself).
+    const [cmd, args] =
+      opts.runtime === 'dist'
+        ? ['bash', [path.join(root, 'scripts', 'run.sh')]]
+        : [process.execPath, ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')]];
+    child = spawn(cmd, [...args, mode], {
       cwd: root,
       env: {
         ...process.env,

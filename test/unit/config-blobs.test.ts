@@ -5,8 +5,8 @@ import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { S3BlobStore } from '../../src/blobs/s3-store.ts';
 
 describe('blob store configuration', () => {
-  it('defaults to the filesystem store under DATA_DIR', () => {
-    expect(blobStoreFromConfig(loadConfig({}))).toBeInstanceOf(FsBlobStore);
+  it('defaults to the filesystem store under DATA_DIR', async () => {
+    expect(await blobStoreFromConfig(loadConfig({}))).toBeInstanceOf(FsBlobStore);
   });
 
   it('BLOB_STORE=s3 needs S3_BUCKET, named in the error', () => {
@@ -23,13 +23,13 @@ describe('blob store configuration', () => {
   });
 
   it('builds an S3 store with path-style URLs for a custom endpoint unless told otherwise', async () => {
-    const custom = blobStoreFromConfig(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://127.0.0.1:7070' }));
+    const custom = await blobStoreFromConfig(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://127.0.0.1:7070' }));
     expect(custom).toBeInstanceOf(S3BlobStore);
     expect((custom as S3BlobStore).client.config.forcePathStyle).toBe(true);
-    const aws = blobStoreFromConfig(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'b', S3_REGION: 'eu-west-1' }));
+    const aws = await blobStoreFromConfig(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'b', S3_REGION: 'eu-west-1' }));
     expect((aws as S3BlobStore).client.config.forcePathStyle).toBe(false);
     expect(await (aws as S3BlobStore).client.config.region()).toBe('eu-west-1');
-    const forced = blobStoreFromConfig(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://h:1', S3_FORCE_PATH_STYLE: 'false' }));
+    const forced = await blobStoreFromConfig(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://h:1', S3_FORCE_PATH_STYLE: 'false' }));
     expect((forced as S3BlobStore).client.config.forcePathStyle).toBe(false);
   });
 });

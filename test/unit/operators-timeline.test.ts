@@ -51,6 +51,19 @@ describe('timeline of recorded histories (late-bound shape)', () => {
     expect(tl.durationMs).toBe(Date.parse(tl.closedAt!) - Date.parse(tl.startedAt!));
   });
 
+  it('graphs built by the front (`start` mode): the same buildGraph stage and graph, from the workflow input', () => {
+    const tl = timeline('front-built-success');
+    expect(tl.status).toBe('completed');
+    expect(names(tl.stages)).toEqual(['buildGraph', 'runPrompt[0]']);
+    expect(tl.stages[0]).toMatchObject({ local: true, builtByFront: true, activityType: 'buildGraph', outcome: 'completed', durationMs: 0 });
+    expect(tl.stages[0]!.scheduledAt).toBe(tl.startedAt);
+    expect(tl.request).toMatchObject({ prompt: 'a lighthouse at dusk', seed: 1 });
+    expect(tl.graphs).toHaveLength(1);
+    expect(tl.graphs[0]!.seed).toBe(1);
+    expect(Object.values(tl.graphs[0]!.graph).map((n) => n.class_type)).toContain('KSampler');
+    expect(tl.outputs).toHaveLength(1);
+  });
+
   it('stall then retry: runPrompt shows the stalled attempt with its error and prompt, then the one that rendered', () => {
     const tl = timeline('stall-retry');
     expect(tl.status).toBe('completed');

@@ -28,6 +28,8 @@ const files = readdirSync(dir)
 const SCENARIOS = ['cancel.json', 'failure.json', 'stall-retry.json', 'success.json'];
 /** Recorded before prompts were bound late (no patch marker): they must replay through the legacy branch. */
 const LEGACY = SCENARIOS.map((f) => `legacy-${f}`);
+/** Recorded in `start` mode, whose front builds the graphs and passes them in (patch `front-built-graph`). */
+const FRONT_BUILT = SCENARIOS.map((f) => `front-built-${f}`);
 
 // The replayer logs every workflow task it fails on purpose (the mutant below): keep the output readable.
 Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
@@ -51,8 +53,8 @@ describe('recorded render histories replay against the current workflow code', (
     results = await replayAll(WORKFLOWS_PATH);
   }, 60_000);
 
-  it('has a history for each scenario: success, retry after a stall, failure, cancel; current and legacy shape', () => {
-    expect(files).toEqual(expect.arrayContaining([...SCENARIOS, ...LEGACY]));
+  it('has a history for each scenario: success, retry after a stall, failure, cancel; current (graph built by a local activity or by the front) and legacy shape', () => {
+    expect(files).toEqual(expect.arrayContaining([...SCENARIOS, ...LEGACY, ...FRONT_BUILT]));
     // The stall scenario really holds a retried prompt: a stalled attempt, then one that rendered.
     const run = buildTimeline('stall-retry', load('stall-retry.json'), defaultPayloadConverter).stages.find((s) => s.name === 'runPrompt[0]');
     expect(run?.attempts.map((a) => a.outcome)).toEqual(['failed', 'completed']);

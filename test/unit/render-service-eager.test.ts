@@ -1,0 +1,79 @@
+/**
+ * `start` mode starts renders eagerly on the worker's connection (RenderService's eagerStarter): the start
+ * asks for the first workflow task in its response, the handle waits on the front's own client, and a
+ * failed eager start falls back to an ordinary one without losing or doubling the render.
+ */
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { RenderService } from '../../src/api/render-service.ts';
+import type { RenderRequest } from '../../src/render/types.ts';
+
+interface StartCall {
+  via: string;
+  options: Record<string, unknown>;
+}
+
+/** A Client whose workflow.start/getHandle record what they were asked; `fail` makes start throw. */
+function fakeClient(via: string, calls: StartCall[], fail?: () => unknown): Client {
+  return {
+    workflow: {
+      start: async (_type: string, options: Record<string, unknown>) => {
+        calls.push({ via, options });
+        if (fail) throw fail();
+        return { workflowId: options.workflowId, firstExecutionRunId: `${via}-run`, via };
+      },
+      getHandle: (workflowId: string, runId?: string, opts?: { firstExecutionRunId?: string }) => ({ workflowId, runId, firstExecutionRunId: opts?.firstExecutionRunId, via: `${via}-handle` }),
+    },
+  } as unknown as Client;
+}
+
+const request = { prompt: 'p', model: 'm', kind: 'txt2img', width: 64, height: 64, steps: 1, seed: 1, batchSize: 1, nIter: 1 } as unknown as RenderRequest;
+
+describe('RenderService eager start', () => {
+  it('starts on the eager client with requestEagerStart and waits through the front client', async () => {
+    const calls: StartCall[] = [];
+    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls));
+    const started = await svc.start(request);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.via).toBe('worker');
+    expect(calls[0]!.options.requestEagerStart).toBe(true);
+    expect(started.handle).toMatchObject({ via: 'front-handle', workflowId: started.renderId, firstExecutionRunId: 'worker-run' });
+    expect(started.attached).toBe(false);
+  });
+
+  it('without an eager client starts the ordinary way', async () => {
+    const calls: StartCall[] = [];
+    await new RenderService(fakeClient('front', calls), 'q').start(request);
+    expect(calls.map((c) => c.via)).toEqual(['front']);
+    expect(calls[0]!.options.requestEagerStart).toBeUndefined();
+  });
+
+  it('falls back to an ordinary start when the eager one fails (the worker connection closing)', async () => {
+    const calls: StartCall[] = [];
+    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new Error('connection closed')));
+    const started = await svc.start(request);
+    expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
+    expect(calls[1]!.options.requestEagerStart).toBeUndefined();
+    expect(calls[1]!.options.workflowId).toBe(calls[0]!.options.workflowId);
+    expect(started.handle).toMatchObject({ via: 'front' });
+  });
+
+  it('a fallback that finds the render already started (the eager start did reach the server) waits on that render', async () => {
+    const calls: StartCall[] = [];
+    const svc = new RenderService(
+      fakeClient('front', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')),
+      'q',
+      fakeClient('worker', calls, () => new Error('deadline exceeded')),
+    );
+    const started = await svc.start(request);
+    expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
+    expect(started).toMatchObject({ attached: false, handle: { via: 'front-handle', workflowId: started.renderId } });
+  });
+
+  it('an id taken before the eager start is not mistaken for our own render', async () => {
+    const calls: StartCall[] = [];
+    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')));
+    await expect(svc.start(request)).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
+    expect(calls.map((c) => c.via)).toEqual(['worker']);
+  });
+});
