@@ -17,6 +17,7 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { renderTracer } from '../tracing/spans.ts';
 import { rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../activities/types.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
@@ -163,12 +164,21 @@ export class RenderService {
   }
 
   private argsFor(request: RenderRequest, renderId: string): [RenderRequest] | [RenderRequest, BuiltRender] {
-    if (!this.prebuild) return [request];
-    try {
-      return [request, this.prebuild(request, renderId)];
-    } catch {
-      return [request];
-    }
+    const prebuild = this.prebuild;
+    if (!prebuild) return [request];
+    // The build that was the buildGraph local activity's: its own span under the request's (src/tracing).
+    type Args = [RenderRequest] | [RenderRequest, BuiltRender];
+    return renderTracer().startActiveSpan('render.buildGraph', { attributes: { 'render.id': renderId, 'render.model': request.model } }, (span): Args => {
+      try {
+        return [request, prebuild(request, renderId)];
+      } catch {
+        // Left to the workflow, whose own build fails the render the usual way (and says why in history).
+        span.setAttribute('render.build_deferred', true);
+        return [request];
+      } finally {
+        span.end();
+      }
+    });
   }
 
   /**

@@ -6,6 +6,8 @@
 import { SpanStatusCode, trace, type Attributes, type Span, type SpanKind } from '@opentelemetry/api';
 
 export const comfyTracer = () => trace.getTracer('comfy-durable/comfyui');
+/** The front's own steps of a render (building its graphs before the workflow starts). */
+export const renderTracer = () => trace.getTracer('comfy-durable/render');
 
 /** Ends a span, marking it failed when given an error. */
 export function endSpan(span: Span, err?: unknown): void {

@@ -107,8 +107,10 @@ describe('OpenTelemetry tracing', () => {
     childOf(submit, runPrompt);
     childOf(one(spans, 'comfyui.follow'), runPrompt);
     childOf(one(spans, 'comfyui.collect'), runPrompt);
-    // The graph is built by a local activity, traced in the same workflow.
-    childOf(one(spans, 'RunActivity:buildGraph'), one(spans, 'StartActivity:buildGraph'));
+    // In `start` mode the front builds the graph before the workflow starts (no buildGraph local activity).
+    const build = one(spans, 'render.buildGraph');
+    childOf(build, http);
+    expect(spans.some((s) => s.name.endsWith(':buildGraph')), 'no buildGraph activity').toBe(false);
 
     // The submit span names the prompt ComfyUI actually ran.
     const stats = (await fetch(`${fake.url}/__fake/stats`).then((r) => r.json())) as { executions: Record<string, number> };
@@ -120,9 +122,12 @@ describe('OpenTelemetry tracing', () => {
     // ONE trace: every span of this render (the request, Temporal's, ours) shares the HTTP span's trace.
     renderId = String(runPrompt.attributes['temporalWorkflowId']);
     expect(renderId).not.toBe('undefined');
-    const ofRender = spans.filter((s) => s === http || [s.attributes['temporalWorkflowId'], s.attributes['workflowId']].includes(renderId) || s.name.startsWith('comfyui.'));
+    expect(build.attributes['render.id']).toBe(renderId);
+    const ofRender = spans.filter(
+      (s) => s === http || [s.attributes['temporalWorkflowId'], s.attributes['workflowId'], s.attributes['render.id']].includes(renderId) || s.name.startsWith('comfyui.'),
+    );
     expect(ofRender.map((s) => s.name).sort()).toEqual(
-      [http, start, run, startPrompt, runPrompt, submit, 'comfyui.follow', 'comfyui.collect', 'StartActivity:buildGraph', 'RunActivity:buildGraph']
+      [http, build, start, run, startPrompt, runPrompt, submit, 'comfyui.follow', 'comfyui.collect']
         .map((s) => (typeof s === 'string' ? s : s.name))
         .sort(),
     );
