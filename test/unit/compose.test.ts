@@ -410,13 +410,16 @@ describe('docker-compose.yml', () => {
 });
 
 describe('Dockerfile (comfy-durable image)', () => {
-  it('is Debian-based Node 20 (glibc for the Temporal core-bridge), pinned', () => {
+  it('is Debian-based Node 20 (glibc for the Temporal core-bridge), pinned, the same base in both stages', () => {
     const from = only(appDockerfile, 'FROM');
-    expect(from).toHaveLength(1);
-    const { repo, tag } = imageParts(from[0]!.split(/\s+/)[0]!);
+    expect(from).toHaveLength(2);
+    expect(from[0]).toMatch(/ AS build$/);
+    const bases = from.map((f) => f.split(/\s+/)[0]!);
+    expect(new Set(bases).size, 'build and runtime stages share the base image').toBe(1);
+    const { repo, tag } = imageParts(bases[0]!);
     expect(repo).toBe('node');
     expect(tag).toMatch(/^20\.\d+\.\d+-(bookworm|bullseye|trixie)(-slim)?$/);
-    expect(from[0]).not.toMatch(/alpine/i);
+    expect(from.join(' ')).not.toMatch(/alpine/i);
     // Satisfies package.json engines (>= x.y.z).
     const want = /^>=(\d+)\.(\d+)\.(\d+)$/.exec(packageJson.engines?.node ?? '')!;
     const have = /^(\d+)\.(\d+)\.(\d+)/.exec(tag!)!;
@@ -424,12 +427,16 @@ describe('Dockerfile (comfy-durable image)', () => {
     expect(num(have)).toBeGreaterThanOrEqual(num(want));
   });
 
-  it('installs production dependencies only, which include tsx, and copies what runs', () => {
-    expect(only(appDockerfile, 'RUN').some((r) => /\bnpm ci\b.*--omit=dev/.test(r))).toBe(true);
+  it('compiles with npm start\'s build, keeps production dependencies only (tsx among them), and copies what runs', () => {
+    const runs = only(appDockerfile, 'RUN');
+    expect(runs.some((r) => /\bnpm ci\b/.test(r))).toBe(true);
+    expect(runs.some((r) => /bash scripts\/build\.sh --force/.test(r) && /\bnpm prune --omit=dev\b/.test(r))).toBe(true);
     expect(packageJson.dependencies?.tsx, 'tsx is a runtime dependency').toBeDefined();
     expect(packageJson.devDependencies?.tsx).toBeUndefined();
-    const copied = only(appDockerfile, 'COPY').flatMap((c) => c.split(/\s+/).slice(0, -1));
-    for (const p of ['package.json', 'package-lock.json', 'tsconfig.json', 'bin', 'src']) expect(copied).toContain(p);
+    const copies = only(appDockerfile, 'COPY');
+    const copied = copies.filter((c) => !c.startsWith('--from=')).flatMap((c) => c.split(/\s+/).slice(0, -1));
+    for (const p of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.sh', 'bin', 'src']) expect(copied).toContain(p);
+    for (const p of ['/app/node_modules', '/app/dist']) expect(copies.some((c) => c.startsWith('--from=build ') && c.includes(p))).toBe(true);
     const ignored = read('.dockerignore')
       .split('\n')
       .map((l) => l.trim())
@@ -438,10 +445,11 @@ describe('Dockerfile (comfy-durable image)', () => {
     for (const p of ['node_modules', '.git', 'models', 'data', '.env']) expect(ignored).toContain(p);
   });
 
-  it('starts the CLI through tsx as non-root, with a CLI command as default and /data as volume', () => {
+  it('starts the compiled CLI as non-root, with a CLI command as default and /data as volume', () => {
     const entry = execForm(appDockerfile, 'ENTRYPOINT');
-    expect(entry).toEqual(['node', '--import', 'tsx', 'src/cli/main.ts']);
-    expect(fs.existsSync(path.join(ROOT, entry[entry.length - 1]!))).toBe(true);
+    expect(entry).toEqual(['node', 'dist/cli/main.js']);
+    // dist/ mirrors src/ (tsconfig.build.json: rootDir src): the entry is the build of src/cli/main.ts.
+    expect(fs.existsSync(path.join(ROOT, entry[1]!.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
     const cmd = execForm(appDockerfile, 'CMD');
     expect(cmd).toEqual(['api']);
     expect(CLI_COMMANDS).toContain(cmd[0]);
@@ -449,7 +457,12 @@ describe('Dockerfile (comfy-durable image)', () => {
     expect(only(appDockerfile, 'VOLUME').join(' ')).toContain('/data');
     // Image defaults are config keys and load.
     const env = dockerEnv(appDockerfile);
-    for (const k of Object.keys(env)) expect(SCHEMA_KEYS).toContain(k);
+    // glibc's malloc tunables are the C library's, as scripts/run.sh sets them; the rest are config keys.
+    const runSh = read('scripts/run.sh');
+    for (const k of Object.keys(env)) {
+      if (k.startsWith('MALLOC_')) expect(runSh, `${k} as npm start sets it`).toContain(`${k}="\${${k}:-${env[k]}}"`);
+      else expect(SCHEMA_KEYS).toContain(k);
+    }
     expect(loadConfig(env).HOST).toBe('0.0.0.0');
   });
 });
