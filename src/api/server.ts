@@ -70,7 +70,6 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
     bodyLimit: deps.config.BODY_LIMIT_BYTES,
-    disableRequestLogging: false,
     // Receiving the request (headers and body) is bounded: a body trickled a byte a minute would otherwise hold
     // a connection and its buffer forever. Node clears this timer once the request is read, so a client
     // waiting minutes for its render is not cut off; nor is it by the socket idle timeout, which stays off.
