@@ -110,7 +110,7 @@ async function probe(label: string, dynamicConfig: Record<string, unknown>): Pro
       activities: {
         noop: async (stage: string) => {
           const { Context } = await import('@temporalio/activity');
-          started.push(keys.get(Context.current().info.workflowExecution.workflowId) ?? 0);
+          started.push(keys.get(Context.current().info.workflowExecution?.workflowId ?? '') ?? 0);
           return stage;
         },
       },
