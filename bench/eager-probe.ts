@@ -13,10 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createLogger } from '../src/log.ts';
-import { findTemporalBinary } from '../src/temporal/binary.ts';
-import { EMBEDDED_DYNAMIC_CONFIG, startDevServer } from '../src/temporal/dev-server.ts';
-import { freePort } from '../test/support/ports.ts';
+import { EMBEDDED_DYNAMIC_CONFIG } from '../src/temporal/dev-server.ts';
+import { startTestTemporal } from '../test/support/temporal.ts';
 import { dist, ms } from './lib/report.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -25,15 +23,7 @@ const RUNS = Number(values.runs);
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-eager-probe-'));
-const server = await startDevServer({
-  binary: findTemporalBinary(process.env.TEMPORAL_CLI_PATH),
-  dbFile: path.join(dir, 'temporal.db'),
-  port: await freePort(),
-  ui: false,
-  namespace: 'default',
-  logger: createLogger('warn', 'eager-probe'),
-  dynamicConfig: { ...EMBEDDED_DYNAMIC_CONFIG },
-});
+const server = await startTestTemporal(dir, { ...EMBEDDED_DYNAMIC_CONFIG });
 const native = await NativeConnection.connect({ address: server.address });
 const grpc = await Connection.connect({ address: server.address });
 const viaGrpc = new Client({ connection: grpc });

@@ -18,10 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createLogger } from '../src/log.ts';
-import { findTemporalBinary } from '../src/temporal/binary.ts';
-import { EMBEDDED_DYNAMIC_CONFIG, startDevServer } from '../src/temporal/dev-server.ts';
-import { freePort } from '../test/support/ports.ts';
+import { EMBEDDED_DYNAMIC_CONFIG } from '../src/temporal/dev-server.ts';
+import { startTestTemporal } from '../test/support/temporal.ts';
 import { dist, ms } from './lib/report.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -47,15 +45,7 @@ interface ProbeResult {
 
 async function probe(label: string, dynamicConfig: Record<string, unknown>): Promise<ProbeResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-hop-probe-'));
-  const server = await startDevServer({
-    binary: findTemporalBinary(process.env.TEMPORAL_CLI_PATH),
-    dbFile: path.join(dir, 'temporal.db'),
-    port: await freePort(),
-    ui: false,
-    namespace: 'default',
-    logger: createLogger('warn', 'hop-probe'),
-    dynamicConfig,
-  });
+  const server = await startTestTemporal(dir, dynamicConfig);
   const connection = await NativeConnection.connect({ address: server.address });
   const clientConn = await Connection.connect({ address: server.address });
   const client = new Client({ connection: clientConn });

@@ -15,13 +15,14 @@ export interface TestTemporal extends DevServer {
   restart(): Promise<void>;
 }
 
-export async function startTestTemporal(dir?: string): Promise<TestTemporal> {
+/** `dynamicConfig`: the server's settings (default: the embedded server's own; the bench probes compare). */
+export async function startTestTemporal(dir?: string, dynamicConfig?: Record<string, unknown>): Promise<TestTemporal> {
   const base = dir ?? mkdtempSync(path.join(os.tmpdir(), 'cd-temporal-'));
   const dbFile = path.join(base, 'temporal.db');
   const port = await freePort();
   const binary = findTemporalBinary(process.env.TEMPORAL_CLI_PATH);
   const logger = createLogger('warn', 'test-temporal');
-  const start = () => startDevServer({ binary, dbFile, port, ui: false, namespace: 'default', logger });
+  const start = () => startDevServer({ binary, dbFile, port, ui: false, namespace: 'default', logger, ...(dynamicConfig ? { dynamicConfig } : {}) });
   let server = await start();
   const handle: TestTemporal = {
     get address() {
