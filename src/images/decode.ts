@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { imageSize } from 'image-size';
 import { RequestError } from '../api/a1111/errors.ts';
 import type { BlobRef } from '../render/types.ts';
-import { readPngBounded } from './png-bounds.ts';
+import { assertPngIntact } from './png-bounds.ts';
 export { extensionForMime } from './mime.ts';
 
 export interface ImageLimits {
@@ -114,7 +114,7 @@ function assertComplete(bytes: Buffer, mime: string, field: string): void {
   const corrupt = (why: string): RequestError => new RequestError(400, field, `${field}: corrupt ${mime} image (${why})`);
   if (mime === 'image/png') {
     try {
-      readPngBounded(bytes);
+      assertPngIntact(bytes);
     } catch (err) {
       throw corrupt((err as Error).message);
     }
