@@ -26,7 +26,8 @@ COPY bin ./bin
 # /data holds the blob store and the options file; a fresh named volume inherits this ownership.
 RUN mkdir -p /data && chown node:node /data
 # glibc malloc as scripts/run.sh sets it for `npm start` (2 arenas; image-sized buffers mmap'd, so freeing
-# one returns it to the OS): tens of MB less RSS idle and under large uploads.
+# one returns it to the OS): tens of MB less RSS idle and under large uploads. The V8 heap flags of the
+# ENTRYPOINT are run.sh's too (why: there).
 ENV DATA_DIR=/data \
     HOST=0.0.0.0 \
     MALLOC_ARENA_MAX=2 \
@@ -41,5 +42,5 @@ EXPOSE 7860
 # own handler and in-flight work drains. (bin/comfy-durable.js would put a spawnSync wrapper in front that
 # neither handles nor forwards signals.) Same commands as the bin:
 #   docker run IMAGE worker | api | contract URL | ...
-ENTRYPOINT ["node", "dist/cli/main.js"]
+ENTRYPOINT ["node", "--heap-growing-percent=30", "--max-semi-space-size=2", "dist/cli/main.js"]
 CMD ["api"]

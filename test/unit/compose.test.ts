@@ -447,9 +447,12 @@ describe('Dockerfile (comfy-durable image)', () => {
 
   it('starts the compiled CLI as non-root, with a CLI command as default and /data as volume', () => {
     const entry = execForm(appDockerfile, 'ENTRYPOINT');
-    expect(entry).toEqual(['node', 'dist/cli/main.js']);
+    // node with the V8 heap flags `npm start` uses (scripts/run.sh's default SERVICE_NODE_FLAGS), then the CLI.
+    const runFlags = /\$\{SERVICE_NODE_FLAGS-([^}]*)\}/.exec(read('scripts/run.sh'))?.[1]?.split(/\s+/).filter(Boolean);
+    expect(runFlags?.length, 'scripts/run.sh names its default V8 flags').toBeGreaterThan(0);
+    expect(entry).toEqual(['node', ...runFlags!, 'dist/cli/main.js']);
     // dist/ mirrors src/ (tsconfig.build.json: rootDir src): the entry is the build of src/cli/main.ts.
-    expect(fs.existsSync(path.join(ROOT, entry[1]!.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
+    expect(fs.existsSync(path.join(ROOT, entry.at(-1)!.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
     const cmd = execForm(appDockerfile, 'CMD');
     expect(cmd).toEqual(['api']);
     expect(CLI_COMMANDS).toContain(cmd[0]);
