@@ -6,6 +6,7 @@
 import { renderIdForKey } from '../src/api/render-ids.ts';
 import type { Client } from '@temporalio/client';
 import type { BenchContext } from './lib/context.ts';
+import { sharedFloor } from './lib/floor.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
 import { dist, fmtDist, log, ms, type BenchResult, BEFORE } from './lib/report.ts';
 import { postJson } from './lib/stack.ts';
@@ -15,7 +16,7 @@ export const BUDGET_MS = 20;
 
 export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   const stack = await ctx.single();
-  const { client: temporal } = await ctx.temporal();
+  const { client: temporal, temporal: server } = await ctx.temporal();
   const n = ctx.smoke ? 3 : ctx.quick ? 10 : 30;
   const afterDone: number[] = [];
   const afterDoneHeaders: number[] = [];
@@ -55,19 +56,40 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   }
   const d = dist(afterDone);
   log(`latency: p50 ${d.p50.toFixed(1)} ms after executing:null`);
+  // Same run: what Temporal alone costs of this figure. The render's shape with no-op activities (full runs
+  // only: the floor's worker needs a workflow bundle): from its GPU-queue activity returning to the client
+  // holding the result. A real render spends that much after runPrompt has stored its outputs, before the
+  // front can answer.
+  const tails: number[] = [];
+  if (!ctx.quick) {
+    const floor = await sharedFloor(ctx, server.address, temporal);
+    for (let i = 0; i < 3; i++) await floor.tail();
+    const floorStop = Math.min(ctx.deadline - 2_000, Date.now() + 15_000);
+    for (let i = 0; i < n && Date.now() < floorStop; i++) tails.push((await floor.tail()).tail);
+  }
+  const t = dist(tails);
+  const floorLines =
+    tails.length > 0
+      ? [
+          `temporal floor of the tail, same run (no-op GPU activity returns → client holds the result): ${fmtDist(t)}`,
+          `  → ${t.p95 > BUDGET_MS ? `above the ${BUDGET_MS} ms budget before any outputs are collected or sent` : `leaves ${ms(BUDGET_MS - t.p95)} of the budget at p95`}`,
+        ]
+      : ['temporal floor of the tail: skipped in --quick'];
   return {
     name: 'latency',
     before: BEFORE.latency,
     title: 'Result latency after ComfyUI finishes (executing:null → HTTP response complete)',
     figure: `p50 ${ms(d.p50)}, p95 ${ms(d.p95)} after ComfyUI finished`,
-    budget: `≤ ${BUDGET_MS} ms`,
-    verdict: d.n === 0 ? 'ERROR' : d.p50 <= BUDGET_MS ? 'PASS' : 'OVER',
+    budget: `≤ ${BUDGET_MS} ms p95`,
+    // The budget is on p95 (issue 11): a fast median with a slow tail does not pass.
+    verdict: d.n === 0 ? 'ERROR' : d.p95 <= BUDGET_MS ? 'PASS' : 'OVER',
     lines: [
       `executing:null → response body complete : ${fmtDist(d)}`,
       `executing:null → response headers       : ${fmtDist(dist(afterDoneHeaders))}`,
       `history execution_success ts → body     : ${fmtDist(dist(afterSuccess))}  (ms-resolution ComfyUI timestamp)`,
       `workflow completed → this process's handle.result() resolves: ${fmtDist(dist(resultAfterWfDone))}`,
       `workflow completed → front's response headers          : ${fmtDist(dist(frontAfterWfDone))}`,
+      ...floorLines,
       '',
       'after ComfyUI finished, p50 per segment (hook time, Temporal event times, client receive):',
       ...segmentMedians(tls).map((x) => `  ${x.segment.padEnd(44)} ${ms(x.p50).padStart(9)}`),

@@ -10,7 +10,7 @@ import { submitAndFollow } from '../src/comfyui/follow.ts';
 import type { ComfyGraph } from '../src/comfyui/graph.ts';
 import { planRender } from '../src/models/plan.ts';
 import { MODEL, type BenchContext } from './lib/context.ts';
-import { startFloor, type Floor } from './lib/floor.ts';
+import { sharedFloor, type Floor } from './lib/floor.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
 import { dist, fmtDist, log, ms, nowMs, type BenchResult, BEFORE } from './lib/report.ts';
 import { postJson } from './lib/stack.ts';
@@ -52,7 +52,7 @@ export async function benchOverhead(ctx: BenchContext): Promise<BenchResult> {
   const { client: temporal, temporal: server } = await ctx.temporal();
   const n = ctx.smoke ? 3 : ctx.quick ? 12 : 40;
   // The floor needs a webpack bundle of its workflow (a few CPU seconds): full runs only.
-  const floor: Floor | undefined = ctx.quick ? undefined : await startFloor(ctx.cleanups, server.address, temporal);
+  const floor: Floor | undefined = ctx.quick ? undefined : await sharedFloor(ctx, server.address, temporal);
   const warm = ctx.smoke ? 1 : ctx.quick ? 3 : 5;
   const comfy = new ComfyClient({ baseUrl: fake.url });
   try {

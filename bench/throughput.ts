@@ -8,9 +8,10 @@ import type { BenchContext } from './lib/context.ts';
 import { startFloor } from './lib/floor.ts';
 import { BEFORE } from './lib/report.ts';
 import { cpuMs, processTreeCpuMs, rssBytes } from './lib/proc.ts';
-import { dist, fmtDist, log, mb, sleep, type BenchResult } from './lib/report.ts';
+import { dist, fmtDist, log, mb, ms, sleep, type BenchResult } from './lib/report.ts';
 import { postJson, startBenchService, startFakeHost } from './lib/stack.ts';
-import { txt2imgBody } from './overhead.ts';
+import { ComfyClient } from '../src/comfyui/client.ts';
+import { directRender, graphFor, txt2imgBody } from './overhead.ts';
 
 export const BUDGET_RPS = 25;
 
@@ -90,11 +91,23 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
   // Same run, same server: the ceiling Temporal alone allows for this workflow shape (no-op activities,
   // renders spread evenly over ${backends} single-slot queues, same concurrency). Full runs only.
   let ceiling: number | undefined;
+  let ceilingCpu: { temporal: number; workers: number } | undefined;
   let legacyCeiling: number | undefined;
+  // Same run: the fakes driven by direct ComfyUI clients (no front, no Temporal) at the same concurrency:
+  // what ComfyUI's side of a render costs this machine's CPU when nothing orchestrates it. Full runs only.
+  let direct: { rps: number; fakes: number; clients: number } | undefined;
+  if (!ctx.quick && Date.now() + windowMs + 15_000 < ctx.deadline) {
+    direct = await directCapacity(host.urls, concurrency, windowMs, () => cpuNow());
+    log(`throughput: direct clients ${direct.rps.toFixed(1)} renders/s`);
+  }
   if (!ctx.quick && Date.now() + windowMs + 15_000 < ctx.deadline) {
     const floor = await startFloor(ctx.cleanups, temporal.address, temporalClient, backends, 'late-bound');
     await floor.rate(concurrency, 1_500);
+    const c0 = cpuNow();
     ceiling = await floor.rate(concurrency, windowMs);
+    const c1 = cpuNow();
+    const n = ceiling * windowS;
+    ceilingCpu = { temporal: (c1.temporal! - c0.temporal!) / n, workers: (c1.bench! - c0.bench!) / n };
     log(`throughput: temporal ceiling ${ceiling.toFixed(1)} floor renders/s`);
   }
   if (!ctx.quick && Date.now() + windowMs + 15_000 < ctx.deadline) {
@@ -104,6 +117,28 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
     log(`throughput: temporal ceiling of the former shape ${legacyCeiling.toFixed(1)} floor renders/s`);
   }
   const cpu = (k: string): string => (cpuStart && cpuEnd ? `${((cpuEnd[k]! - cpuStart[k]!) / 1000 / windowS).toFixed(2)}` : 'n/a');
+  const perRender = (k: string): number => (cpuStart && cpuEnd && ok.length > 0 ? (cpuEnd[k]! - cpuStart[k]!) / ok.length : NaN);
+  const cores = os.cpus().length;
+  // What 25 renders/s would need: every render's CPU, on this machine's cores, whoever spends it.
+  const budgetCpuMs = (cores * 1000) / BUDGET_RPS;
+  const boundLines: string[] = [];
+  if (ceilingCpu && direct) {
+    // The floor's client and workers are the Temporal SDK running this workflow shape with nothing in it:
+    // the service pays that too (it starts the render, runs its workflow tasks and its GPU activity).
+    const irreducible = ceilingCpu.temporal + ceilingCpu.workers + direct.fakes;
+    const serviceOwn = perRender('service') - ceilingCpu.workers;
+    boundLines.push(
+      `CPU per render before any code of ours runs, same run: Temporal server ${ms(ceilingCpu.temporal, 0)} + SDK client and workers ${ms(ceilingCpu.workers, 0)} ` +
+        `(the shape with no-op activities, at its ceiling) + the fakes ${ms(direct.fakes, 0)} (driven by direct clients) = ${ms(irreducible, 0)}; ` +
+        `${BUDGET_RPS} renders/s on ${cores} cores allows ${ms(budgetCpuMs, 0)} in all`,
+      `  → ${
+        irreducible >= budgetCpuMs
+          ? `${BUDGET_RPS} renders/s cannot be reached on this machine: at most ${((cores * 1000) / irreducible).toFixed(1)} renders/s even if the service's own work cost nothing`
+          : `leaves ${ms(budgetCpuMs - irreducible, 0)} per render for the service's own work`
+      } (the service's own work, beyond the SDK's: ${ms(serviceOwn, 0)} per render)`,
+      `direct clients, same fakes and concurrency: ${direct.rps.toFixed(1)} renders/s (fakes ${ms(direct.fakes, 0)}, clients ${ms(direct.clients, 0)} CPU per render)`,
+    );
+  }
   return {
     name: 'throughput',
     title: `Throughput: ${backends} fake ComfyUIs, ${concurrency} concurrent clients, ${windowS} s window`,
@@ -123,8 +158,46 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
       `service (front+worker) peak RSS under load: ${mb(peakRss)}`,
       `CPU cores used during the window (machine has ${os.cpus().length}):`,
       `  service ${cpu('service')}  temporal ${cpu('temporal')}  fakes ${cpu('fakes')}  bench clients ${cpu('bench')}`,
+      `CPU per render in the window: service ${ms(perRender('service'), 0)}  temporal ${ms(perRender('temporal'), 0)}  fakes ${ms(perRender('fakes'), 0)}  bench clients ${ms(perRender('bench'), 0)}`,
+      ...boundLines,
       'note: front, worker, Temporal dev server (SQLite), the fakes and the clients share the same cores;',
       '      a real deployment moves ComfyUI (the fakes) and the clients off this machine.',
     ],
   };
+}
+
+/**
+ * Closed-loop direct clients (ComfyClient + submitAndFollow + /view, as the overhead baseline) spread over
+ * the fakes for `windowMs`: renders/s, and CPU ms per render of the fakes and of this process (the clients).
+ */
+async function directCapacity(
+  urls: string[],
+  concurrency: number,
+  windowMs: number,
+  cpuNow: () => Record<string, number>,
+): Promise<{ rps: number; fakes: number; clients: number }> {
+  const clients = urls.map((u) => new ComfyClient({ baseUrl: u }));
+  let seq = 0;
+  const loop = async (until: number, count: boolean): Promise<number> => {
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async (_, c) => {
+        while (Date.now() < until) {
+          const i = seq++;
+          await directRender(clients[c % clients.length]!, graphFor(txt2imgBody(`direct tp ${i}`, 600_000 + i), `bench-direct-tp-${i}`));
+          if (count && Date.now() <= until) done++;
+        }
+      }),
+    );
+    return done;
+  };
+  try {
+    await loop(Date.now() + 1_500, false);
+    const c0 = cpuNow();
+    const done = await loop(Date.now() + windowMs, true);
+    const c1 = cpuNow();
+    return { rps: done / (windowMs / 1000), fakes: (c1.fakes! - c0.fakes!) / done, clients: (c1.bench! - c0.bench!) / done };
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
 }

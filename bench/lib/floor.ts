@@ -6,8 +6,10 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import type { BenchContext } from './context.ts';
 import type { Cleanups } from './stack.ts';
 import { nowMs } from './report.ts';
 
@@ -17,6 +19,12 @@ let runtimeInstalled = false;
 export interface Floor {
   /** One floor render, client start → result, in ms. */
   once(): Promise<number>;
+  /**
+   * One floor render, also timing its tail: from the moment its GPU-queue activity returned (the point at
+   * which a real render has its outputs stored) to the client holding the result. What Temporal alone
+   * costs of the result latency (bench/latency.ts), whatever the front and the activity do.
+   */
+  tail(): Promise<{ total: number; tail: number }>;
   /** Closed-loop clients for `ms`; completed floor renders per second. */
   rate(concurrency: number, ms: number): Promise<number>;
 }
@@ -30,7 +38,17 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
   }
   const taskQueue = `bench-floor-${Math.random().toString(36).slice(2, 8)}`;
   const connection = await NativeConnection.connect({ address });
-  const activities = { noop: async (stage: string) => stage };
+  /** When the GPU-queue no-op of each floor render returned (epoch ms, this process's clock). */
+  const gpuReturned = new Map<string, number>();
+  const activities = {
+    noop: async (stage: string) => {
+      if (stage === 'runPrompt') {
+        const id = Context.current().info.workflowExecution?.workflowId;
+        if (id) gpuReturned.set(id, nowMs());
+      }
+      return stage;
+    },
+  };
   const general = await Worker.create({ connection, taskQueue, workflowsPath: path.join(here, 'floor-workflow.ts'), activities });
   // Late-bound: ONE worker on the shared GPU queue with a slot per GPU (as a GPU worker process has; the SDK
   // allows one worker per queue and process). Legacy: a single-slot worker per backend queue.
@@ -48,15 +66,21 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
     await connection.close();
   });
   let seq = 0;
-  const one = async (): Promise<number> => {
+  const run = async (): Promise<{ total: number; tail: number }> => {
     const i = seq++;
     const t0 = nowMs();
     const gpuQueue = shape === 'legacy' ? `${taskQueue}.gpu-${i % gpuQueues}` : `${taskQueue}-gpu`;
-    await client.workflow.execute(shape === 'legacy' ? 'floorRenderLegacy' : 'floorRender', { taskQueue, workflowId: `${taskQueue}-${i}`, args: [gpuQueue] });
-    return nowMs() - t0;
+    const workflowId = `${taskQueue}-${i}`;
+    await client.workflow.execute(shape === 'legacy' ? 'floorRenderLegacy' : 'floorRender', { taskQueue, workflowId, args: [gpuQueue] });
+    const t1 = nowMs();
+    const returned = gpuReturned.get(workflowId);
+    gpuReturned.delete(workflowId);
+    return { total: t1 - t0, tail: returned === undefined ? NaN : t1 - returned };
   };
+  const one = async (): Promise<number> => (await run()).total;
   return {
     once: one,
+    tail: run,
     rate: async (concurrency, ms) => {
       const end = Date.now() + ms;
       let done = 0;
@@ -71,4 +95,9 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
       return done / (ms / 1000);
     },
   };
+}
+
+/** The late-bound floor of one run, started once and shared by the overhead and latency benchmarks. */
+export function sharedFloor(ctx: BenchContext, address: string, client: Client): Promise<Floor> {
+  return ctx.lazy('floor', () => startFloor(ctx.cleanups, address, client));
 }
