@@ -6,8 +6,9 @@
  *
  * For each setting it starts a fresh dev server (SQLite file, WAL, as the service does) and a worker in
  * this process, then times sequential workflows client start → result: no activity, one activity on the
- * workflow's queue, one on another queue, the collapsed render (local activity + GPU-queue activity) and the
- * render's former shape (four activities, one cross-queue). A "hop" is one task handed through the server
+ * workflow's queue, one on another queue, everything in one local activity (the fewest round trips), the
+ * collapsed render (local activity + GPU-queue activity) and the render's former shape (four activities,
+ * one cross-queue). A "hop" is one task handed through the server
  * (workflow task or activity task). It also checks priority order on one single-slot queue: 10 tasks at key
  * 5 queued, then 2 at key 1, and prints the order they started in.
  */
@@ -33,6 +34,7 @@ const SHAPES: Array<{ name: string; workflow: string; hops: number; cross: boole
   { name: 'empty workflow', workflow: 'probeEmpty', hops: 1, cross: false },
   { name: 'one activity, same queue', workflow: 'probeOneActivity', hops: 3, cross: false },
   { name: 'one activity, other queue', workflow: 'probeCrossQueue', hops: 3, cross: true },
+  { name: 'whole attempt as a local activity', workflow: 'probeLocalOnly', hops: 1, cross: false },
   { name: 'render now: local + GPU activity', workflow: 'probeRenderShape', hops: 3, cross: true },
   { name: 'render before: 4 activities', workflow: 'probeOldShape', hops: 9, cross: true },
 ];

@@ -43,3 +43,14 @@ export async function probeOldShape(otherQueue: string): Promise<number> {
   await io.noop('collectOutputs');
   return 4;
 }
+
+/**
+ * The whole attempt as a local activity in the first workflow task: the shape with the fewest server round
+ * trips. Not the render's shape (README "Benchmarks": while a local activity runs, the workflow task stays
+ * open, so status queries and interrupt signals wait for it, and a local activity cannot heartbeat), only
+ * its floor, for comparison.
+ */
+export async function probeLocalOnly(): Promise<number> {
+  await proxyLocalActivities<ProbeActivities>(opts).noop('runPromptHere');
+  return 1;
+}
