@@ -2,7 +2,7 @@
  * Workflows of the hop probe (bench/hop-probe.ts): the smallest shapes whose latency adds up to a render's,
  * with no-op activities. Bundled by the probe's own worker.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, defineUpdate, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 
 export interface ProbeActivities {
   noop(stage: string): Promise<string>;
@@ -53,4 +53,22 @@ export async function probeOldShape(otherQueue: string): Promise<number> {
 export async function probeLocalOnly(): Promise<number> {
   await proxyLocalActivities<ProbeActivities>(opts).noop('runPromptHere');
   return 1;
+}
+
+/** The workflow's result, answered as an update (bench/completion-probe.ts). */
+export const probeResultUpdate = defineUpdate<number>('result');
+
+/**
+ * One activity on another queue, whose result a client may also wait for through `probeResultUpdate`
+ * (update-with-start): the update completes in the same workflow task that completes the workflow.
+ */
+export async function probeCrossQueueWithUpdate(otherQueue: string): Promise<number> {
+  let done: number | undefined;
+  setHandler(probeResultUpdate, async () => {
+    await condition(() => done !== undefined);
+    return done!;
+  });
+  await proxyActivities<ProbeActivities>({ ...opts, taskQueue: otherQueue }).noop('cross-queue');
+  done = 1;
+  return done;
 }
