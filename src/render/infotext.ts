@@ -35,6 +35,9 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
     ['Hires resize', request.hires ? `${request.hires.width}x${request.hires.height}` : undefined],
     ['Hires upscaler', request.hires?.upscalerName],
     ['Hires steps', request.hires?.steps],
+    // A1111 writes these only when the second pass differs from the first.
+    ['Hires sampler', request.hires?.samplerLabel],
+    ['Hires schedule type', request.hires?.schedulerLabel],
     ['Resize mode', request.resizeMode],
   ];
   const line = params

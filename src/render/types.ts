@@ -121,6 +121,12 @@ export interface HiresFix {
   upscalerName: string;
   steps: number;
   denoise: number;
+  /** ComfyUI sampler / scheduler of the second pass (A1111 hr_sampler_name, hr_scheduler); absent = the first pass's. */
+  sampler?: string;
+  scheduler?: string;
+  /** Their A1111 labels, for infotexts (set with them). */
+  samplerLabel?: string;
+  schedulerLabel?: string;
 }
 
 export interface OutputFormat {

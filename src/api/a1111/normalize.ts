@@ -96,6 +96,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
           profile,
           size,
           steps,
+          sampling: { sampler, scheduler },
           lists,
           snap: (field, v) => snapSize(profile, field, v, warnings),
           budget: (field, w, h) => checkPixelBudget(profile, ctx.limits, field, w, h),

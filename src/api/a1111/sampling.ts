@@ -6,6 +6,8 @@ import type { ModelProfile } from '../../models/profile.ts';
 import {
   lookupSampler,
   lookupScheduler,
+  samplerLabel,
+  schedulerLabel,
   splitSamplerScheduler,
   validSamplerNames,
   validSchedulerNames,
@@ -68,6 +70,51 @@ export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: str
     if (found.comfy) scheduler = found.comfy;
   }
   return { sampler, scheduler };
+}
+
+/**
+ * The hires fix's own sampler and scheduler (A1111 `hr_sampler_name`, `hr_scheduler`; "Use same sampler" /
+ * "Use same scheduler" or absent = the first pass's). Checked like `sampler_name` and `scheduler`, with the
+ * same suffix rule: a scheduler named inside `hr_sampler_name` ("DPM++ 2M Karras") wins over `hr_scheduler`.
+ * Returns only what differs from the first pass, so a request that names nothing builds the same graph.
+ */
+export function chooseHiresSampler(
+  b: A1111Body,
+  first: { sampler: string; scheduler: string },
+): { sampler?: string; samplerLabel?: string; scheduler?: string; schedulerLabel?: string } {
+  const named = (v: string | undefined, same: string): string | undefined => (present(v) && v !== same ? v : undefined);
+  const samplerName = named(b.hr_sampler_name, 'Use same sampler');
+  let sampler = first.sampler;
+  let schedulerName = named(b.hr_scheduler, 'Use same scheduler');
+  let schedulerField = 'hr_scheduler';
+  if (samplerName !== undefined) {
+    const split = splitSamplerScheduler(samplerName);
+    const found = lookupSampler(split.sampler);
+    if (found.status !== 'ok') {
+      const valid = validSamplerNames();
+      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
+      throw new RequestError(400, 'hr_sampler_name', `hr_sampler_name: "${samplerName}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
+    }
+    if (found.comfy) sampler = found.comfy;
+    if (split.scheduler !== undefined) {
+      schedulerName = split.scheduler;
+      schedulerField = 'hr_sampler_name';
+    }
+  }
+  let scheduler = first.scheduler;
+  if (schedulerName !== undefined) {
+    const found = lookupScheduler(schedulerName);
+    if (found.status !== 'ok') {
+      const valid = validSchedulerNames();
+      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
+      throw new RequestError(400, schedulerField, `${schedulerField}: scheduler "${schedulerName}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
+    }
+    if (found.comfy) scheduler = found.comfy;
+  }
+  return {
+    ...(sampler !== first.sampler ? { sampler, samplerLabel: samplerLabel(sampler) } : {}),
+    ...(scheduler !== first.scheduler ? { scheduler, schedulerLabel: schedulerLabel(scheduler) } : {}),
+  };
 }
 
 export function chooseGuidance(

@@ -8,6 +8,7 @@ import type { HiresFix, LoraUse, OutputFormat, Upscaler } from '../../render/typ
 import type { ModelProfile } from '../../models/profile.ts';
 import { fileStem, matchFile } from '../comfy-catalog.ts';
 import { RequestError, describeValue } from './errors.ts';
+import { chooseHiresSampler } from './sampling.ts';
 import type { A1111Body } from './schema.ts';
 
 /** ComfyUI file lists the front fetched before normalising (undefined: ComfyUI did not answer). */
@@ -123,6 +124,8 @@ export function chooseHires(
     profile: ModelProfile;
     size: { width: number; height: number };
     steps: number;
+    /** The first pass's sampler and scheduler (ComfyUI names): the second pass's unless hr_* name others. */
+    sampling: { sampler: string; scheduler: string };
     lists: CatalogLists;
     snap: (field: string, v: number) => number;
     budget: (field: string, w: number, h: number) => void;
@@ -155,13 +158,14 @@ export function chooseHires(
   const denoise = b.denoising_strength ?? 0.7;
   if (!(denoise >= 0 && denoise <= 1)) throw new RequestError(400, 'denoising_strength', `denoising_strength: ${denoise} is out of range 0..1`);
   const { upscaler, label } = resolveUpscaler(b.hr_upscaler, 'hr_upscaler', ctx.lists, { latent: true, dflt: 'Latent' });
-  for (const f of ['hr_checkpoint_name', 'hr_sampler_name', 'hr_scheduler', 'hr_prompt', 'hr_negative_prompt'] as const) {
+  const own = chooseHiresSampler(b, ctx.sampling);
+  for (const f of ['hr_checkpoint_name', 'hr_prompt', 'hr_negative_prompt'] as const) {
     const v = b[f];
-    if (present(v) && v !== 'Use same checkpoint' && v !== 'Use same sampler' && v !== 'Use same scheduler') {
+    if (present(v) && v !== 'Use same checkpoint') {
       warnings.push(`${f}: not applied; the second pass uses the first pass's ${f.replace('hr_', '').replace('_name', '')}`);
     }
   }
-  return { width: hw, height: hh, upscaler, upscalerName: label, steps: second > 0 ? second : ctx.steps, denoise };
+  return { width: hw, height: hh, upscaler, upscalerName: label, steps: second > 0 ? second : ctx.steps, denoise, ...own };
 }
 
 /** A1111 option names the front applies from `override_settings` (and from `/sdapi/v1/options`). */

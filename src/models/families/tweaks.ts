@@ -82,8 +82,8 @@ export function hiresPass(g: GraphBuilder, input: BuildInput, parts: SampleParts
     seed: input.seed,
     steps: hires.steps,
     cfg: request.cfg,
-    sampler_name: request.sampler,
-    scheduler: request.scheduler,
+    sampler_name: hires.sampler ?? request.sampler,
+    scheduler: hires.scheduler ?? request.scheduler,
     denoise: hires.denoise,
   });
 }
