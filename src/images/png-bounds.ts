@@ -3,8 +3,8 @@
  * (scanlines plus one filter byte each, per Adam7 pass when interlaced); deflate compresses up to ~1000:1,
  * so a small file may claim 1×1 pixels and carry a gigabyte of zlib data. pngjs inflates interlaced images
  * without any limit, and the byte limit on the file admits ~20 GiB of inflated data. So: walk the chunks,
- * compute the declared size, and inflate with exactly that as the output limit before pngjs ever sees it.
- * Also used for masks, which are decoded a second time to be converted.
+ * compute the declared size, and inflate with exactly that as the output limit. Input images are only
+ * checked (assertPngIntact); masks, whose pixels are converted, are then decoded by pngjs (readPngBounded).
  */
 // Called through the module object, so tests can count what is inflated (test/unit/images-png-bomb.test.ts).
 import zlib from 'node:zlib';
@@ -99,20 +99,11 @@ export function readPngChunks(bytes: Buffer, opts: { checkCrc?: boolean } = {}):
 }
 
 /**
- * Decodes a PNG (pngjs: CRCs, filters, the zlib stream), after checking that its image data inflates to no
- * more than its header declares. Throws PngBoundsError, or pngjs's error for other corruption.
+ * Decodes a PNG to pixels (pngjs), once assertPngIntact has bounded its inflate and checked it (masks, whose
+ * pixels are converted). Throws PngBoundsError, or pngjs's error for anything it alone finds.
  */
 export function readPngBounded(bytes: Buffer): PNGWithMetadata {
-  const { header, idat } = readPngChunks(bytes);
-  const limit = declaredInflatedBytes(header);
-  try {
-    zlib.inflateSync(idat, { maxOutputLength: Math.max(1, limit) });
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
-      throw new PngBoundsError(`image data inflates to more than the ${limit} bytes its ${header.width}x${header.height} header declares`);
-    }
-    // Anything else (a bad zlib stream) is for pngjs to name.
-  }
+  assertPngIntact(bytes);
   return PNG.sync.read(bytes);
 }
 

@@ -16,6 +16,29 @@ import { RequestError } from './errors.ts';
 import { inRange, present } from './fields.ts';
 import type { A1111Body } from './schema.ts';
 
+/** ComfyUI's name for an A1111 sampler name (null: the model's default), and a scheduler named inside it; 400 naming `field` otherwise. */
+function resolveSampler(name: string, field: string): { comfy: string | null; scheduler?: string } {
+  const split = splitSamplerScheduler(name);
+  const found = lookupSampler(split.sampler);
+  if (found.status !== 'ok') {
+    const valid = validSamplerNames();
+    const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
+    throw new RequestError(400, field, `${field}: "${name}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
+  }
+  return { comfy: found.comfy, ...(split.scheduler !== undefined ? { scheduler: split.scheduler } : {}) };
+}
+
+/** ComfyUI's name for an A1111 scheduler name (null: the model's default); 400 naming `field` otherwise. */
+function resolveScheduler(name: string, field: string): string | null {
+  const found = lookupScheduler(name);
+  if (found.status !== 'ok') {
+    const valid = validSchedulerNames();
+    const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
+    throw new RequestError(400, field, `${field}: scheduler "${name}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
+  }
+  return found.comfy;
+}
+
 export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: string[]): { sampler: string; scheduler: string } {
   let samplerName: string | undefined;
   let samplerField = 'sampler_name';
@@ -33,15 +56,9 @@ export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: str
   let sampler = profile.defaults.sampler;
   let suffixScheduler: string | undefined;
   if (samplerName !== undefined) {
-    const split = splitSamplerScheduler(samplerName);
-    const found = lookupSampler(split.sampler);
-    if (found.status !== 'ok') {
-      const valid = validSamplerNames();
-      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
-      throw new RequestError(400, samplerField, `${samplerField}: "${samplerName}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
-    }
+    const found = resolveSampler(samplerName, samplerField);
     if (found.comfy) sampler = found.comfy;
-    suffixScheduler = split.scheduler;
+    suffixScheduler = found.scheduler;
   }
 
   let scheduler = profile.defaults.scheduler;
@@ -61,13 +78,8 @@ export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: str
     schedulerField = samplerField;
   }
   if (schedulerName !== undefined) {
-    const found = lookupScheduler(schedulerName);
-    if (found.status !== 'ok') {
-      const valid = validSchedulerNames();
-      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
-      throw new RequestError(400, schedulerField, `${schedulerField}: scheduler "${schedulerName}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
-    }
-    if (found.comfy) scheduler = found.comfy;
+    const comfy = resolveScheduler(schedulerName, schedulerField);
+    if (comfy) scheduler = comfy;
   }
   return { sampler, scheduler };
 }
@@ -88,29 +100,15 @@ export function chooseHiresSampler(
   let schedulerName = named(b.hr_scheduler, 'Use same scheduler');
   let schedulerField = 'hr_scheduler';
   if (samplerName !== undefined) {
-    const split = splitSamplerScheduler(samplerName);
-    const found = lookupSampler(split.sampler);
-    if (found.status !== 'ok') {
-      const valid = validSamplerNames();
-      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
-      throw new RequestError(400, 'hr_sampler_name', `hr_sampler_name: "${samplerName}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
-    }
+    const found = resolveSampler(samplerName, 'hr_sampler_name');
     if (found.comfy) sampler = found.comfy;
-    if (split.scheduler !== undefined) {
-      schedulerName = split.scheduler;
+    if (found.scheduler !== undefined) {
+      schedulerName = found.scheduler;
       schedulerField = 'hr_sampler_name';
     }
   }
   let scheduler = first.scheduler;
-  if (schedulerName !== undefined) {
-    const found = lookupScheduler(schedulerName);
-    if (found.status !== 'ok') {
-      const valid = validSchedulerNames();
-      const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
-      throw new RequestError(400, schedulerField, `${schedulerField}: scheduler "${schedulerName}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
-    }
-    if (found.comfy) scheduler = found.comfy;
-  }
+  if (schedulerName !== undefined) scheduler = resolveScheduler(schedulerName, schedulerField) ?? scheduler;
   return {
     ...(sampler !== first.sampler ? { sampler, samplerLabel: samplerLabel(sampler) } : {}),
     ...(scheduler !== first.scheduler ? { scheduler, schedulerLabel: schedulerLabel(scheduler) } : {}),
