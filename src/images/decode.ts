@@ -106,9 +106,10 @@ export function checkImageBytes(bytes: Buffer, field: string, limits: ImageLimit
 /**
  * A readable header is not a readable image: a truncated or corrupt file would pass the checks above, be
  * stored and uploaded, and then fail inside ComfyUI's LoadImage as a 500 after a workflow started (the
- * fuzzer found exactly that). PNGs are decoded in full (CRCs and the zlib stream), with the inflated size
- * bounded by what the header declares (png-bounds.ts: a 1×1 PNG may carry a gigabyte of zlib data); JPEG and WebP, which we
- * cannot decode here, are checked for their end marker and their declared length.
+ * fuzzer found exactly that). PNGs are checked in full without decoding their pixels (CRCs, the zlib stream
+ * inflated to exactly the size the header declares and never more, scanline filters: png-bounds.ts, since a
+ * 1×1 PNG may carry a gigabyte of zlib data); JPEG and WebP, which we cannot decode here, are checked for
+ * their end marker and their declared length.
  */
 function assertComplete(bytes: Buffer, mime: string, field: string): void {
   const corrupt = (why: string): RequestError => new RequestError(400, field, `${field}: corrupt ${mime} image (${why})`);
