@@ -8,28 +8,13 @@
  *
  *   npx tsx bench/completion-probe.ts [--runs 40]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { EMBEDDED_DYNAMIC_CONFIG } from '../src/temporal/dev-server.ts';
-import { startTestTemporal } from '../test/support/temporal.ts';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { startProbeStack } from './lib/probe-stack.ts';
 import { dist, ms, nowMs } from './lib/report.ts';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' } } });
 const RUNS = Number(values.runs);
-Runtime.install({ logger: new DefaultLogger('ERROR') });
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-completion-probe-'));
-const server = await startTestTemporal(dir, { ...EMBEDDED_DYNAMIC_CONFIG });
-const native = await NativeConnection.connect({ address: server.address });
-const grpc = await Connection.connect({ address: server.address });
-const viaNative = new Client({ connection: native });
-const viaGrpc = new Client({ connection: grpc });
 const taskQueue = 'completion-probe';
 const otherQueue = 'completion-probe-gpu';
 let returnedAt = 0;
@@ -39,11 +24,8 @@ const activities = {
     return stage;
   },
 };
-const workers = [
-  await Worker.create({ connection: native, taskQueue, workflowsPath: path.join(here, 'lib', 'probe-workflows.ts'), activities }),
-  await Worker.create({ connection: native, taskQueue: otherQueue, activities, maxConcurrentActivityTaskExecutions: 4 }),
-];
-const running = workers.map((w) => w.run());
+const stack = await startProbeStack({ name: 'completion-probe', taskQueue, otherQueue, activities, otherQueueSlots: 4 });
+const { viaGrpc, viaNative } = stack;
 const variants = [
   { name: 'eager start + result() (the front today)', client: viaNative, update: false },
   { name: 'start on its own connection + result()', client: viaGrpc, update: false },
@@ -74,12 +56,7 @@ try {
     }
   }
 } finally {
-  for (const w of workers) w.shutdown();
-  await Promise.all(running);
-  await native.close();
-  await grpc.close();
-  await server.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await stack.stop();
 }
 process.stdout.write(`completion probe: ${RUNS} workflows per variant, interleaved (one activity on another queue, no-op)\n`);
 process.stdout.write(`${'variant'.padEnd(44)}${'start → result p50 (p95)'.padEnd(28)}activity returned → result p50 (p95)\n`);

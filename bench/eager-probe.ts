@@ -6,36 +6,16 @@
  *
  *   npx tsx bench/eager-probe.ts [--runs 40]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { EMBEDDED_DYNAMIC_CONFIG } from '../src/temporal/dev-server.ts';
-import { startTestTemporal } from '../test/support/temporal.ts';
+import { startProbeStack } from './lib/probe-stack.ts';
 import { dist, ms } from './lib/report.ts';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' } } });
 const RUNS = Number(values.runs);
-Runtime.install({ logger: new DefaultLogger('ERROR') });
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-eager-probe-'));
-const server = await startTestTemporal(dir, { ...EMBEDDED_DYNAMIC_CONFIG });
-const native = await NativeConnection.connect({ address: server.address });
-const grpc = await Connection.connect({ address: server.address });
-const viaGrpc = new Client({ connection: grpc });
-const viaNative = new Client({ connection: native });
 const taskQueue = 'eager-probe';
 const otherQueue = 'eager-probe-other';
-const activities = { noop: async (stage: string) => stage };
-const workers = [
-  await Worker.create({ connection: native, taskQueue, workflowsPath: path.join(here, 'lib', 'probe-workflows.ts'), activities }),
-  await Worker.create({ connection: native, taskQueue: otherQueue, activities, maxConcurrentActivityTaskExecutions: 1 }),
-];
-const running = workers.map((w) => w.run());
+const stack = await startProbeStack({ name: 'eager-probe', taskQueue, otherQueue, activities: { noop: async (stage: string) => stage }, otherQueueSlots: 1 });
+const { viaGrpc, viaNative } = stack;
 const variants = [
   { name: 'own gRPC connection', client: viaGrpc, eager: false },
   { name: "worker's NativeConnection", client: viaNative, eager: false },
@@ -60,12 +40,7 @@ try {
     }
   }
 } finally {
-  for (const w of workers) w.shutdown();
-  await Promise.all(running);
-  await native.close();
-  await grpc.close();
-  await server.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await stack.stop();
 }
 process.stdout.write(`eager probe: ${RUNS} render-shaped workflows per variant, interleaved; client start → result\n`);
 for (const [v, variant] of variants.entries()) {
