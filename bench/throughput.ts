@@ -5,6 +5,7 @@
  */
 import os from 'node:os';
 import type { BenchContext } from './lib/context.ts';
+import { steadyLoad } from './lib/closed-loop.ts';
 import { startFloor } from './lib/floor.ts';
 import { BEFORE } from './lib/report.ts';
 import { cpuMs, processTreeCpuMs, rssBytes } from './lib/proc.ts';
@@ -102,18 +103,14 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
   }
   if (!ctx.quick && Date.now() + windowMs + 15_000 < ctx.deadline) {
     const floor = await startFloor(ctx.cleanups, temporal.address, temporalClient, backends, 'late-bound');
-    await floor.rate(concurrency, 1_500);
-    const c0 = cpuNow();
-    ceiling = await floor.rate(concurrency, windowMs);
-    const c1 = cpuNow();
-    const n = ceiling * windowS;
-    ceilingCpu = { temporal: (c1.temporal! - c0.temporal!) / n, workers: (c1.bench! - c0.bench!) / n };
+    const l = await floor.load({ concurrency, warmMs: 1_500, windowMs, sample: cpuNow });
+    ceiling = l.perSecond;
+    ceilingCpu = { temporal: (l.atEnd.temporal! - l.atStart.temporal!) / l.completed, workers: (l.atEnd.bench! - l.atStart.bench!) / l.completed };
     log(`throughput: temporal ceiling ${ceiling.toFixed(1)} floor renders/s`);
   }
   if (!ctx.quick && Date.now() + windowMs + 15_000 < ctx.deadline) {
     const legacy = await startFloor(ctx.cleanups, temporal.address, temporalClient, backends, 'legacy');
-    await legacy.rate(concurrency, 1_500);
-    legacyCeiling = await legacy.rate(concurrency, windowMs);
+    legacyCeiling = (await legacy.load({ concurrency, warmMs: 1_500, windowMs, sample: () => undefined })).perSecond;
     log(`throughput: temporal ceiling of the former shape ${legacyCeiling.toFixed(1)} floor renders/s`);
   }
   const cpu = (k: string): string => (cpuStart && cpuEnd ? `${((cpuEnd[k]! - cpuStart[k]!) / 1000 / windowS).toFixed(2)}` : 'n/a');
@@ -178,25 +175,19 @@ async function directCapacity(
 ): Promise<{ rps: number; fakes: number; clients: number }> {
   const clients = urls.map((u) => new ComfyClient({ baseUrl: u }));
   let seq = 0;
-  const loop = async (until: number, count: boolean): Promise<number> => {
-    let done = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async (_, c) => {
-        while (Date.now() < until) {
-          const i = seq++;
-          await directRender(clients[c % clients.length]!, graphFor(txt2imgBody(`direct tp ${i}`, 600_000 + i), `bench-direct-tp-${i}`));
-          if (count && Date.now() <= until) done++;
-        }
-      }),
-    );
-    return done;
-  };
   try {
-    await loop(Date.now() + 1_500, false);
-    const c0 = cpuNow();
-    const done = await loop(Date.now() + windowMs, true);
-    const c1 = cpuNow();
-    return { rps: done / (windowMs / 1000), fakes: (c1.fakes! - c0.fakes!) / done, clients: (c1.bench! - c0.bench!) / done };
+    const l = await steadyLoad({
+      concurrency,
+      warmMs: 1_500,
+      windowMs,
+      sample: cpuNow,
+      one: (c) => {
+        const i = seq++;
+        return directRender(clients[c % clients.length]!, graphFor(txt2imgBody(`direct tp ${i}`, 600_000 + i), `bench-direct-tp-${i}`));
+      },
+    });
+    const per = (k: string): number => (l.atEnd[k]! - l.atStart[k]!) / l.completed;
+    return { rps: l.perSecond, fakes: per('fakes'), clients: per('bench') };
   } finally {
     await Promise.all(clients.map((c) => c.close()));
   }

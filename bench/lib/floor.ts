@@ -11,6 +11,7 @@ import type { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { BenchContext } from './context.ts';
 import type { Cleanups } from './stack.ts';
+import { steadyLoad, type SteadyLoad } from './closed-loop.ts';
 import { nowMs } from './report.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -25,8 +26,8 @@ export interface Floor {
    * costs of the result latency (bench/latency.ts), whatever the front and the activity do.
    */
   tail(): Promise<{ total: number; tail: number }>;
-  /** Closed-loop clients for `ms`; completed floor renders per second. */
-  rate(concurrency: number, ms: number): Promise<number>;
+  /** Closed-loop floor renders in steady state (lib/closed-loop.ts), with `sample()` at the window's ends. */
+  load<S>(opts: { concurrency: number; warmMs: number; windowMs: number; sample: () => S }): Promise<SteadyLoad<S>>;
 }
 
 export type FloorShape = 'late-bound' | 'legacy';
@@ -81,19 +82,7 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
   return {
     once: one,
     tail: run,
-    rate: async (concurrency, ms) => {
-      const end = Date.now() + ms;
-      let done = 0;
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (Date.now() < end) {
-            await one();
-            if (Date.now() <= end) done++;
-          }
-        }),
-      );
-      return done / (ms / 1000);
-    },
+    load: (opts) => steadyLoad({ ...opts, one }),
   };
 }
 
