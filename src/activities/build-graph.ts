@@ -4,7 +4,7 @@ import { planRender } from '../models/plan.ts';
 import type { BuiltRender, RenderActivities } from './types.ts';
 import type { Config } from '../config/config.ts';
 import type { RenderRequest } from '../render/types.ts';
-import type { ActivityDeps } from './index.ts';
+import type { ActivityDeps } from './deps.ts';
 import { MAX_PROMPT_ATTEMPTS } from '../workflows/attempts.ts';
 import { FailureType } from '../workflows/failure-types.ts';
 

@@ -22,7 +22,7 @@ import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
 import { InFlight } from './in-flight.ts';
-import { authorized } from './auth.ts';
+import { authorized } from '../auth/api-token.ts';
 import { assertJsonDepth } from './body-shape.ts';
 import { Admission, AdmissionRefusedError, waitingRendersQuery } from './admission.ts';
 
@@ -64,7 +64,7 @@ export interface ApiContext extends ApiDeps {
 // The gallery page and its assets hold no data (it asks for the token itself), so a browser can load it.
 const OPEN_ROUTES = new Set(['/health', '/internal/ping', '/', '/gallery/app.js', '/gallery/style.css', '/gallery/favicon.svg']);
 
-export { authorized } from './auth.ts';
+export { authorized } from '../auth/api-token.ts';
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({

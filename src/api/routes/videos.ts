@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import type { RenderResult } from '../../render/types.ts';
-import { RequestError } from '../a1111/errors.ts';
+import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { requestPriority } from '../priority.ts';
 import { IdempotencyConflictError, RenderFailedError, type StartedRender } from '../render-service.ts';
 import type { ApiContext } from '../server.ts';
@@ -51,9 +51,7 @@ const listQuery = z.object({
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const field = issue?.path.map(String).join('.') || 'query';
-  throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
+  throw requestErrorFromIssues(r.error.issues, { field: 'query' });
 }
 
 /** How long DELETE waits for ComfyUI to be interrupted before answering 409 "still cancelling". */
