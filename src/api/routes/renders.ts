@@ -20,7 +20,7 @@ import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
 import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 
 const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
 
@@ -81,6 +81,7 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     namespace: ctx.config.TEMPORAL_NAMESPACE,
     blobs: ctx.blobs,
     logger: ctx.logger.child({ component: 'operators' }),
+    submitter: ctx.submitter,
   });
 
   const mapError = (reply: FastifyReply, err: unknown): FastifyReply => {
