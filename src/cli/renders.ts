@@ -18,6 +18,7 @@ import type { BulkReplayResult, RenderSummary, RenderTimeline } from '../operato
 import { connectClient } from '../temporal/client.ts';
 import { RenderService } from '../renders/render-service.ts';
 import { createSubmitter } from '../renders/submit.ts';
+import { loadModelOverrides } from '../models/registry.ts';
 import { AdmissionRefusedError } from '../renders/admission.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -80,7 +81,9 @@ export async function runRenders(argv: string[]): Promise<number> {
   }
   const { client, connection } = connected;
   const blobs = await blobStoreFromConfig(config);
-  // Replays start like every render (renders/submit.ts): graphs built with this configuration, admission.
+  // Replays start like every render (renders/submit.ts): graphs built here, so with the models the service
+  // runs (MODELS_CONFIG overrides included), and admitted against MAX_WAITING_RENDERS.
+  if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   const submitter = createSubmitter({ renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE), config, blobs });
   const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs, submitter });
   try {
