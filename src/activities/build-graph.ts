@@ -16,7 +16,7 @@ export function createBuildGraph(deps: ActivityDeps): RenderActivities['buildGra
 /**
  * The graphs and limits of a render: pure, so the front of a `start` process (same configuration as its
  * worker) builds them before the start and hands them over in the workflow input, which saves the render
- * the local activity's round trips (RenderService `prebuild`). Throws the ApplicationFailure the activity
+ * the local activity's round trips (renders/submit.ts). Throws the ApplicationFailure the activity
  * fails with.
  */
 export function buildRender(config: Pick<Config, 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'>, request: RenderRequest, renderId: string): BuiltRender {
