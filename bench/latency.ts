@@ -3,7 +3,7 @@
  * already written; recorded by a runtime hook in this process) to the complete HTTP response arriving at
  * the client, same clock. The `execution_success` timestamp in ComfyUI's history is shown as a cross-check.
  */
-import { renderIdForKey } from '../src/api/render-ids.ts';
+import { renderIdForKey } from '../src/renders/render-ids.ts';
 import type { Client } from '@temporalio/client';
 import type { BenchContext } from './lib/context.ts';
 import { sharedFloor } from './lib/floor.ts';

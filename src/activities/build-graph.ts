@@ -4,7 +4,7 @@ import { planRender } from '../models/plan.ts';
 import type { BuiltRender, RenderActivities } from './types.ts';
 import type { Config } from '../config/config.ts';
 import type { RenderRequest } from '../render/types.ts';
-import type { ActivityDeps } from './index.ts';
+import type { ActivityDeps } from './deps.ts';
 import { MAX_PROMPT_ATTEMPTS } from '../workflows/attempts.ts';
 import { FailureType } from '../workflows/failure-types.ts';
 
@@ -16,7 +16,7 @@ export function createBuildGraph(deps: ActivityDeps): RenderActivities['buildGra
 /**
  * The graphs and limits of a render: pure, so the front of a `start` process (same configuration as its
  * worker) builds them before the start and hands them over in the workflow input, which saves the render
- * the local activity's round trips (RenderService `prebuild`). Throws the ApplicationFailure the activity
+ * the local activity's round trips (renders/submit.ts). Throws the ApplicationFailure the activity
  * fails with.
  */
 export function buildRender(config: Pick<Config, 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'>, request: RenderRequest, renderId: string): BuiltRender {

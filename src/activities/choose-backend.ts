@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { RenderActivities } from './types.ts';
-import { clientFor, type ActivityDeps } from './index.ts';
+import { clientFor, type ActivityDeps } from './deps.ts';
 
 /**
  * Legacy: only renders started before the shared GPU queue still call this (their workflow binds to one

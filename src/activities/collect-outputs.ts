@@ -6,7 +6,7 @@ import { toFailure } from './failures.ts';
 import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
 import { storeOutputFile } from './store-outputs.ts';
 import type { RenderActivities } from './types.ts';
-import { clientFor, type ActivityDeps } from './index.ts';
+import { clientFor, type ActivityDeps } from './deps.ts';
 
 export function createCollectOutputs(deps: ActivityDeps): RenderActivities['collectOutputs'] {
   return async ({ backend, files, request, itemIndex }) => collectFiles(deps, clientFor(deps, backend), files, request, itemIndex);

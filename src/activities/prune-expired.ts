@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { pruneRenders } from '../operators/prune.ts';
-import type { ActivityDeps } from './index.ts';
+import type { ActivityDeps } from './deps.ts';
 import type { RetentionRunResult } from './types.ts';
 
 /** Render ids a run's result lists (the count is always whole): a first prune of a big store must not exceed

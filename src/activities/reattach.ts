@@ -6,7 +6,7 @@ import type { Backend } from '../render/types.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
 import type { RunPromptInput } from './types.ts';
-import { clientFor, type ActivityDeps } from './index.ts';
+import { clientFor, type ActivityDeps } from './deps.ts';
 
 /**
  * Prompts earlier attempts may have submitted, newest first, with the backend each is looked for on.

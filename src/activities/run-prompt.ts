@@ -44,7 +44,7 @@ import { ObjectInfoCache } from './object-info-cache.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
 import { uploadAll } from './upload-inputs.ts';
 import { clearPreview, previewsWanted, writePreview } from '../operators/previews.ts';
-import { clientFor, type ActivityDeps } from './index.ts';
+import { clientFor, type ActivityDeps } from './deps.ts';
 import { RetryableFailureType } from '../workflows/failure-types.ts';
 import { inSpan, inSpanPair } from '../tracing/spans.ts';
 import { SpanKind } from '@opentelemetry/api';

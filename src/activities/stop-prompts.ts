@@ -3,7 +3,7 @@ import type { Backend } from '../render/types.ts';
 import { attemptPromptId } from './prompt-ids.ts';
 import { toFailure } from './failures.ts';
 import type { RenderActivities } from './types.ts';
-import { clientFor, type ActivityDeps } from './index.ts';
+import { clientFor, type ActivityDeps } from './deps.ts';
 
 /**
  * Prompt ids are derived from (workflow, run, item, attempt), so the ids every attempt may have submitted

@@ -46,21 +46,6 @@ export function assertJsonDepth(body: unknown, maxDepth = MAX_JSON_DEPTH): void 
   assertBodyShape(body, { maxDepth, maxStringChars: () => Number.POSITIVE_INFINITY });
 }
 
-/**
- * JSON with object keys sorted at every level: the same body with its keys in another order is the same
- * request (an Idempotency-Key retry from a client that rebuilds its dict must attach, not get a 409).
- * Recursive, so callers bound the depth first (assertJsonDepth); it refuses deeper input rather than overflow.
- */
-export function canonicalJson(value: unknown, depth = 0): string {
-  if (depth > MAX_JSON_DEPTH * 2) throw new RequestError(400, 'body', `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
-}
-
 /** Strings that are not images (prompts, names, comments, settings): as long as the longest prompt. */
 export const MAX_STRING_CHARS = 16 * 1024;
 /** Top-level A1111 fields that carry base64 images (ControlNet and other scripts put theirs in `alwayson_scripts`). */

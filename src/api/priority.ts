@@ -6,11 +6,10 @@
  * GPU. Given both ways, header and body must agree (else 422), so a client never gets a priority it did
  * not mean.
  */
-import { RequestError } from './a1111/errors.ts';
+import { RequestError } from '../errors/request-error.ts';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../renders/priority.ts';
 
-export const MIN_PRIORITY = 1;
-export const MAX_PRIORITY = 5;
-export const DEFAULT_PRIORITY = 3;
+export { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../renders/priority.ts';
 
 function parse(v: unknown, field: string): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;

@@ -5,15 +5,9 @@
 import { registerBodyGate } from './body-gate.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import type { BlobStore } from '../blobs/store.ts';
-import type { Config } from '../config/config.ts';
-import type { Logger } from '../log.ts';
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
 import { errorBody, sendError } from './http-errors.ts';
-import type { HealthDeps } from './health.ts';
-import type { ComfyCatalog } from './comfy-catalog.ts';
-import type { OptionsStore } from './options-store.ts';
-import type { RenderService } from './render-service.ts';
+import type { ApiContext, ApiDeps } from './context.ts';
 import { registerA1111Discovery } from './routes/a1111-discovery.ts';
 import { registerA1111Render } from './routes/a1111-render.ts';
 import { registerA1111Extras } from './routes/a1111-extras.ts';
@@ -22,12 +16,10 @@ import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
 import { InFlight } from './in-flight.ts';
-import { authorized } from './auth.ts';
+import { authorized } from '../auth/api-token.ts';
 import { assertJsonDepth } from './body-shape.ts';
-import { Admission, AdmissionRefusedError, waitingRendersQuery } from './admission.ts';
-
-/** What a refused client is told to wait: about the time one render takes on a busy GPU. */
-const ADMISSION_RETRY_AFTER_S = 10;
+import { AdmissionRefusedError } from '../renders/admission.ts';
+import { createSubmitter } from '../renders/submit.ts';
 import { registerLenientBodyParsers } from './body-parsers.ts';
 import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
@@ -37,34 +29,12 @@ import { isLoopbackHost } from '../config/loopback.ts';
 
 export { isLoopbackHost } from '../config/loopback.ts';
 
-export interface ApiDeps {
-  config: Config;
-  logger: Logger;
-  blobs: BlobStore;
-  renders: RenderService;
-  options: OptionsStore;
-  health: HealthDeps;
-  /** Renders waiting or running, for admission control; default: Temporal's count for the task queue. */
-  waitingRenders?: () => Promise<number>;
-  /** Renders this front waits on (tests look in). */
-  inFlight?: InFlight;
-  /** ComfyUI's file lists and memory for the routes that show them (absent: those lists are empty). */
-  catalog?: ComfyCatalog;
-  /** A span per request (src/tracing/http.ts), when tracing is on. */
-  tracing?: boolean;
-  /** The embedded Temporal UI to serve at /temporal/, behind this front's guards (temporal-ui-proxy.ts). */
-  temporalUi?: { upstream: string };
-}
-
-export interface ApiContext extends ApiDeps {
-  inFlight: InFlight;
-  admission: Admission;
-}
+export type { ApiContext, ApiDeps } from './context.ts';
 
 // The gallery page and its assets hold no data (it asks for the token itself), so a browser can load it.
 const OPEN_ROUTES = new Set(['/health', '/internal/ping', '/', '/gallery/app.js', '/gallery/style.css', '/gallery/favicon.svg']);
 
-export { authorized } from './auth.ts';
+export { authorized } from '../auth/api-token.ts';
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
@@ -91,15 +61,14 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       void sendError(reply, status, errorBody('HTTPException', status === 414 ? 'URL too long' : `bad request URL: ${err.message}`, { field: 'url' }));
     },
   });
-  const admission = new Admission({
-    limit: deps.config.MAX_WAITING_RENDERS,
-    retryAfterSeconds: ADMISSION_RETRY_AFTER_S,
-    count:
-      deps.waitingRenders ??
-      (async () => (await deps.renders.client.workflow.count(waitingRendersQuery(deps.config.TEMPORAL_TASK_QUEUE))).count),
-    onCountError: (err) => deps.logger.warn({ err: (err as Error).message }, 'admission: could not count waiting renders'),
+  const submitter = createSubmitter({
+    renders: deps.renders,
+    config: deps.config,
+    blobs: deps.blobs,
+    logger: deps.logger,
+    ...(deps.waitingRenders ? { waitingRenders: deps.waitingRenders } : {}),
   });
-  const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), admission };
+  const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), submitter };
 
   // First of all hooks: a request refused by the checks below is traced too.
   if (deps.tracing) registerHttpTracing(app);

@@ -9,7 +9,7 @@ import { buildServer } from '../api/server.ts';
 import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
 import { OptionsStore } from '../api/options-store.ts';
 import { ComfyCatalog } from '../api/comfy-catalog.ts';
-import { RenderService } from '../api/render-service.ts';
+import { RenderService } from '../renders/render-service.ts';
 import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
@@ -32,7 +32,6 @@ import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
 import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
 import { Client, Connection } from '@temporalio/client';
-import { buildRender } from '../activities/build-graph.ts';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
@@ -162,13 +161,13 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       config,
       logger,
       blobs,
-      // `start` mode: renders start eagerly on the worker's connection, their graphs built here (RenderService).
+      // `start` mode: renders start eagerly on the worker's connection (RenderService). Every front builds the
+      // graphs itself (renders/submit.ts), with the configuration it shares with its workers.
       renders: workers
         ? new RenderService(
             client,
             config.TEMPORAL_TASK_QUEUE,
             new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
-            (request, renderId) => buildRender(config, request, renderId),
           )
         : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
       tracing: tracing !== undefined,

@@ -16,6 +16,11 @@ import { parseTimeSpec, renderFiltersSchema, type RenderFilters } from '../opera
 import { pruneRenders, type PruneOptions } from '../operators/prune.ts';
 import type { BulkReplayResult, RenderSummary, RenderTimeline } from '../operators/types.ts';
 import { connectClient } from '../temporal/client.ts';
+import { RenderService } from '../renders/render-service.ts';
+import { createSubmitter } from '../renders/submit.ts';
+import { loadModelOverrides } from '../models/registry.ts';
+import { AdmissionRefusedError } from '../renders/admission.ts';
+import { RequestError } from '../errors/request-error.ts';
 
 export const RENDERS_USAGE = `usage: comfy-durable renders <command>
 
@@ -75,7 +80,12 @@ export async function runRenders(argv: string[]): Promise<number> {
     return 1;
   }
   const { client, connection } = connected;
-  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: await blobStoreFromConfig(config) });
+  const blobs = await blobStoreFromConfig(config);
+  // Replays start like every render (renders/submit.ts): graphs built here, so with the models the service
+  // runs (MODELS_CONFIG overrides included), and admitted against MAX_WAITING_RENDERS.
+  if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
+  const submitter = createSubmitter({ renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE), config, blobs });
+  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs, submitter });
   try {
     switch (command) {
       case 'list':
@@ -98,7 +108,9 @@ export async function runRenders(argv: string[]): Promise<number> {
       err(`${e.message}\n\n${RENDERS_USAGE}`);
       return 2;
     }
-    if (e instanceof RenderNotFoundError || e instanceof RenderNotRunningError || e instanceof OutputNotFoundError || e instanceof NotReplayableError) {
+    // A replay refused like any render (a full queue, a request no graph can be built for) is an answer, not a crash.
+    const refused = e instanceof AdmissionRefusedError || e instanceof RequestError;
+    if (refused || e instanceof RenderNotFoundError || e instanceof RenderNotRunningError || e instanceof OutputNotFoundError || e instanceof NotReplayableError) {
       err(e.message);
       return 1;
     }

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { imageSize } from 'image-size';
-import { RequestError } from '../api/a1111/errors.ts';
+import { RequestError } from '../errors/request-error.ts';
 import type { BlobRef } from '../render/types.ts';
 import { assertPngIntact } from './png-bounds.ts';
 export { extensionForMime } from './mime.ts';

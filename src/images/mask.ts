@@ -7,7 +7,7 @@
  * (their red channel is the mask; correct for black/white masks); inverting them is refused.
  */
 import { PNG } from 'pngjs';
-import { RequestError } from '../api/a1111/errors.ts';
+import { RequestError } from '../errors/request-error.ts';
 import { readPngBounded } from './png-bounds.ts';
 import { checkImageBytes, type DecodedImage, type ImageLimits } from './decode.ts';
 

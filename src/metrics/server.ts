@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.ts';
-import { authorized } from '../api/auth.ts';
+import { authorized } from '../auth/api-token.ts';
 import { renderMetrics } from './metrics.ts';
 
 export interface MetricsServer {

@@ -13,12 +13,12 @@ import { z } from 'zod';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Logger } from '../log.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
-import { RenderService } from '../api/render-service.ts';
+import type { RenderSubmitter } from '../renders/submit.ts';
 import { RENDER_BACKEND, RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import { decodeFirst, failureReason, failureView } from './failure.ts';
 import { buildListQuery, decodeCursor, encodeCursor, type RenderFilters } from './query.ts';
 import { buildTimeline, statusName } from './timeline.ts';
-import { DEFAULT_PRIORITY } from '../api/priority.ts';
+import { DEFAULT_PRIORITY } from '../renders/priority.ts';
 import type { BulkReplayItem, BulkReplayResult, RenderPage, RenderSummary, RenderTimeline, ReplayStarted } from './types.ts';
 
 const { temporal } = proto;
@@ -56,6 +56,8 @@ export interface OperatorsOptions {
   logger?: Logger;
   /** Seed source for `--new-seed` (tests pass a fixed one). */
   random?: () => number;
+  /** Starts replays, as every render starts (admission, graph build); needed for replays only. */
+  submitter?: RenderSubmitter;
 }
 
 export interface ListOptions {
@@ -92,6 +94,7 @@ export class RenderOperators {
   private readonly blobs: BlobStore | undefined;
   private readonly logger: Logger | undefined;
   private readonly random: () => number;
+  private readonly submitter: RenderSubmitter | undefined;
   /** Outputs of closed renders never change: thumbnails need not re-read history. */
   private readonly outputCache = new Map<string, BlobRef[]>();
 
@@ -101,6 +104,7 @@ export class RenderOperators {
     this.blobs = opts.blobs;
     this.logger = opts.logger;
     this.random = opts.random ?? Math.random;
+    this.submitter = opts.submitter;
   }
 
   /** One page of renders, newest first (visibility order), with an opaque cursor for the next one. */
@@ -166,12 +170,13 @@ export class RenderOperators {
    * through `replayOf` (search attribute RenderReplayOf + memo). `newSeed` draws a fresh seed instead.
    */
   async replay(renderId: string, opts: { newSeed?: boolean } = {}): Promise<ReplayStarted> {
+    if (!this.submitter) throw new Error('no render submitter configured: this RenderOperators cannot replay');
     const { request, taskQueue } = await this.recordedRequest(renderId);
     await this.assertInputsKept(renderId, request);
     const seed = opts.newSeed ? Math.floor(this.random() * RANDOM_SEED_BOUND) : request.seed;
     const next: RenderRequest = { ...request, seed, replayOf: renderId };
     // The original's task queue: its workers are the ones configured for its backends.
-    const started = await new RenderService(this.client, taskQueue).start(next);
+    const started = await this.submitter.submit({ route: 'renders.replay', request: next, taskQueue });
     this.logger?.info({ renderId: started.renderId, replayOf: renderId, seed, newSeed: opts.newSeed ?? false }, 'replay started');
     return { originalId: renderId, renderId: started.renderId, seed, newSeed: opts.newSeed ?? false };
   }

@@ -44,7 +44,7 @@ export interface DevServerOptions {
  *   wait for notifications, so an idle server costs nothing more.
  * - Eager workflow start (the dev server's default too, spelled out): in `start` mode the front starts a render
  *   on the worker's connection with `requestEagerStart`, and the start response carries the first workflow
- *   task straight to that worker (api/render-service.ts): one matching hop and one poll fewer per render.
+ *   task straight to that worker (renders/render-service.ts): one matching hop and one poll fewer per render.
  * - One task-queue partition: priority keys are honoured strictly only within a partition, and several
  *   partitions also break first-in-first-out between them (measured: 10 tasks at key 5 then 2 at key 1 start
  *   `1 5 5 1 ...` with 4 partitions, `1 1 5 5 ...` with one). A single box gains nothing from partitions.

@@ -12,7 +12,7 @@
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderIdForKey } from '../../src/api/render-ids.ts';
+import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import type { FakeStatsSnapshot } from '../../src/fake-comfyui/state.ts';
 import { skipUnlessTools } from '../support/cluster-tools.ts';

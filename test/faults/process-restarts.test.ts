@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
-import { renderIdForKey } from '../../src/api/render-ids.ts';
+import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { BackendHealth } from '../../src/backends/health.ts';
 import { freePort } from '../support/ports.ts';

@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { InFlight } from '../../src/api/in-flight.ts';
 import { OptionsStore } from '../../src/api/options-store.ts';
-import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/api/render-service.ts';
+import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/renders/render-service.ts';
 import { buildServer } from '../../src/api/server.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
@@ -35,8 +35,11 @@ export interface TestFront {
 export interface TestFrontOptions {
   /** Renders waiting or running, for admission control (default 0). */
   waitingRenders?: () => Promise<number>;
-  /** What an Idempotency-Key finds (default: nothing, a new render). */
-  keyState?: (key: string) => 'attach' | 'new' | 'conflict';
+  /**
+   * What an Idempotency-Key's render id finds. Default: what Temporal would say of the starts this front
+   * made (the key's render with the same fingerprint attaches, with another one conflicts).
+   */
+  keyState?: (renderId: string) => 'attach' | 'new' | 'conflict';
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -46,17 +49,19 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
   const front: Partial<TestFront> = { starts: [], cancelled: [], outcome: async (s) => {
       throw new RenderFailedError(s.renderId, 503, 'ComfyUnavailable', 'no GPU in this test');
     } };
-  let n = 0;
+  /** Fingerprint of each keyed render started: the memo Temporal would keep. */
+  const fingerprints = new Map<string, string>();
   const renders = {
     client: {} as Client,
-    start: async (request: RenderRequest, opts: StartOptions = {}): Promise<StartedRender> => {
+    start: async (request: RenderRequest, opts: StartOptions): Promise<StartedRender> => {
       if (front.startError) {
         const e = front.startError;
         front.startError = undefined;
         throw e;
       }
       front.starts!.push({ request, opts });
-      const renderId = opts.idempotencyKey ? `render-key-${opts.idempotencyKey}` : `render-test-${++n}`;
+      const renderId = opts.renderId;
+      if (opts.fingerprint !== undefined && !fingerprints.has(renderId)) fingerprints.set(renderId, opts.fingerprint);
       const handle = {
         workflowId: renderId,
         cancel: async () => {
@@ -66,9 +71,10 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
     },
     wait: (started: StartedRender) => front.outcome!(started),
-    checkKey: async (key: string) => {
-      const state = opts.keyState?.(key) ?? 'new';
-      if (state === 'conflict') throw new IdempotencyConflictError(`Idempotency-Key was already used with a different request body (render render-key-${key})`);
+    checkKey: async (renderId: string, fingerprint: string) => {
+      const known = fingerprints.get(renderId);
+      const state = opts.keyState?.(renderId) ?? (known === undefined ? 'new' : known === fingerprint ? 'attach' : 'conflict');
+      if (state === 'conflict') throw new IdempotencyConflictError(renderId);
       return state;
     },
     handle: () => {

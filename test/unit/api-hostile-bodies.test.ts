@@ -1,8 +1,8 @@
 /** Red-team findings on request bodies: deep nesting, unbounded strings, the Idempotency-Key fingerprint. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_STRING_CHARS, canonicalJson } from '../../src/api/body-shape.ts';
-import { bodyFingerprint } from '../../src/api/render-ids.ts';
-import { RenderFailedError } from '../../src/api/render-service.ts';
+import { MAX_STRING_CHARS } from '../../src/api/body-shape.ts';
+import { canonicalJson, requestFingerprint } from '../../src/renders/render-ids.ts';
+import { RenderFailedError } from '../../src/renders/render-service.ts';
 import { makePng } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 
@@ -42,7 +42,7 @@ describe('deep JSON (red-team: depth 5000 rendered, then answered 500)', () => {
   });
 
   it('the fingerprint refuses rather than overflowing', () => {
-    expect(() => bodyFingerprint(nested(50_000))).toThrow(/nested deeper/);
+    expect(() => requestFingerprint('txt2img', nested(50_000))).toThrow(/nested deeper/);
   });
 });
 
@@ -80,8 +80,8 @@ describe('Idempotency-Key fingerprint (red-team: reordered keys were a 409)', ()
   it('the same body with its keys in another order has the same fingerprint', () => {
     const a = { prompt: 'p', seed: 1, override_settings: { a: 1, b: [1, { y: 2, x: 1 }] } };
     const b = { override_settings: { b: [1, { x: 1, y: 2 }], a: 1 }, seed: 1, prompt: 'p' };
-    expect(bodyFingerprint(a)).toBe(bodyFingerprint(b));
-    expect(bodyFingerprint(a)).not.toBe(bodyFingerprint({ ...a, seed: 2 }));
+    expect(requestFingerprint('txt2img', a)).toBe(requestFingerprint('txt2img', b));
+    expect(requestFingerprint('txt2img', a)).not.toBe(requestFingerprint('txt2img', { ...a, seed: 2 }));
     // Array order is meaning, not formatting.
     expect(canonicalJson([1, 2])).not.toBe(canonicalJson([2, 1]));
   });

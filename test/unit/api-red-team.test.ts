@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { authorized } from '../../src/api/server.ts';
 import type { RenderResult } from '../../src/render/types.ts';
+import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { JPEG_1X1 } from '../golden/helpers.ts';
 import { discMask, makePng, redSquare } from '../support/fixtures.ts';
 import { startTestFront, type TestFront, type TestFrontOptions } from '../support/front.ts';
@@ -253,12 +254,12 @@ describe('over a real socket', () => {
     clients[0]!.abort();
     await requests[0];
     // The front has seen the first client go once the render has one waiting client left.
-    await until(() => inFlightClients(f, 'render-key-shared') === 1);
+    await until(() => inFlightClients(f, renderIdForKey('shared')) === 1);
     expect(f.cancelled).toEqual([]);
     clients[1]!.abort();
     await requests[1];
     await until(() => f.cancelled.length > 0);
-    expect(f.cancelled).toEqual(['render-key-shared']);
-    finish({ renderId: 'render-key-shared', outputs: [], seeds: [], request: f.starts[0]!.request, backend: 'comfyui-0', promptIds: [], timings: [] });
+    expect(f.cancelled).toEqual([renderIdForKey('shared')]);
+    finish({ renderId: renderIdForKey('shared'), outputs: [], seeds: [], request: f.starts[0]!.request, backend: 'comfyui-0', promptIds: [], timings: [] });
   }, 30_000);
 });

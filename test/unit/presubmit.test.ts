@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
 import { ObjectInfoCache } from '../../src/activities/object-info-cache.ts';
 import { validateBeforeSubmit } from '../../src/activities/presubmit.ts';
-import { failureFields } from '../../src/api/render-service.ts';
+import { failureFields } from '../../src/renders/render-service.ts';
 import type { ComfyClient } from '../../src/comfyui/client.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 import { objectInfoSchema, type ObjectInfo } from '../../src/comfyui/object-info.ts';

@@ -5,7 +5,8 @@
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { RenderService } from '../../src/api/render-service.ts';
+import { RenderService } from '../../src/renders/render-service.ts';
+import type { BuiltRender } from '../../src/activities/types.ts';
 import type { RenderRequest } from '../../src/render/types.ts';
 
 interface StartCall {
@@ -28,22 +29,27 @@ function fakeClient(via: string, calls: StartCall[], fail?: () => unknown): Clie
 }
 
 const request = { prompt: 'p', model: 'm', kind: 'txt2img', width: 64, height: 64, steps: 1, seed: 1, batchSize: 1, nIter: 1 } as unknown as RenderRequest;
+const built = { plan: { items: [] }, limits: { stallTimeoutMs: 1, deadlineMs: 1, heartbeatTimeoutMs: 1, maxAttempts: 1 } } as unknown as BuiltRender;
+const startOpts = { renderId: 'render-test-1', built };
 
 describe('RenderService eager start', () => {
   it('starts on the eager client with requestEagerStart and waits through the front client', async () => {
     const calls: StartCall[] = [];
     const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls));
-    const started = await svc.start(request);
+    const started = await svc.start(request, startOpts);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.via).toBe('worker');
     expect(calls[0]!.options.requestEagerStart).toBe(true);
+    // The submitter's graphs are the workflow's second argument: the workflow builds nothing itself.
+    expect(calls[0]!.options.args).toEqual([request, built]);
+    expect(calls[0]!.options.workflowId).toBe('render-test-1');
     expect(started.handle).toMatchObject({ via: 'front-handle', workflowId: started.renderId, firstExecutionRunId: 'worker-run' });
     expect(started.attached).toBe(false);
   });
 
   it('without an eager client starts the ordinary way', async () => {
     const calls: StartCall[] = [];
-    await new RenderService(fakeClient('front', calls), 'q').start(request);
+    await new RenderService(fakeClient('front', calls), 'q').start(request, startOpts);
     expect(calls.map((c) => c.via)).toEqual(['front']);
     expect(calls[0]!.options.requestEagerStart).toBeUndefined();
   });
@@ -51,7 +57,7 @@ describe('RenderService eager start', () => {
   it('falls back to an ordinary start when the eager one fails (the worker connection closing)', async () => {
     const calls: StartCall[] = [];
     const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new Error('connection closed')));
-    const started = await svc.start(request);
+    const started = await svc.start(request, startOpts);
     expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
     expect(calls[1]!.options.requestEagerStart).toBeUndefined();
     expect(calls[1]!.options.workflowId).toBe(calls[0]!.options.workflowId);
@@ -65,7 +71,7 @@ describe('RenderService eager start', () => {
       'q',
       fakeClient('worker', calls, () => new Error('deadline exceeded')),
     );
-    const started = await svc.start(request);
+    const started = await svc.start(request, startOpts);
     expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
     expect(started).toMatchObject({ attached: false, handle: { via: 'front-handle', workflowId: started.renderId } });
   });
@@ -73,7 +79,7 @@ describe('RenderService eager start', () => {
   it('an id taken before the eager start is not mistaken for our own render', async () => {
     const calls: StartCall[] = [];
     const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')));
-    await expect(svc.start(request)).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
+    await expect(svc.start(request, startOpts)).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
     expect(calls.map((c) => c.via)).toEqual(['worker']);
   });
 });

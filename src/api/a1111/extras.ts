@@ -8,6 +8,7 @@ import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { upscaleTarget } from '../../models/families/upscale.ts';
 import type { BlobRef, RenderRequest } from '../../render/types.ts';
 import { RequestError, describeValue } from './errors.ts';
+import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { NormalizeLimits } from './normalize.ts';
 import { resolveUpscaler, type CatalogLists } from './tweaks.ts';
 
@@ -56,9 +57,7 @@ export function normalizeExtras(
   const schema = route === 'single' ? extrasSingleSchema : extrasBatchSchema;
   const parsed = schema.safeParse(body ?? {});
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.map(String).join('.');
-    throw new RequestError(422, field, `${field}: ${issue.message}`);
+    throw requestErrorFromIssues(parsed.error.issues, { status: 422 });
   }
   const b = parsed.data as z.output<typeof extrasBatchSchema> & { image?: string };
   const warnings: string[] = [];

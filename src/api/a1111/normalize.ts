@@ -11,6 +11,7 @@ import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
 import { samplerLabel, schedulerLabel } from '../../models/samplers.ts';
 import { RequestError, describeValue } from './errors.ts';
+import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { inRange, present } from './fields.ts';
@@ -162,21 +163,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
 function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body {
   const parsed = schemaFor(route).safeParse(body);
   if (parsed.success) return parsed.data as A1111Body;
-  const issues = parsed.error.issues.map((issue) => {
-    const field = issue.path.map(String).join('.');
-    return { field, text: `${field}: ${issue.message}, got ${describeValue(valueAt(body, issue.path))}` };
-  });
-  const first = issues[0]!;
-  throw new RequestError(422, first.field, first.text, { issues: issues.map((i) => i.text) });
-}
-
-function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
-  let v: unknown = body;
-  for (const k of path) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<PropertyKey, unknown>)[k];
-  }
-  return v;
+  throw requestErrorFromIssues(parsed.error.issues, { status: 422, value: body });
 }
 
 function rejectUnsupportedScripts(b: A1111Body): void {

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { fileStem } from '../comfy-catalog.ts';
 import { LATENT_MODES, PIXEL_UPSCALERS } from '../a1111/tweaks.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 
 /** `4x-UltraSharp.pth`, `RealESRGAN_x2plus` → 4, 2 (A1111 reports a scale per upscaler). */
 function scaleOf(name: string): number | null {

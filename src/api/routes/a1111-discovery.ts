@@ -10,7 +10,7 @@ import { RequestError } from '../a1111/errors.ts';
 import { checkOptions } from '../options-schema.ts';
 import { knownModelNames, listImageProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
 import { markPolled, readPreview } from '../../operators/previews.ts';
 

@@ -8,7 +8,7 @@ import { readPngInfo } from '../a1111/png-info.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { infotextFor } from '../../render/infotext.ts';
 import { resolveModel } from '../../models/registry.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
 
 export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void {
@@ -29,7 +29,7 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const defaultModel = resolveModel(String(ctx.options.get('sd_model_checkpoint') ?? ''))?.id ?? ctx.config.DEFAULT_MODEL;
     const normalized = normalizeExtras(route, req.body, { defaultModel, limits: limits(), catalog });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-    const finished = await startAndWait(ctx, req, reply, normalized);
+    const finished = await startAndWait(ctx, req, reply, `sdapi.extras-${route}`, normalized);
     if (!('result' in finished)) return finished;
     const images = await outputImages(ctx, finished.result);
     // A1111 shows the postprocessing parameters as html_info; warnings follow them.

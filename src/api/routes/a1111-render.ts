@@ -7,7 +7,7 @@ import { normalizeRequest } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { requestPriority } from '../priority.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { resolveModel } from '../../models/registry.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
@@ -37,7 +37,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
     const sendImages = normalized.parameters.send_images !== false;
     persistOverrides(ctx, req.body);
-    const finished = await startAndWait(ctx, req, reply, normalized, priority);
+    const finished = await startAndWait(ctx, req, reply, `sdapi.${route}`, normalized, priority);
     if (!('result' in finished)) return finished;
     const { result, renderId } = finished;
     return {

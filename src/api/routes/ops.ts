@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { renderMetrics } from '../../metrics/metrics.ts';
 import { checkHealth } from '../health.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 
 export function registerOps(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/health', async (_req, reply) => {

@@ -1,14 +1,16 @@
 /**
- * The part every synchronous A1111 render route shares: store the checked input images, start the render
- * workflow (attaching to an earlier one under the same Idempotency-Key), register it for interrupt / skip /
- * progress, wait, and map a failed render to A1111's error envelope.
+ * The part every synchronous A1111 render route shares: submit the normalised request (renders/submit.ts:
+ * idempotency, admission, input images, start), register the render for interrupt / skip / progress, wait,
+ * and map a failed render to A1111's error envelope. Refusals (a reused key, a full queue, a request no graph
+ * can be built for) are errors the server's handler answers in A1111's envelope.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { DecodedImage } from '../a1111/normalize.ts';
 import { releaseBodySlot } from '../body-gate.ts';
 import { errorBody, sendError } from '../http-errors.ts';
-import { IdempotencyConflictError, RenderFailedError } from '../render-service.ts';
-import type { ApiContext } from '../server.ts';
+import { RenderFailedError } from '../../renders/render-service.ts';
+import type { ApiContext } from '../context.ts';
+import { idempotencyKey } from '../request-headers.ts';
 import type { RenderRequest, RenderResult } from '../../render/types.ts';
 import { interruptSignal, skipSignal } from '../../workflows/render.ts';
 
@@ -22,23 +24,19 @@ export async function startAndWait(
   ctx: ApiContext,
   req: FastifyRequest,
   reply: FastifyReply,
+  /** The entry point's name in the Idempotency-Key fingerprint (`sdapi.txt2img`, …). */
+  route: string,
   normalized: { request: RenderRequest; images: DecodedImage[] },
   priority?: number,
 ): Promise<Finished | FastifyReply> {
-  const idempotencyKey = headerValue(req.headers['idempotency-key']);
-  let started;
-  try {
-    // Refusals (a reused key with another body, a full queue) come before anything is stored.
-    const attach = idempotencyKey !== undefined && (await ctx.renders.checkKey(idempotencyKey, req.body)) === 'attach';
-    if (!attach) await ctx.admission.admit();
-    await storeImages(ctx, normalized.images);
-    started = await ctx.renders.start(normalized.request, { idempotencyKey, body: req.body, priority });
-  } catch (err) {
-    if (err instanceof IdempotencyConflictError) {
-      return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'Idempotency-Key' }));
-    }
-    throw err;
-  }
+  const started = await ctx.submitter.submit({
+    route,
+    request: normalized.request,
+    images: normalized.images,
+    idempotencyKey: idempotencyKey(req.headers),
+    body: req.body,
+    ...(priority !== undefined ? { priority } : {}),
+  });
   // The images are in the blob store and the workflow has the request: drop the base64 body and the decoded
   // bytes, or every client waiting for its render pins ~2.4× its image size (DESIGN §9 memory budget).
   normalized.images.length = 0;
@@ -75,7 +73,7 @@ export async function startAndWait(
   // The response stream (not the request) closes when the client goes away before we answer.
   reply.raw.once('close', onClose);
   try {
-    const result = await ctx.renders.wait(started);
+    const result = await ctx.submitter.wait(started);
     return { result, renderId: started.renderId };
   } catch (err) {
     if (err instanceof RenderFailedError) {
@@ -98,19 +96,4 @@ export async function startAndWait(
 /** Base64 of each output blob, in order. */
 export async function outputImages(ctx: ApiContext, result: RenderResult): Promise<string[]> {
   return Promise.all(result.outputs.map(async (o) => (await ctx.blobs.get(o.sha256)).toString('base64')));
-}
-
-/**
- * In its own function on purpose: a loop variable in the route handler stays in the suspended async frame
- * (a stale generator register) for the whole render, pinning the last decoded image per waiting client.
- */
-async function storeImages(ctx: ApiContext, images: DecodedImage[]): Promise<void> {
-  for (const img of images) {
-    await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
-  }
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  const s = Array.isArray(v) ? v[0] : v;
-  return s && s.trim() !== '' ? s.trim() : undefined;
 }

@@ -17,10 +17,10 @@ import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { Config } from '../../config/config.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../../operators/operators.ts';
 import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
-import { RequestError } from '../a1111/errors.ts';
+import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 
 const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
 
@@ -39,9 +39,7 @@ const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish()
 function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const field = issue?.path.map(String).join('.') || where;
-  throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
+  throw requestErrorFromIssues(r.error.issues, { field: where });
 }
 
 /**
@@ -83,6 +81,7 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     namespace: ctx.config.TEMPORAL_NAMESPACE,
     blobs: ctx.blobs,
     logger: ctx.logger.child({ component: 'operators' }),
+    submitter: ctx.submitter,
   });
 
   const mapError = (reply: FastifyReply, err: unknown): FastifyReply => {

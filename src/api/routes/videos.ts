@@ -16,12 +16,13 @@ import multipart from '@fastify/multipart';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
-import type { DecodedImage } from '../../images/decode.ts';
 import type { RenderResult } from '../../render/types.ts';
-import { RequestError } from '../a1111/errors.ts';
+import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
+import { AdmissionRefusedError } from '../../renders/admission.ts';
 import { requestPriority } from '../priority.ts';
-import { IdempotencyConflictError, RenderFailedError, type StartedRender } from '../render-service.ts';
-import type { ApiContext } from '../server.ts';
+import { RenderFailedError, type StartedRender } from '../../renders/render-service.ts';
+import type { ApiContext } from '../context.ts';
+import { idempotencyKey } from '../request-headers.ts';
 import { readVideoBody } from '../video/body.ts';
 import { inferenceSeconds, listJobs, queuedJob, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
 import { normalizeVideoRequest, type NormalizedVideo } from '../video/normalize.ts';
@@ -51,9 +52,7 @@ const listQuery = z.object({
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const field = issue?.path.map(String).join('.') || 'query';
-  throw new RequestError(400, field, `${field}: ${issue?.message ?? 'invalid'}`);
+  throw requestErrorFromIssues(r.error.issues, { field: 'query' });
 }
 
 /** How long DELETE waits for ComfyUI to be interrupted before answering 409 "still cancelling". */
@@ -67,7 +66,12 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
     });
     await scope.register(formbody, { bodyLimit: ctx.config.BODY_LIMIT_BYTES });
 
-    scope.setErrorHandler((err: FastifyError | RequestError, req, reply) => {
+    scope.setErrorHandler((err: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
+      if (err instanceof AdmissionRefusedError) {
+        req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
+        reply.header('Retry-After', String(err.retryAfterSeconds));
+        return send(reply, 503, videoError(503, err.message, undefined, { waiting: err.waiting, limit: err.limit }));
+      }
       if (err instanceof RequestError) {
         req.log.info({ field: err.field, status: err.status }, err.message);
         return send(reply, err.status, videoError(err.status, err.message, err.field || undefined));
@@ -86,39 +90,27 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       return send(reply, 500, videoError(500, `internal error: ${err.message}`));
     });
 
-    const normalize = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; fingerprint: unknown; priority: number }> => {
+    /**
+     * Parse, normalise and submit (renders/submit.ts: idempotency, admission, then the input images, then the
+     * start). The async and the sync route start the same render: one name in the key's fingerprint.
+     */
+    const submit = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; started: StartedRender }> => {
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
       const { fields, files } = await readVideoBody(req, limits);
+      req.body = undefined;
       const priority = requestPriority(req.headers['x-priority'], fields);
       const normalized = normalizeVideoRequest(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-      await storeImages(ctx, normalized.images);
       // What an Idempotency-Key retry must repeat: the fields and the files' content (not their bytes).
-      const fingerprint = { fields: { ...fields, input_reference: undefined, input_references: undefined }, images: normalized.images.map((i) => i.ref.sha256) };
+      const body = { fields: { ...fields, input_reference: undefined, input_references: undefined }, images: normalized.images.map((i) => i.ref.sha256) };
+      const started = await ctx.submitter.submit({ route: 'v1.videos', request: normalized.request, images: normalized.images, idempotencyKey: idempotencyKey(req.headers), body, priority });
       normalized.images.length = 0;
-      return { normalized, fingerprint, priority };
-    };
-
-    const start = async (req: FastifyRequest, reply: FastifyReply, n: NormalizedVideo, fingerprint: unknown, priority: number): Promise<StartedRender | undefined> => {
-      const idempotencyKey = headerValue(req.headers['idempotency-key']);
-      try {
-        const started = await ctx.renders.start(n.request, { idempotencyKey, body: fingerprint, priority });
-        req.log.info({ renderId: started.renderId, model: n.request.model, frames: n.request.video?.frames, attached: started.attached }, 'video render started');
-        return started;
-      } catch (err) {
-        if (err instanceof IdempotencyConflictError) {
-          send(reply, 409, videoError(409, err.message, 'Idempotency-Key'));
-          return undefined;
-        }
-        throw err;
-      }
+      req.log.info({ renderId: started.renderId, model: normalized.request.model, frames: normalized.request.video?.frames, attached: started.attached }, 'video render started');
+      return { normalized, started };
     };
 
     scope.post('/v1/videos', async (req, reply) => {
-      const { normalized, fingerprint, priority } = await normalize(req);
-      req.body = undefined;
-      const started = await start(req, reply, normalized, fingerprint, priority);
-      if (!started) return reply;
+      const { normalized, started } = await submit(req);
       reply.header('X-Render-Id', started.renderId);
       if (started.attached) return readJob(ctx.renders.client, started.renderId).then((v) => v.job);
       return newJob(started.renderId, normalized);
@@ -126,10 +118,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
 
     scope.post('/v1/videos/sync', async (req, reply) => {
       const requestId = `video_sync-${randomUUID()}`;
-      const { normalized, fingerprint, priority } = await normalize(req);
-      req.body = undefined;
-      const started = await start(req, reply, normalized, fingerprint, priority);
-      if (!started) return reply;
+      const { normalized, started } = await submit(req);
       reply.header('X-Request-Id', requestId).header('X-Render-Id', started.renderId).header('X-Model', normalized.request.model);
       // A1111's interrupt / skip reach a video on the GPU too: a video has one item, so both stop it.
       const stop = async (): Promise<void> => {
@@ -143,7 +132,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       const timeoutS = ctx.config.VIDEO_SYNC_TIMEOUT_S;
       let timer: NodeJS.Timeout | undefined;
       try {
-        const waiting = ctx.renders.wait(started);
+        const waiting = ctx.submitter.wait(started);
         const timedOut = new Promise<'timeout'>((resolve) => {
           timer = setTimeout(() => resolve('timeout'), timeoutS * 1000);
         });
@@ -269,14 +258,4 @@ function newJob(renderId: string, n: NormalizedVideo): VideoJob {
   const r = n.request;
   const v = r.video!;
   return queuedJob({ id: renderId, model: r.model, prompt: r.prompt, size: `${r.width}x${r.height}`, frames: v.frames, fps: v.fps, createdAt: Math.floor(Date.now() / 1000) });
-}
-
-/** Its own function: a loop variable in the route would pin the last decoded image for the whole render. */
-async function storeImages(ctx: ApiContext, images: DecodedImage[]): Promise<void> {
-  for (const img of images) await ctx.blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  const s = Array.isArray(v) ? v[0] : v;
-  return s && s.trim() !== '' ? s.trim() : undefined;
 }

@@ -13,7 +13,7 @@ import { decodeFirst } from '../../operators/failure.ts';
 import type { RenderResult } from '../../render/types.ts';
 import { RENDER_MODEL } from '../../temporal/search-attributes.ts';
 import type { render } from '../../workflows/render.ts';
-import { classifyFailure } from '../render-service.ts';
+import { classifyFailure } from '../../renders/render-service.ts';
 import { secondsLabel } from '../../models/video.ts';
 
 const { temporal } = proto;

@@ -9,7 +9,7 @@ import type { ModelProfile, VideoCapabilities } from '../../models/profile.ts';
 import { knownModelNames, resolveModel } from '../../models/registry.ts';
 import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames, snapSide, videoCaps } from '../../models/video.ts';
 import type { BlobRef, RenderRequest, VideoSpec, VideoTask } from '../../render/types.ts';
-import { RequestError, describeValue } from '../a1111/errors.ts';
+import { RequestError, describeValue, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { MAX_SEED } from '../a1111/normalize.ts';
 import { extraParamsSchema, videoFieldsSchema, type ExtraParams, type VideoFields } from './schema.ts';
 
@@ -121,9 +121,7 @@ export function normalizeVideoRequest(body: unknown, files: UploadedFile[], ctx:
 function parseFields(body: Record<string, unknown>): VideoFields {
   const r = videoFieldsSchema.safeParse(body);
   if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const field = issue.path.map(String).join('.');
-  throw new RequestError(400, field, `${field || 'body'}: ${issue.message}`, { issues: r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+  throw requestErrorFromIssues(r.error.issues);
 }
 
 function chooseModel(f: VideoFields, ctx: VideoNormalizeContext): ModelProfile {
@@ -155,9 +153,7 @@ function parseExtraParams(raw: VideoFields['extra_params']): ExtraParams {
   }
   const r = extraParamsSchema.safeParse(obj);
   if (!r.success) {
-    const issue = r.error.issues[0]!;
-    const field = ['extra_params', ...issue.path.map(String)].join('.');
-    throw new RequestError(400, field, `${field}: ${issue.message}`);
+    throw requestErrorFromIssues(r.error.issues, { pathPrefix: ['extra_params'] });
   }
   return r.data;
 }

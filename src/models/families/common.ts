@@ -2,27 +2,16 @@
  * Pieces every image family shares: a small graph builder that gives each node a readable id and a
  * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
  */
-import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
-import type { RenderKind, RenderRequest } from '../../render/types.ts';
+import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
+import type { RenderKind } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
+import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
+
+export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 
 /** Node id of the SaveImage node in every image graph: the render's result. */
 export const OUTPUT_NODE = 'save';
-
-export interface BuildInput {
-  profile: ModelProfile;
-  request: RenderRequest;
-  /** Seed of this item (`request.seed + index`). */
-  seed: number;
-  /** Per-job SaveImage prefix, so ComfyUI's cache never skips writing a fresh file. */
-  filenamePrefix: string;
-  /**
-   * LoadImage names (`subfolder/filename`) of the request's images, already uploaded. Video: `first` and
-   * `last` are the first/last frame (Wan's start image is `first`), `refs` the H3 reference images.
-   */
-  images: { init?: string; mask?: string; refs: readonly string[]; first?: string; last?: string };
-}
 
 export interface FamilyBuilder {
   readonly family: ModelFamily;
@@ -30,21 +19,6 @@ export interface FamilyBuilder {
   readonly fileRoles: readonly string[];
   readonly kinds: readonly RenderKind[];
   build(input: BuildInput): ComfyGraph;
-}
-
-export class GraphBuilder {
-  private readonly nodes: ComfyGraph = {};
-
-  /** Adds a node and returns a link to its first output. Ids are unique by construction of each family. */
-  add(id: string, classType: string, title: string, inputs: Record<string, InputValue>): NodeLink {
-    if (this.nodes[id]) throw new Error(`graph builder: duplicate node id ${id}`);
-    this.nodes[id] = { class_type: classType, inputs, _meta: { title } };
-    return [id, 0];
-  }
-
-  graph(): ComfyGraph {
-    return this.nodes;
-  }
 }
 
 export function requireFile(profile: ModelProfile, role: string): string {
@@ -107,14 +81,6 @@ export function sourceLatent(g: GraphBuilder, input: BuildInput, vae: NodeLink):
   if (!images.mask) return encoded;
   const mask = g.add('mask', 'LoadImageMask', 'Inpaint mask (white = repaint)', { image: images.mask, channel: 'red' });
   return g.add('noise_mask', 'SetLatentNoiseMask', 'Apply inpaint mask', { samples: encoded, mask });
-}
-
-export interface SampleParts {
-  model: NodeLink;
-  positive: NodeLink;
-  negative: NodeLink;
-  latent: NodeLink;
-  vae: NodeLink;
 }
 
 /**

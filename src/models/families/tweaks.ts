@@ -5,7 +5,7 @@
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
 import type { HiresFix, RenderRequest, Upscaler } from '../../render/types.ts';
-import type { BuildInput, GraphBuilder, SampleParts } from './common.ts';
+import type { BuildInput, GraphBuilder, SampleParts } from './graph-builder.ts';
 
 /**
  * `<lora:name:weight>` tags → a chain of LoraLoader nodes (model and text encoder) after the loaders; with

@@ -1,5 +1,6 @@
 /**
- * Starts render workflows and waits for them: the only place the front talks to Temporal about renders.
+ * Starts render workflows and waits for them: the Temporal side of the submission service (submit.ts), which
+ * decides ids, fingerprints and graphs; nothing else starts a render.
  */
 import {
   ActivityFailure,
@@ -17,21 +18,28 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { renderTracer } from '../tracing/spans.ts';
 import { rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../activities/types.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import type { render } from '../workflows/render.ts';
-import { bodyFingerprint, newRenderId, renderIdForKey } from './render-ids.ts';
+import { RequestError } from '../errors/request-error.ts';
 
 export interface StartOptions {
-  idempotencyKey?: string;
-  /** The raw client body, to detect a reused Idempotency-Key with a different body. */
-  body?: unknown;
-  /** Temporal priority key, 1 (most urgent) … 5 (api/priority.ts); the server's default (3) when unset. */
+  /** The workflow id (render-ids.ts): derived from the Idempotency-Key when there is one. */
+  renderId: string;
+  /** The render's graphs and limits, built by the submitter: the workflow's second argument. */
+  built: BuiltRender;
+  /**
+   * Set when the id comes from an Idempotency-Key: the fingerprint of the route and body it was first used
+   * with (requestFingerprint), kept in the memo; a start that finds the id taken with another one conflicts.
+   */
+  fingerprint?: string;
+  /** Temporal priority key, 1 (most urgent) … 5 (renders/priority.ts); the server's default (3) when unset. */
   priority?: number;
+  /** Default: this service's queue (a replay runs on its original's). */
+  taskQueue?: string;
 }
 
 export interface StartedRender {
@@ -70,8 +78,11 @@ export class RenderFailedError extends Error {
   }
 }
 
-export class IdempotencyConflictError extends Error {
-  override name = 'IdempotencyConflictError';
+/** An Idempotency-Key already used on another route or with another body: 409, naming the header. */
+export class IdempotencyConflictError extends RequestError {
+  constructor(renderId: string) {
+    super(409, 'Idempotency-Key', `Idempotency-Key was already used with a different request (another route or body; render ${renderId})`);
+  }
 }
 
 function memoFor(request: RenderRequest, fingerprint?: string, priority?: number): Record<string, unknown> {
@@ -104,26 +115,19 @@ export class RenderService {
      * `client`.
      */
     private readonly eagerStarter?: Client,
-    /**
-     * `start` mode: builds a render's graphs and limits in the front (same configuration as the worker), so
-     * they go to the workflow as input and the render needs no buildGraph local activity. `undefined` (or a
-     * throw: the workflow's own build then fails the render the usual way) leaves it to the workflow.
-     */
-    private readonly prebuild?: (request: RenderRequest, renderId: string) => BuiltRender,
   ) {}
 
-  async start(request: RenderRequest, opts: StartOptions = {}): Promise<StartedRender> {
-    const fingerprint = opts.idempotencyKey !== undefined ? bodyFingerprint(opts.body) : undefined;
-    const renderId = opts.idempotencyKey !== undefined ? renderIdForKey(opts.idempotencyKey) : newRenderId();
+  async start(request: RenderRequest, opts: StartOptions): Promise<StartedRender> {
+    const { renderId, fingerprint } = opts;
     const searchAttributes = [
       { key: RENDER_MODEL, value: request.model },
       { key: RENDER_KIND, value: request.kind },
       ...(request.replayOf ? [{ key: RENDER_REPLAY_OF, value: request.replayOf }] : []),
     ];
     const options: WorkflowStartOptions<typeof render> = {
-      taskQueue: this.taskQueue,
+      taskQueue: opts.taskQueue ?? this.taskQueue,
       workflowId: renderId,
-      args: this.argsFor(request, renderId),
+      args: [request, opts.built],
       memo: memoFor(request, fingerprint, opts.priority),
       // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
       ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
@@ -155,30 +159,10 @@ export class RenderService {
       const described = await handle.describe();
       const memo = (await described.memo) ?? {};
       if (memo.bodyFingerprint !== fingerprint) {
-        throw new IdempotencyConflictError(
-          `Idempotency-Key was already used with a different request body (render ${renderId})`,
-        );
+        throw new IdempotencyConflictError(renderId);
       }
       return { renderId, handle, attached: true };
     }
-  }
-
-  private argsFor(request: RenderRequest, renderId: string): [RenderRequest] | [RenderRequest, BuiltRender] {
-    const prebuild = this.prebuild;
-    if (!prebuild) return [request];
-    // The build that was the buildGraph local activity's: its own span under the request's (src/tracing).
-    type Args = [RenderRequest] | [RenderRequest, BuiltRender];
-    return renderTracer().startActiveSpan('render.buildGraph', { attributes: { 'render.id': renderId, 'render.model': request.model } }, (span): Args => {
-      try {
-        return [request, prebuild(request, renderId)];
-      } catch {
-        // Left to the workflow, whose own build fails the render the usual way (and says why in history).
-        span.setAttribute('render.build_deferred', true);
-        return [request];
-      } finally {
-        span.end();
-      }
-    });
   }
 
   /**
@@ -203,15 +187,15 @@ export class RenderService {
   }
 
   /**
-   * Before anything is stored for a request with an Idempotency-Key: `attach` when the key's render runs or
-   * completed with this body, `new` when a render would start; a different body is an
-   * IdempotencyConflictError now, so a refused request leaves no input images behind. (`start` checks again:
-   * two requests may race between here and there.)
+   * Before anything is stored for a request with an Idempotency-Key (its render id and fingerprint):
+   * `attach` when the key's render runs or completed with this route and body, `new` when a render would
+   * start; another fingerprint is an IdempotencyConflictError now, so a refused request leaves no input
+   * images behind. (`start` checks again: two requests may race between here and there.)
    */
-  async checkKey(idempotencyKey: string, body: unknown): Promise<'attach' | 'new'> {
+  async checkKey(renderId: string, fingerprint: string): Promise<'attach' | 'new'> {
     let described;
     try {
-      described = await this.client.workflow.getHandle<typeof render>(renderIdForKey(idempotencyKey)).describe();
+      described = await this.client.workflow.getHandle<typeof render>(renderId).describe();
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return 'new';
       throw err;
@@ -219,9 +203,7 @@ export class RenderService {
     // After a failure the key may start its render again, with any body (ALLOW_DUPLICATE_FAILED_ONLY).
     if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED') return 'new';
     const memo = (await described.memo) ?? {};
-    if (memo.bodyFingerprint !== bodyFingerprint(body)) {
-      throw new IdempotencyConflictError(`Idempotency-Key was already used with a different request body (render ${described.workflowId})`);
-    }
+    if (memo.bodyFingerprint !== fingerprint) throw new IdempotencyConflictError(described.workflowId);
     return 'attach';
   }
 

@@ -1,0 +1,31 @@
+/**
+ * The import rules `npm run lint:deps` checks (run by `npm test` before the tests): no import cycles in src/,
+ * type-only imports included, and the layers point one way: only the HTTP front (src/api) and the
+ * composition root (src/app) import src/api, so the CLI, operators, metrics, images and models never
+ * depend on the HTTP layer.
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycles',
+      comment: 'Modules that import each other, directly or through others: move what both need into a third module.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'http-layer-imported-only-by-the-front',
+      comment: 'src/api is the HTTP adapter: what it shares with other layers belongs in a neutral module (src/errors, src/auth, src/renders).',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(api|app)/' },
+      to: { path: '^src/api/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports count: a cycle of types is still two modules that cannot be understood apart.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^src/fake-comfyui/.*\\.py$' },
+  },
+};

@@ -1,0 +1,149 @@
+/**
+ * The one way a render starts, whatever the entry point (A1111 routes, the video API, the OpenAI image
+ * routes, operator replays from HTTP or the CLI). An entry point parses and normalises its own input into a
+ * `RenderRequest`, then calls `submit`; every rule of starting a render lives here, in this order:
+ *
+ *   1. idempotency: with a key, the render id is derived from it and the fingerprint covers the route and
+ *      the body, so a key reused on another route or with another body is a 409 (IdempotencyConflictError);
+ *   2. graph build: the render's graphs and limits, in a `render.buildGraph` span; a request no graph can be
+ *      built for is a 422 (RequestError on `model`);
+ *   3. admission: MAX_WAITING_RENDERS (AdmissionRefusedError, 503), skipped when the key attaches to its
+ *      running or completed render;
+ *   4. input images go to the blob store, only now that nothing above refused the request;
+ *   5. start, with the priority, eagerly in `start` mode (RenderService).
+ * Nothing is stored or started when a step before 4 refuses. Waiting is `wait` (the route decides how long
+ * and what a client going away means).
+ *
+ * A new entry point, in a few lines:
+ *   const started = await submitter.submit({ route: 'openai.images.generations', request, images,
+ *     idempotencyKey, body: req.body, priority });
+ *   const result = await submitter.wait(started);
+ * and renders the errors above (all RequestError but the admission refusal) in its own shape.
+ */
+import type { BuiltRender } from '../activities/types.ts';
+import type { BlobStore } from '../blobs/store.ts';
+import { RequestError } from '../errors/request-error.ts';
+import type { DecodedImage } from '../images/decode.ts';
+import type { RenderRequest, RenderResult } from '../render/types.ts';
+import { renderTracer } from '../tracing/spans.ts';
+import { buildRender } from '../activities/build-graph.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log.ts';
+import { Admission, waitingRendersQuery } from './admission.ts';
+import { newRenderId, renderIdForKey, requestFingerprint } from './render-ids.ts';
+import type { RenderService, StartedRender } from './render-service.ts';
+
+export interface Submission {
+  /**
+   * The entry point, e.g. `sdapi.txt2img`: part of the Idempotency-Key fingerprint. Entry points that start
+   * the same render (the video API's async and sync routes) may share a name.
+   */
+  route: string;
+  request: RenderRequest;
+  /** Decoded input images the request references: stored once nothing refused the request. */
+  images?: readonly DecodedImage[];
+  idempotencyKey?: string;
+  /** What a retry under the same key must repeat, with the route (usually the client's body). */
+  body?: unknown;
+  /** Temporal priority key, 1 (most urgent) … 5 (renders/priority.ts). */
+  priority?: number;
+  /** A replay runs on its original's task queue; default the service's. */
+  taskQueue?: string;
+}
+
+export interface SubmitterDeps {
+  renders: RenderService;
+  /** The render's graphs and limits (buildRender with this process's configuration). */
+  build: (request: RenderRequest, renderId: string) => BuiltRender;
+  /** Where input images go; required when a submission carries images. */
+  blobs?: BlobStore;
+  /** The bound on waiting renders; absent, every render is admitted. */
+  admission?: Admission;
+}
+
+export class RenderSubmitter {
+  constructor(private readonly deps: SubmitterDeps) {}
+
+  /** Runs the rules above; resolves once the render is started (or attached to, `attached: true`). */
+  async submit(s: Submission): Promise<StartedRender> {
+    const keyed = s.idempotencyKey !== undefined;
+    const renderId = keyed ? renderIdForKey(s.idempotencyKey!) : newRenderId();
+    const fingerprint = keyed ? requestFingerprint(s.route, s.body) : undefined;
+    const attach = fingerprint !== undefined && (await this.deps.renders.checkKey(renderId, fingerprint)) === 'attach';
+    const built = this.buildGraph(s.request, renderId);
+    if (!attach) await this.deps.admission?.admit();
+    // Stored on attach too: content-addressed, so a no-op when the render has them, and should the render
+    // fail between the check and the start, the new one the start makes finds its inputs.
+    if (s.images && s.images.length > 0) await storeImages(this.blobStore(), s.images);
+    return this.deps.renders.start(s.request, {
+      renderId,
+      built,
+      ...(fingerprint !== undefined ? { fingerprint } : {}),
+      ...(s.priority !== undefined ? { priority: s.priority } : {}),
+      ...(s.taskQueue !== undefined ? { taskQueue: s.taskQueue } : {}),
+    });
+  }
+
+  /** The render's result; a failed render is a RenderFailedError (status, kind, where ComfyUI failed). */
+  wait(started: StartedRender, opts: { transientBudgetMs?: number } = {}): Promise<RenderResult> {
+    return this.deps.renders.wait(started, opts);
+  }
+
+  private buildGraph(request: RenderRequest, renderId: string): BuiltRender {
+    return renderTracer().startActiveSpan('render.buildGraph', { attributes: { 'render.id': renderId, 'render.model': request.model } }, (span) => {
+      try {
+        return this.deps.build(request, renderId);
+      } catch (err) {
+        span.setAttribute('render.build_failed', true);
+        // The builders are pure: what fails here fails on every try, so it is the request's fault.
+        throw new RequestError(422, 'model', `cannot build a render of ${request.model} for this request: ${(err as Error).message}`);
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  private blobStore(): BlobStore {
+    if (!this.deps.blobs) throw new Error('this submitter has no blob store: it cannot take input images');
+    return this.deps.blobs;
+  }
+}
+
+/** What a refused client is told to wait: about the time one render takes on a busy GPU. */
+const ADMISSION_RETRY_AFTER_S = 10;
+
+export interface SubmitterOptions {
+  renders: RenderService;
+  config: Pick<Config, 'MAX_WAITING_RENDERS' | 'TEMPORAL_TASK_QUEUE' | 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'>;
+  blobs?: BlobStore;
+  /** Renders waiting or running, for admission; default Temporal's count of running renders on the queue. */
+  waitingRenders?: () => Promise<number>;
+  logger?: Logger;
+}
+
+/** The submitter every process builds: this configuration's graphs, admission counted by Temporal. */
+export function createSubmitter(opts: SubmitterOptions): RenderSubmitter {
+  const { renders, config } = opts;
+  const admission = new Admission({
+    limit: config.MAX_WAITING_RENDERS,
+    retryAfterSeconds: ADMISSION_RETRY_AFTER_S,
+    count: opts.waitingRenders ?? (async () => (await renders.client.workflow.count(waitingRendersQuery(config.TEMPORAL_TASK_QUEUE))).count),
+    onCountError: (err) => opts.logger?.warn({ err: (err as Error).message }, 'admission: could not count waiting renders'),
+  });
+  return new RenderSubmitter({
+    renders,
+    build: (request, renderId) => buildRender(config, request, renderId),
+    admission,
+    ...(opts.blobs ? { blobs: opts.blobs } : {}),
+  });
+}
+
+/**
+ * In its own function on purpose: a loop variable in a caller stays in the suspended async frame for the
+ * whole render, pinning the last decoded image per waiting client.
+ */
+async function storeImages(blobs: BlobStore, images: readonly DecodedImage[]): Promise<void> {
+  for (const img of images) {
+    await blobs.put(img.bytes, { mime: img.ref.mime, width: img.ref.width, height: img.ref.height });
+  }
+}
