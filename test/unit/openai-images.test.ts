@@ -75,6 +75,17 @@ describe('GET /v1/models', () => {
   });
 });
 
+describe('/openapi.json', () => {
+  it('describes the OpenAI routes from the schemas they validate with', async () => {
+    const doc = (await front.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const gen = doc.paths['/v1/images/generations'].post.requestBody.content['application/json'].schema;
+    expect(Object.keys(gen.properties)).toEqual(expect.arrayContaining(['model', 'prompt', 'n', 'size', 'response_format', 'seed', 'negative_prompt', 'steps', 'guidance', 'cfg_scale']));
+    const edit = doc.paths['/v1/images/edits'].post.requestBody.content['multipart/form-data'].schema;
+    expect(Object.keys(edit.properties)).toEqual(expect.arrayContaining(['image', 'mask', 'prompt', 'strength', 'seed']));
+    expect(doc.paths['/v1/models'].get).toBeDefined();
+  });
+});
+
 describe('POST /v1/images/generations', () => {
   it('renders with the seed, size, n and extensions asked for, and answers in OpenAI shape with the seeds', async () => {
     const res = await front.app.inject({
