@@ -1,6 +1,6 @@
 """Drives comfy-durable's OpenAI image API with the real `openai` Python SDK and prints one JSON line of
 observations per step for test/integration/openai-images.test.ts to check.
-Usage: openai_driver.py <base_url> <api_key> <image.png>"""
+Usage: openai_driver.py <base_url> <api_key> <image.png> <mask.png>"""
 import base64
 import hashlib
 import json
@@ -28,7 +28,7 @@ def error_facts(err):
 
 
 def main():
-    base_url, api_key, image_path = sys.argv[1], sys.argv[2], sys.argv[3]
+    base_url, api_key, image_path, mask_path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0)
 
     emit("models", ids=[m.id for m in client.models.list().data])
@@ -53,6 +53,11 @@ def main():
         two = client.images.edit(image=[a, b], prompt="combine them", model="imagegen-flux-kontext", size="128x128",
                                  extra_body={"seed": 6, "steps": 2})
     emit("edit_two", images=[png_facts(d.b64_json) for d in two.data])
+
+    with open(image_path, "rb") as f, open(mask_path, "rb") as m:
+        inpainted = client.images.edit(image=f, mask=m, prompt="a blue ball", model="imagegen-flux-schnell", n=2,
+                                       extra_body={"seed": 8, "steps": 2})
+    emit("inpaint", images=[png_facts(d.b64_json) for d in inpainted.data], seeds=[d.seed for d in inpainted.data])
 
     try:
         client.images.generate(model="no-such-model", prompt="x")

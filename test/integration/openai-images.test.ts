@@ -104,9 +104,9 @@ describe('OpenAI image API (real stack)', () => {
 });
 
 /** Runs the driver and collects its JSON lines by step. */
-function runDriver(imagePath: string): Promise<Record<string, any>> {
+function runDriver(imagePath: string, maskPath: string): Promise<Record<string, any>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(python, [driver, svc.url, TOKEN, imagePath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(python, [driver, svc.url, TOKEN, imagePath, maskPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     const steps: Record<string, any> = {};
     let out = '';
     let stderr = '';
@@ -124,7 +124,9 @@ describe.skipIf(!sdkAvailable)('the real OpenAI Python SDK', () => {
   it('lists models, generates with the seed honoured, edits on Kontext, and reads errors', async () => {
     const image = path.join(mkdtempSync(path.join(os.tmpdir(), 'cd-openai-')), 'in.png');
     writeFileSync(image, makePng(96, 64, () => [20, 120, 200, 255]));
-    const s = await runDriver(image);
+    const mask = path.join(path.dirname(image), 'mask.png');
+    writeFileSync(mask, makePng(96, 64, (x) => (x < 48 ? [0, 0, 0, 0] : [0, 0, 0, 255])));
+    const s = await runDriver(image, mask);
     expect(s.models.ids).toEqual(expect.arrayContaining(['imagegen-flux-schnell', 'imagegen-flux-kontext', 'videogen-wan22-5b']));
     const [first, second] = s.generate.runs;
     expect(first.seeds).toEqual([42]);
@@ -136,6 +138,8 @@ describe.skipIf(!sdkAvailable)('the real OpenAI Python SDK', () => {
     expect(s.edit.seeds).toEqual([5]);
     expect(s.edit.images[0].size).toEqual([96, 64]);
     expect(s.edit_two.images[0].size).toEqual([128, 128]);
+    expect(s.inpaint.seeds).toEqual([8, 9]);
+    expect(s.inpaint.images.map((i: { size: number[] }) => i.size)).toEqual([[96, 64], [96, 64]]);
     expect(s.bad_model).toMatchObject({ raised: 'BadRequestError', status: 400, param: 'model', type: 'invalid_request_error' });
     expect(s.bad_model.message).toMatch(/unknown model "no-such-model"/);
     expect(s.bad_key).toMatchObject({ raised: 'AuthenticationError', status: 401, code: 'invalid_api_key' });

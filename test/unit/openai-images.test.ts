@@ -224,10 +224,30 @@ describe('POST /v1/images/edits', () => {
     const dataUrl = `data:image/png;base64,${redSquare(64).toString('base64')}`;
     const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: { model: 'imagegen-qwen-image', prompt: 'x', image: dataUrl, strength: '0.5' } });
     expect(res.statusCode, res.body).toBe(200);
-    expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'img2img', denoise: 0.5, model: 'imagegen-qwen-image' });
+    // size auto: the image's own size, as for an uploaded file.
+    expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'img2img', denoise: 0.5, model: 'imagegen-qwen-image', width: 64, height: 64 });
+    const asText = multipart([{ name: 'prompt', value: 'x' }, { name: 'model', value: 'imagegen-flux-kontext' }, { name: 'image', value: dataUrl }]);
+    expect((await front.app.inject({ method: 'POST', url: '/v1/images/edits', ...asText })).statusCode).toBe(200);
+    expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'edit', width: 64, height: 64 });
     const plain = multipart([{ name: 'prompt', value: 'x' }, { name: 'model', value: 'imagegen-flux-dev' }, { name: 'image', value: redSquare(64), filename: 'a.png' }]);
     await front.app.inject({ method: 'POST', url: '/v1/images/edits', ...plain });
     expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'img2img', denoise: 0.75 });
+  });
+
+  it('an Idempotency-Key retry is recognised by the fields and the images content, not the multipart bytes', async () => {
+    const parts = (seed: string) => [{ name: 'prompt', value: 'x' }, { name: 'seed', value: seed }, { name: 'image', value: redSquare(64), filename: 'a.png' }];
+    const first = multipart(parts('1'));
+    await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: first.payload, headers: { ...first.headers, 'idempotency-key': 'k1' } });
+    const a = front.starts.at(-1)!.opts;
+    const again = multipart(parts('1')); // another boundary, same content
+    await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: again.payload, headers: { ...again.headers, 'idempotency-key': 'k1' } });
+    const b = front.starts.at(-1)!.opts;
+    expect(a.idempotencyKey).toBe('k1');
+    expect(b.body).toEqual(a.body);
+    expect(JSON.stringify(a.body)).toMatch(/"images":\["[0-9a-f]{64}"\]/);
+    const other = multipart(parts('2'));
+    await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: other.payload, headers: { ...other.headers, 'idempotency-key': 'k1' } });
+    expect(front.starts.at(-1)!.opts.body).not.toEqual(a.body);
   });
 
   it('refuses malformed, oversized and unexpected parts with a clean 4xx naming the part', async () => {

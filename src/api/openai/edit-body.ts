@@ -43,6 +43,18 @@ export async function readEditBody(req: FastifyRequest, limits: EditBodyLimits):
         if (part.valueTruncated) {
           throw new RequestError(413, part.fieldname, `${part.fieldname}: field longer than ${limits.maxFieldBytes} bytes`, { limit: limits.maxFieldBytes });
         }
+        // An image or mask sent as a text field: base64 or a data: URL, as in a JSON body.
+        if (IMAGE_FIELDS.has(part.fieldname) || part.fieldname === 'mask') {
+          if (typeof part.value !== 'string' || part.value === '') continue;
+          if (part.fieldname === 'mask') {
+            if (mask) throw new RequestError(400, 'mask', 'mask: only one mask per request');
+            mask = { field: 'mask', text: part.value };
+          } else {
+            if (images.length >= limits.maxImages) throw new RequestError(400, 'image', `image: more than ${limits.maxImages} images sent`, { limit: limits.maxImages });
+            images.push({ field: `image[${images.length}]`, text: part.value });
+          }
+          continue;
+        }
         // Repeated text fields: the last wins, as form decoders do.
         fields[part.fieldname] = part.value;
         continue;

@@ -65,11 +65,14 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
     });
 
     scope.post('/v1/images/edits', { config: { keepsBodySlot: true } }, async (req, reply) => {
-      const { fields, images, mask } = await readEditBody(req, { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImages, maxFieldBytes: MAX_FIELD_BYTES });
+      const body = await readEditBody(req, { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImages, maxFieldBytes: MAX_FIELD_BYTES });
+      const { fields, mask } = body;
       const priority = requestPriority(req.headers['x-priority'], fields);
       const parsed = imageEditFieldsSchema.safeParse(fields);
       if (!parsed.success) throw issueError(parsed.error);
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
+      // Images sent as text (base64, data: URLs) as bytes, like uploaded files: their size decides `size: auto`.
+      const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: decodeImageInput(f.text!, f.field, limits).bytes }));
       const maskBytes = mask ? (mask.bytes ?? decodeImageInput(mask.text!, 'mask', limits).bytes) : undefined;
       const converted = maskBytes ? convertOpenAiMask(maskBytes) : undefined;
       const t = translateEdit(fields, parsed.data, images, converted, translateContext(ctx), converted?.warning ? [converted.warning] : []);
