@@ -138,6 +138,20 @@ describe('POST /v1/images/generations', () => {
     expect(res.json().warnings.join('\n')).toMatch(/model: "dall-e-3" is OpenAI's; rendered with imagegen-flux-schnell/);
   });
 
+  it("reads sd-server's <sd_cpp_extra_args> from the prompt, and reports the prompt rendered as revised_prompt", async () => {
+    const tag = '<sd_cpp_extra_args>{"seed":9,"sample_params":{"sample_steps":3,"sample_method":"euler","guidance":{"txt_cfg":4}},"eta":1}</sd_cpp_extra_args>';
+    const res = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { model: 'imagegen-qwen-image', prompt: `a fox ${tag}` } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(front.starts.at(-1)!.request).toMatchObject({ prompt: 'a fox', seed: 9, steps: 3, cfg: 4, sampler: 'euler' });
+    expect(res.json().data[0]).toMatchObject({ revised_prompt: 'a fox', seed: 9 });
+    expect(res.json().warnings).toContain('sd_cpp_extra_args.eta: not applied by this service');
+    const both = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: `x ${tag}`, seed: 1 } });
+    expect(front.starts.at(-1)!.request.seed).toBe(1);
+    expect(both.json().warnings.join('\n')).toMatch(/seed not applied; the request's own seed wins/);
+    const bad = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: 'x <sd_cpp_extra_args>{seed</sd_cpp_extra_args>' } });
+    expectOpenAiError(bad, 400, 'prompt', 'invalid_request_error', /not valid JSON/);
+  });
+
   it('answers url: a link the service serves, through forwarded headers or PUBLIC_URL', async () => {
     const res = await front.app.inject({
       method: 'POST',

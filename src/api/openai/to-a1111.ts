@@ -143,8 +143,8 @@ function common(b: ImageGenerationBody, raw: Record<string, unknown>, profile: M
   return { body, fieldMap };
 }
 
-export function translateGeneration(raw: Record<string, unknown>, b: ImageGenerationBody, ctx: TranslateContext): Translated {
-  const warnings: string[] = [];
+export function translateGeneration(raw: Record<string, unknown>, b: ImageGenerationBody, ctx: TranslateContext, preWarnings: string[] = []): Translated {
+  const warnings = [...preWarnings];
   const profile = chooseProfile(b.model, ctx, warnings);
   const { body, fieldMap } = common(b, raw, profile, ctx, warnings);
   const size = parseSize(b.size);

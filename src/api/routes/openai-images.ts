@@ -20,6 +20,7 @@ import { readEditBody } from '../openai/edit-body.ts';
 import { openAiError, sendOpenAiError } from '../openai/errors.ts';
 import { convertOpenAiMask } from '../openai/mask.ts';
 import { imagesResponse, publicBaseUrl } from '../openai/response.ts';
+import { withSdCppArgs } from '../openai/sd-cpp-args.ts';
 import { firstIssue, imageEditFieldsSchema, imageGenerationSchema } from '../openai/schema.ts';
 import { renameFieldIn, renameRequestError, translateEdit, translateGeneration, type Translated, type TranslateContext } from '../openai/to-a1111.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
@@ -57,17 +58,21 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
     scope.post('/v1/images/generations', { config: { keepsBodySlot: true } }, async (req, reply) => {
       const raw = objectBody(req.body);
       const priority = requestPriority(req.headers['x-priority'], raw);
-      const parsed = imageGenerationSchema.safeParse(raw);
+      const tagWarnings: string[] = [];
+      const fields = withSdCppArgs(raw, tagWarnings);
+      const parsed = imageGenerationSchema.safeParse(fields);
       if (!parsed.success) throw issueError(parsed.error);
-      const t = translateGeneration(raw, parsed.data, translateContext(ctx));
+      const t = translateGeneration(fields, parsed.data, translateContext(ctx), tagWarnings);
       const normalized = await normalize(ctx, req, t);
-      return render(ctx, req, reply, t, normalized, parsed.data.prompt, priority);
+      return render(ctx, req, reply, t, normalized, String(raw.prompt), priority);
     });
 
     scope.post('/v1/images/edits', { config: { keepsBodySlot: true } }, async (req, reply) => {
       const body = await readEditBody(req, { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImages, maxFieldBytes: MAX_FIELD_BYTES });
-      const { fields, mask } = body;
-      const priority = requestPriority(req.headers['x-priority'], fields);
+      const { mask } = body;
+      const priority = requestPriority(req.headers['x-priority'], body.fields);
+      const tagWarnings: string[] = [];
+      const fields = withSdCppArgs(body.fields, tagWarnings);
       const parsed = imageEditFieldsSchema.safeParse(fields);
       if (!parsed.success) throw issueError(parsed.error);
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
@@ -75,12 +80,12 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
       const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: decodeImageInput(f.text!, f.field, limits).bytes }));
       const maskBytes = mask ? (mask.bytes ?? decodeImageInput(mask.text!, 'mask', limits).bytes) : undefined;
       const converted = maskBytes ? convertOpenAiMask(maskBytes) : undefined;
-      const t = translateEdit(fields, parsed.data, images, converted, translateContext(ctx), converted?.warning ? [converted.warning] : []);
+      const t = translateEdit(fields, parsed.data, images, converted, translateContext(ctx), [...tagWarnings, ...(converted?.warning ? [converted.warning] : [])]);
       const normalized = await normalize(ctx, req, t);
       // What an Idempotency-Key retry must repeat: the fields and the images' content (a multipart body has no
       // JSON to compare, and the bytes themselves are too large to keep).
-      req.body = { route: 'images/edits', fields, images: normalized.images.map((i) => i.ref.sha256) };
-      return render(ctx, req, reply, t, normalized, parsed.data.prompt, priority);
+      req.body = { route: 'images/edits', fields: body.fields, images: normalized.images.map((i) => i.ref.sha256) };
+      return render(ctx, req, reply, t, normalized, String(body.fields.prompt), priority);
     });
   });
 }
