@@ -55,39 +55,57 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
     });
 
     // Both release their large-body slot themselves once the images are stored (api/body-gate.ts).
-    scope.post('/v1/images/generations', { config: { keepsBodySlot: true } }, async (req, reply) => {
-      const raw = objectBody(req.body);
-      const priority = requestPriority(req.headers['x-priority'], raw);
-      const tagWarnings: string[] = [];
-      const fields = withSdCppArgs(raw, tagWarnings);
-      const parsed = imageGenerationSchema.safeParse(fields);
-      if (!parsed.success) throw issueError(parsed.error);
-      const t = translateGeneration(fields, parsed.data, translateContext(ctx), tagWarnings);
-      const normalized = await normalize(ctx, req, t);
-      return render(ctx, req, reply, t, normalized, String(raw.prompt), priority);
-    });
-
+    scope.post('/v1/images/generations', { config: { keepsBodySlot: true } }, async (req, reply) => render(ctx, req, reply, await prepareGeneration(ctx, req)));
     scope.post('/v1/images/edits', { config: { keepsBodySlot: true } }, async (req, reply) => {
-      const body = await readEditBody(req, { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImages, maxFieldBytes: MAX_FIELD_BYTES });
-      const { mask } = body;
-      const priority = requestPriority(req.headers['x-priority'], body.fields);
-      const tagWarnings: string[] = [];
-      const fields = withSdCppArgs(body.fields, tagWarnings);
-      const parsed = imageEditFieldsSchema.safeParse(fields);
-      if (!parsed.success) throw issueError(parsed.error);
-      const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
-      // Images sent as text (base64, data: URLs) as bytes, like uploaded files: their size decides `size: auto`.
-      const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: decodeImageInput(f.text!, f.field, limits).bytes }));
-      const maskBytes = mask ? (mask.bytes ?? decodeImageInput(mask.text!, 'mask', limits).bytes) : undefined;
-      const converted = maskBytes ? convertOpenAiMask(maskBytes) : undefined;
-      const t = translateEdit(fields, parsed.data, images, converted, translateContext(ctx), [...tagWarnings, ...(converted?.warning ? [converted.warning] : [])]);
-      const normalized = await normalize(ctx, req, t);
+      const prepared = await prepareEdit(ctx, req, maxImages);
       // What an Idempotency-Key retry must repeat: the fields and the images' content (a multipart body has no
       // JSON to compare, and the bytes themselves are too large to keep).
-      req.body = { route: 'images/edits', fields: body.fields, images: normalized.images.map((i) => i.ref.sha256) };
-      return render(ctx, req, reply, t, normalized, String(body.fields.prompt), priority);
+      req.body = prepared.fingerprint;
+      return render(ctx, req, reply, prepared);
     });
   });
+}
+
+/**
+ * A request resolved and ready to start. Built in its own function so that nothing large (uploaded bytes,
+ * base64 copies, the translated body) stays referenced by the route's suspended frame while the render runs:
+ * only `normalized.images`, which startAndWait empties once they are stored.
+ */
+interface Prepared {
+  normalized: NormalizedRequest;
+  responseFormat: 'b64_json' | 'url';
+  sentPrompt: string;
+  priority: number;
+  fingerprint?: unknown;
+}
+
+async function prepareGeneration(ctx: ApiContext, req: FastifyRequest): Promise<Prepared> {
+  const raw = objectBody(req.body);
+  const priority = requestPriority(req.headers['x-priority'], raw);
+  const tagWarnings: string[] = [];
+  const fields = withSdCppArgs(raw, tagWarnings);
+  const parsed = imageGenerationSchema.safeParse(fields);
+  if (!parsed.success) throw issueError(parsed.error);
+  const t = translateGeneration(fields, parsed.data, translateContext(ctx), tagWarnings);
+  return { normalized: await normalize(ctx, req, t), responseFormat: t.responseFormat, sentPrompt: String(raw.prompt), priority };
+}
+
+async function prepareEdit(ctx: ApiContext, req: FastifyRequest, maxImages: number): Promise<Prepared> {
+  const body = await readEditBody(req, { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImages, maxFieldBytes: MAX_FIELD_BYTES });
+  const priority = requestPriority(req.headers['x-priority'], body.fields);
+  const tagWarnings: string[] = [];
+  const fields = withSdCppArgs(body.fields, tagWarnings);
+  const parsed = imageEditFieldsSchema.safeParse(fields);
+  if (!parsed.success) throw issueError(parsed.error);
+  const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
+  // Images sent as text (base64, data: URLs) as bytes, like uploaded files: their size decides `size: auto`.
+  const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: decodeImageInput(f.text!, f.field, limits).bytes }));
+  const mask = body.mask ? (body.mask.bytes ?? decodeImageInput(body.mask.text!, 'mask', limits).bytes) : undefined;
+  const converted = mask ? convertOpenAiMask(mask) : undefined;
+  const t = translateEdit(fields, parsed.data, images, converted, translateContext(ctx), [...tagWarnings, ...(converted?.warning ? [converted.warning] : [])]);
+  const normalized = await normalize(ctx, req, t);
+  const fingerprint = { route: 'images/edits', fields: body.fields, images: normalized.images.map((i) => i.ref.sha256) };
+  return { normalized, responseFormat: t.responseFormat, sentPrompt: String(body.fields.prompt), priority, fingerprint };
 }
 
 function modelObject(id: string, created: number) {
@@ -140,20 +158,12 @@ async function normalize(ctx: ApiContext, req: FastifyRequest, t: Translated): P
   }
 }
 
-async function render(
-  ctx: ApiContext,
-  req: FastifyRequest,
-  reply: FastifyReply,
-  t: Translated,
-  normalized: NormalizedRequest,
-  sentPrompt: string,
-  priority: number,
-) {
-  for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-  const warnings = normalized.warnings;
-  const finished = await startAndWait(ctx, req, reply, normalized, priority);
+async function render(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, p: Prepared) {
+  const warnings = p.normalized.warnings;
+  for (const w of warnings) req.log.info({ warning: w }, 'request adjusted');
+  const finished = await startAndWait(ctx, req, reply, p.normalized, p.priority);
   if (!('result' in finished)) return finished;
   const { result, renderId } = finished;
-  const images = t.responseFormat === 'url' ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL) } : { b64: await outputImages(ctx, result) };
-  return imagesResponse({ result, renderId, sentPrompt, images, warnings });
+  const images = p.responseFormat === 'url' ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL) } : { b64: await outputImages(ctx, result) };
+  return imagesResponse({ result, renderId, sentPrompt: p.sentPrompt, images, warnings });
 }
