@@ -6,6 +6,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { imagesResponse } from '../../src/api/openai/response.ts';
+import { toOpenAiEnvelope } from '../../src/api/openai/errors.ts';
 import { listProfiles } from '../../src/models/registry.ts';
 import type { RenderResult } from '../../src/render/types.ts';
 import { makePng, redSquare } from '../support/fixtures.ts';
@@ -345,6 +346,19 @@ describe("OpenAI's error envelope on every /v1/* error", () => {
     } finally {
       await failing.close();
     }
+  });
+});
+
+describe('toOpenAiEnvelope', () => {
+  it("turns A1111's and FastAPI's envelopes into OpenAI's, whatever the guard (415, 429 included), and leaves OpenAI's alone", () => {
+    const a1111 = { error: 'HTTPException', detail: 'unsupported content type text/xml', body: '', errors: '', field: 'content-type' };
+    expect(toOpenAiEnvelope(415, a1111, 'POST', '/v1/images/generations')).toEqual({
+      error: { message: 'unsupported content type text/xml', type: 'invalid_request_error', param: 'content-type', code: 'unsupported_media_type' },
+      detail: 'unsupported content type text/xml',
+    });
+    expect(toOpenAiEnvelope(429, { detail: 'slow down' }, 'GET', '/v1/models')?.error).toEqual({ message: 'slow down', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' });
+    expect(toOpenAiEnvelope(500, { detail: '' }, 'GET', '/v1/models')?.error).toMatchObject({ message: 'HTTP 500', type: 'server_error' });
+    expect(toOpenAiEnvelope(400, { error: { message: 'x', type: 't', param: null, code: 400 }, detail: 'x' }, 'POST', '/v1/videos')).toBeUndefined();
   });
 });
 
