@@ -235,6 +235,25 @@ describe('POST /v1/images/edits', () => {
     expect(at(2, 2)).toBe(0); // opaque: keep
   });
 
+  it('a mask without transparency is read as white = edit (sd-server clients send those), with a warning', async () => {
+    const whiteDisc = makePng(64, 64, (x, y) => ((x - 32) ** 2 + (y - 32) ** 2 < 256 ? [255, 255, 255, 255] : [0, 0, 0, 255]));
+    const tag = '<sd_cpp_extra_args>{"width":128,"height":96,"strength":0.4}</sd_cpp_extra_args>';
+    const { payload, headers } = multipart([
+      { name: 'model', value: 'imagegen-flux-dev' },
+      { name: 'prompt', value: `a red ball ${tag}` },
+      { name: 'image', value: redSquare(64), filename: 'a.png' },
+      { name: 'mask', value: whiteDisc, filename: 'm.png' },
+    ]);
+    const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload, headers });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().warnings.join('\n')).toMatch(/mask: has no transparent pixels/);
+    const request = front.starts.at(-1)!.request;
+    expect(request).toMatchObject({ kind: 'img2img', denoise: 0.4, width: 128, height: 96, prompt: 'a red ball' });
+    const mask = PNG.sync.read(await new FsBlobStore(front.blobDir).get(request.mask!.sha256));
+    expect(mask.data[(32 * mask.width + 32) * 4]).toBe(255);
+    expect(mask.data[(2 * mask.width + 2) * 4]).toBe(0);
+  });
+
   it('img2img without a mask keeps the layout (strength 0.75 unless sent); JSON bodies with data URLs work too', async () => {
     const dataUrl = `data:image/png;base64,${redSquare(64).toString('base64')}`;
     const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: { model: 'imagegen-qwen-image', prompt: 'x', image: dataUrl, strength: '0.5' } });
