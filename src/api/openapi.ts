@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { extrasBatchSchema, extrasSingleSchema } from './a1111/extras.ts';
 import { img2imgSchema, txt2imgSchema } from './a1111/schema.ts';
+import { openAiImagePaths } from './openai/openapi-paths.ts';
 
 type JsonObject = Record<string, unknown>;
 
@@ -82,6 +83,7 @@ export function openApiDocument(): JsonObject {
     post: { summary: 'Change settings (one key or the whole dict)', requestBody: body(z.record(z.string(), z.unknown())), responses: { '200': json('null'), ...errors } },
   };
   for (const [p, summary] of Object.entries(ACTIONS)) paths[p] = { post: { summary, responses: { '200': json('{} or null') } } };
+  Object.assign(paths, openAiImagePaths());
   return {
     openapi: '3.1.0',
     info: { title: 'comfy-durable: AUTOMATIC1111 API on durable ComfyUI renders', version: '1.0.0' },

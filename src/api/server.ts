@@ -15,6 +15,8 @@ import { registerA1111Catalog } from './routes/a1111-catalog.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
+import { registerOpenAiImages } from './routes/openai-images.ts';
+import { registerOpenAiErrorEnvelope } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from '../auth/api-token.ts';
 import { assertJsonDepth } from './body-shape.ts';
@@ -72,6 +74,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // First of all hooks: a request refused by the checks below is traced too.
   if (deps.tracing) registerHttpTracing(app);
+  // Before any route or guard: every error answer on /v1/* leaves in OpenAI's envelope.
+  registerOpenAiErrorEnvelope(app);
 
   registerLenientBodyParsers(app);
 
@@ -164,6 +168,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerOps(app, ctx);
   registerRenders(app, ctx);
   await registerVideos(app, ctx);
+  await registerOpenAiImages(app, ctx);
   if (deps.temporalUi) registerTemporalUiProxy(app, deps.temporalUi);
   return app;
 }

@@ -53,6 +53,12 @@ const envSchema = z.object({
    * production). Unset: no links, so the gallery never advertises an open UI.
    */
   TEMPORAL_UI_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /**
+   * The base URL clients reach this front at, for absolute links in answers (OpenAI `response_format: url`),
+   * e.g. `http://box:8080/upstream/imagegen-flux-dev` behind a proxy that strips a path prefix. Unset: from
+   * X-Forwarded-Proto/-Host/-Prefix, else the request's Host.
+   */
+  PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   DEFAULT_MODEL: z.string().min(1).default('imagegen-flux-dev'),
   /** Video model when a `/v1/videos` request names none. */
   DEFAULT_VIDEO_MODEL: z.string().min(1).default('videogen-wan22-5b'),
