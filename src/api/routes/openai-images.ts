@@ -55,13 +55,13 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
     });
 
     // Both release their large-body slot themselves once the images are stored (api/body-gate.ts).
-    scope.post('/v1/images/generations', { config: { keepsBodySlot: true } }, async (req, reply) => render(ctx, req, reply, await prepareGeneration(ctx, req)));
+    scope.post('/v1/images/generations', { config: { keepsBodySlot: true } }, async (req, reply) => render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)));
     scope.post('/v1/images/edits', { config: { keepsBodySlot: true } }, async (req, reply) => {
       const prepared = await prepareEdit(ctx, req, maxImages);
       // What an Idempotency-Key retry must repeat: the fields and the images' content (a multipart body has no
       // JSON to compare, and the bytes themselves are too large to keep).
       req.body = prepared.fingerprint;
-      return render(ctx, req, reply, prepared);
+      return render(ctx, req, reply, 'openai.images.edits', prepared);
     });
   });
 }
@@ -158,10 +158,10 @@ async function normalize(ctx: ApiContext, req: FastifyRequest, t: Translated): P
   }
 }
 
-async function render(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, p: Prepared) {
+async function render(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, route: string, p: Prepared) {
   const warnings = p.normalized.warnings;
   for (const w of warnings) req.log.info({ warning: w }, 'request adjusted');
-  const finished = await startAndWait(ctx, req, reply, p.normalized, p.priority);
+  const finished = await startAndWait(ctx, req, reply, route, p.normalized, p.priority);
   if (!('result' in finished)) return finished;
   const { result, renderId } = finished;
   const images = p.responseFormat === 'url' ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL) } : { b64: await outputImages(ctx, result) };
