@@ -5,14 +5,9 @@ import type { BlobRef, RenderRequest } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
 import { storeOutputFile } from './store-outputs.ts';
-import type { RenderActivities } from './types.ts';
-import { clientFor, type ActivityDeps } from './index.ts';
+import type { ActivityDeps } from './index.ts';
 
-export function createCollectOutputs(deps: ActivityDeps): RenderActivities['collectOutputs'] {
-  return async ({ backend, files, request, itemIndex }) => collectFiles(deps, clientFor(deps, backend), files, request, itemIndex);
-}
-
-/** Also called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
+/** Called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
 export async function collectFiles(
   deps: Pick<ActivityDeps, 'blobs' | 'config'>,
   client: ComfyClient,

@@ -12,12 +12,8 @@ import type { BackendHealth } from '../backends/health.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import type { Client } from '@temporalio/client';
 import type { RenderActivities, RetentionActivities } from './types.ts';
-import { createBuildGraph } from './build-graph.ts';
-import { createChooseBackend } from './choose-backend.ts';
-import { createCollectOutputs } from './collect-outputs.ts';
 import { createRunPrompt } from './run-prompt.ts';
 import { createStopPrompts } from './stop-prompts.ts';
-import { createUploadInputs } from './upload-inputs.ts';
 import { createPruneExpired } from './prune-expired.ts';
 
 export interface ActivityDeps {
@@ -26,7 +22,7 @@ export interface ActivityDeps {
   backends: Backend[];
   clients: Map<string, ComfyClient>;
   logger: Logger;
-  /** Unhealthy-backend marks: written by runPrompt's escalation, read by chooseBackend and /health. */
+  /** Unhealthy-backend marks: written by runPrompt's escalation, read by the GPU pool and /health. */
   health: BackendHealth;
   /** For the retention activity, which reads and deletes render executions (absent: it cannot run here). */
   temporal?: { client: Client; namespace: string };
@@ -41,11 +37,7 @@ export function clientFor(deps: Pick<ActivityDeps, 'clients'>, backend: Backend)
 /** `pool`: the ComfyUIs this process runs prompts on (see backends/gpu-pool.ts); none for an `api` process. */
 export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActivities & RetentionActivities {
   return {
-    buildGraph: createBuildGraph(deps),
-    chooseBackend: createChooseBackend(deps),
-    uploadInputs: createUploadInputs(deps),
     runPrompt: createRunPrompt(deps, pool),
-    collectOutputs: createCollectOutputs(deps),
     stopPrompts: createStopPrompts(deps),
     pruneExpired: createPruneExpired(deps),
   };

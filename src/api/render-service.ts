@@ -98,18 +98,17 @@ export class RenderService {
     readonly client: Client,
     private readonly taskQueue: string,
     /**
+     * Builds a render's graphs and limits (renders/build-render.ts) before the start: they go to the
+     * workflow as its input. A throw is the request's fault: RenderFailedError 422, nothing started.
+     */
+    private readonly prebuild: (request: RenderRequest, renderId: string) => BuiltRender,
+    /**
      * `start` mode: a client on the worker's own NativeConnection, which starts renders eagerly: the server
      * hands the render's first workflow task back in the start response, to the worker in this process, so
      * a render skips one matching hop and one poll (bench/eager-probe.ts). Results are still awaited on
      * `client`.
      */
     private readonly eagerStarter?: Client,
-    /**
-     * `start` mode: builds a render's graphs and limits in the front (same configuration as the worker), so
-     * they go to the workflow as input and the render needs no buildGraph local activity. `undefined` (or a
-     * throw: the workflow's own build then fails the render the usual way) leaves it to the workflow.
-     */
-    private readonly prebuild?: (request: RenderRequest, renderId: string) => BuiltRender,
   ) {}
 
   async start(request: RenderRequest, opts: StartOptions = {}): Promise<StartedRender> {
@@ -163,18 +162,14 @@ export class RenderService {
     }
   }
 
-  private argsFor(request: RenderRequest, renderId: string): [RenderRequest] | [RenderRequest, BuiltRender] {
-    const prebuild = this.prebuild;
-    if (!prebuild) return [request];
-    // The build that was the buildGraph local activity's: its own span under the request's (src/tracing).
-    type Args = [RenderRequest] | [RenderRequest, BuiltRender];
-    return renderTracer().startActiveSpan('render.buildGraph', { attributes: { 'render.id': renderId, 'render.model': request.model } }, (span): Args => {
+  private argsFor(request: RenderRequest, renderId: string): [RenderRequest, BuiltRender] {
+    // Its own span under the request's (src/tracing): the first step of every render.
+    return renderTracer().startActiveSpan('render.buildGraph', { attributes: { 'render.id': renderId, 'render.model': request.model } }, (span): [RenderRequest, BuiltRender] => {
       try {
-        return [request, prebuild(request, renderId)];
-      } catch {
-        // Left to the workflow, whose own build fails the render the usual way (and says why in history).
-        span.setAttribute('render.build_deferred', true);
-        return [request];
+        return [request, this.prebuild(request, renderId)];
+      } catch (err) {
+        span.setAttribute('render.build_failed', true);
+        throw new RenderFailedError(renderId, 422, 'InvalidRender', `render ${renderId} cannot be built: ${(err as Error).message}`);
       } finally {
         span.end();
       }

@@ -32,7 +32,7 @@ import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
 import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
 import { Client, Connection } from '@temporalio/client';
-import { buildRender } from '../activities/build-graph.ts';
+import { buildRender } from '../renders/build-render.ts';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 
@@ -104,7 +104,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     }
   }
 
-  const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
+  const backends = backendsFromUrls(config.COMFYUI_URL);
   const clients = comfyClients(backends, logger);
   const blobs = await blobStoreFromConfig(config);
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
@@ -162,15 +162,16 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       config,
       logger,
       blobs,
-      // `start` mode: renders start eagerly on the worker's connection, their graphs built here (RenderService).
-      renders: workers
-        ? new RenderService(
-            client,
-            config.TEMPORAL_TASK_QUEUE,
-            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
-            (request, renderId) => buildRender(config, request, renderId),
-          )
-        : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
+      // Graphs are built here, before the start (RenderService); in `start` mode renders start eagerly on the
+      // worker's connection.
+      renders: new RenderService(
+        client,
+        config.TEMPORAL_TASK_QUEUE,
+        (request, renderId) => buildRender(config, request, renderId),
+        workers
+          ? new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) })
+          : undefined,
+      ),
       tracing: tracing !== undefined,
       options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
         sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,

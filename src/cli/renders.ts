@@ -16,6 +16,7 @@ import { parseTimeSpec, renderFiltersSchema, type RenderFilters } from '../opera
 import { pruneRenders, type PruneOptions } from '../operators/prune.ts';
 import type { BulkReplayResult, RenderSummary, RenderTimeline } from '../operators/types.ts';
 import { connectClient } from '../temporal/client.ts';
+import { buildRender } from '../renders/build-render.ts';
 
 export const RENDERS_USAGE = `usage: comfy-durable renders <command>
 
@@ -75,7 +76,12 @@ export async function runRenders(argv: string[]): Promise<number> {
     return 1;
   }
   const { client, connection } = connected;
-  const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs: await blobStoreFromConfig(config) });
+  const ops = new RenderOperators({
+    client,
+    namespace: config.TEMPORAL_NAMESPACE,
+    blobs: await blobStoreFromConfig(config),
+    prebuild: (request, renderId) => buildRender(config, request, renderId),
+  });
   try {
     switch (command) {
       case 'list':
@@ -344,7 +350,7 @@ export function formatTimeline(tl: RenderTimeline): string {
     for (const p of tl.prompts) L.push(`  item ${p.item}  ${p.promptId}  attempt ${p.attempt ?? '?'}  ${p.outcome ?? ''}`);
   }
   if (tl.graphs.length > 0) {
-    L.push('', 'graphs (from buildGraph; --json for the exact JSON):');
+    L.push('', 'graphs (built before the start; --json for the exact JSON):');
     for (const g of tl.graphs) {
       L.push(`  item ${g.item}  seed ${g.seed}`);
       L.push(...graphLines(g.graph));

@@ -13,7 +13,8 @@ import { z } from 'zod';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Logger } from '../log.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
-import { RenderService } from '../api/render-service.ts';
+import type { BuiltRender } from '../activities/types.ts';
+import { RenderFailedError, RenderService } from '../api/render-service.ts';
 import { RENDER_BACKEND, RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import { decodeFirst, failureReason, failureView } from './failure.ts';
 import { buildListQuery, decodeCursor, encodeCursor, type RenderFilters } from './query.ts';
@@ -56,6 +57,8 @@ export interface OperatorsOptions {
   logger?: Logger;
   /** Seed source for `--new-seed` (tests pass a fixed one). */
   random?: () => number;
+  /** Builds a replay's graphs before it starts (renders/build-render.ts with this process's configuration). */
+  prebuild: (request: RenderRequest, renderId: string) => BuiltRender;
 }
 
 export interface ListOptions {
@@ -92,6 +95,7 @@ export class RenderOperators {
   private readonly blobs: BlobStore | undefined;
   private readonly logger: Logger | undefined;
   private readonly random: () => number;
+  private readonly prebuild: OperatorsOptions['prebuild'];
   /** Outputs of closed renders never change: thumbnails need not re-read history. */
   private readonly outputCache = new Map<string, BlobRef[]>();
 
@@ -101,6 +105,7 @@ export class RenderOperators {
     this.blobs = opts.blobs;
     this.logger = opts.logger;
     this.random = opts.random ?? Math.random;
+    this.prebuild = opts.prebuild;
   }
 
   /** One page of renders, newest first (visibility order), with an opaque cursor for the next one. */
@@ -171,7 +176,14 @@ export class RenderOperators {
     const seed = opts.newSeed ? Math.floor(this.random() * RANDOM_SEED_BOUND) : request.seed;
     const next: RenderRequest = { ...request, seed, replayOf: renderId };
     // The original's task queue: its workers are the ones configured for its backends.
-    const started = await new RenderService(this.client, taskQueue).start(next);
+    let started;
+    try {
+      started = await new RenderService(this.client, taskQueue, this.prebuild).start(next);
+    } catch (err) {
+      // The recorded request no longer builds (its model was removed, say): nothing was started.
+      if (err instanceof RenderFailedError) throw new NotReplayableError(`render ${renderId} cannot be replayed: ${err.message}`);
+      throw err;
+    }
     this.logger?.info({ renderId: started.renderId, replayOf: renderId, seed, newSeed: opts.newSeed ?? false }, 'replay started');
     return { originalId: renderId, renderId: started.renderId, seed, newSeed: opts.newSeed ?? false };
   }

@@ -5,8 +5,8 @@ import { GpuPool } from '../../src/backends/gpu-pool.ts';
 import { metricValue } from '../faults/helpers.ts';
 
 const backends = [
-  { id: 'metrics-a', url: 'http://127.0.0.1:1', taskQueue: 'q-metrics-a' },
-  { id: 'metrics-b', url: 'http://127.0.0.1:2', taskQueue: 'q-metrics-b' },
+  { id: 'metrics-a', url: 'http://127.0.0.1:1' },
+  { id: 'metrics-b', url: 'http://127.0.0.1:2' },
 ];
 
 describe('per-backend GPU metrics', () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/render/types.ts';
 import { GpuPool } from '../../src/backends/gpu-pool.ts';
 
-const backends: Backend[] = [0, 1, 2].map((i) => ({ id: `comfyui-${i}`, url: `http://gpu-${i}:8188`, taskQueue: `renders.comfyui-${i}` }));
+const backends: Backend[] = [0, 1, 2].map((i) => ({ id: `comfyui-${i}`, url: `http://gpu-${i}:8188` }));
 
 function health(): { marked: Set<string>; get(b: Backend): unknown } {
   const marked = new Set<string>();

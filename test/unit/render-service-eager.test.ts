@@ -1,11 +1,14 @@
 /**
  * `start` mode starts renders eagerly on the worker's connection (RenderService's eagerStarter): the start
  * asks for the first workflow task in its response, the handle waits on the front's own client, and a
- * failed eager start falls back to an ordinary one without losing or doubling the render.
+ * failed eager start falls back to an ordinary one without losing or doubling the render. Every start
+ * passes the graphs built before it as the workflow's second argument; a build that throws starts nothing.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { RenderService } from '../../src/api/render-service.ts';
+import { RenderFailedError, RenderService } from '../../src/api/render-service.ts';
+import type { BuiltRender } from '../../src/activities/types.ts';
+import { buildRender } from '../../src/renders/build-render.ts';
 import type { RenderRequest } from '../../src/render/types.ts';
 
 interface StartCall {
@@ -28,29 +31,32 @@ function fakeClient(via: string, calls: StartCall[], fail?: () => unknown): Clie
 }
 
 const request = { prompt: 'p', model: 'm', kind: 'txt2img', width: 64, height: 64, steps: 1, seed: 1, batchSize: 1, nIter: 1 } as unknown as RenderRequest;
+const built = { plan: { items: [], uploads: [], outputNode: '9' }, limits: {} } as unknown as BuiltRender;
+const prebuild = (): BuiltRender => built;
 
 describe('RenderService eager start', () => {
   it('starts on the eager client with requestEagerStart and waits through the front client', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls));
+    const svc = new RenderService(fakeClient('front', calls), 'q', prebuild, fakeClient('worker', calls));
     const started = await svc.start(request);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.via).toBe('worker');
     expect(calls[0]!.options.requestEagerStart).toBe(true);
+    expect(calls[0]!.options.args).toEqual([request, built]);
     expect(started.handle).toMatchObject({ via: 'front-handle', workflowId: started.renderId, firstExecutionRunId: 'worker-run' });
     expect(started.attached).toBe(false);
   });
 
   it('without an eager client starts the ordinary way', async () => {
     const calls: StartCall[] = [];
-    await new RenderService(fakeClient('front', calls), 'q').start(request);
+    await new RenderService(fakeClient('front', calls), 'q', prebuild).start(request);
     expect(calls.map((c) => c.via)).toEqual(['front']);
     expect(calls[0]!.options.requestEagerStart).toBeUndefined();
   });
 
   it('falls back to an ordinary start when the eager one fails (the worker connection closing)', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new Error('connection closed')));
+    const svc = new RenderService(fakeClient('front', calls), 'q', prebuild, fakeClient('worker', calls, () => new Error('connection closed')));
     const started = await svc.start(request);
     expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
     expect(calls[1]!.options.requestEagerStart).toBeUndefined();
@@ -63,6 +69,7 @@ describe('RenderService eager start', () => {
     const svc = new RenderService(
       fakeClient('front', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')),
       'q',
+      prebuild,
       fakeClient('worker', calls, () => new Error('deadline exceeded')),
     );
     const started = await svc.start(request);
@@ -72,8 +79,21 @@ describe('RenderService eager start', () => {
 
   it('an id taken before the eager start is not mistaken for our own render', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')));
+    const svc = new RenderService(fakeClient('front', calls), 'q', prebuild, fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')));
     await expect(svc.start(request)).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
     expect(calls.map((c) => c.via)).toEqual(['worker']);
+  });
+
+  it('builds the graphs with the render id it starts under, and a build that throws is a 422 with nothing started', async () => {
+    const calls: StartCall[] = [];
+    const ids: string[] = [];
+    const ok = await new RenderService(fakeClient('front', calls), 'q', (_r, id) => (ids.push(id), built)).start(request);
+    expect(ids).toEqual([ok.renderId]);
+    const config = { STALL_TIMEOUT_MS: undefined, HEARTBEAT_TIMEOUT_MS: 30_000 };
+    const svc = new RenderService(fakeClient('front', calls), 'q', (r, id) => buildRender(config, r, id), fakeClient('worker', calls));
+    const err = await svc.start({ ...request, model: 'no-such-model' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RenderFailedError);
+    expect(err).toMatchObject({ status: 422, kind: 'InvalidRender', message: expect.stringContaining('unknown model no-such-model') });
+    expect(calls).toHaveLength(1);
   });
 });

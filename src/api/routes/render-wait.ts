@@ -37,6 +37,8 @@ export async function startAndWait(
     if (err instanceof IdempotencyConflictError) {
       return sendError(reply, 409, errorBody('HTTPException', err.message, { field: 'Idempotency-Key' }));
     }
+    // The request could not be built into graphs: nothing was started.
+    if (err instanceof RenderFailedError) return sendError(reply, err.status, errorBody(err.kind, err.message, { errors: err.message }));
     throw err;
   }
   // The images are in the blob store and the workflow has the request: drop the base64 body and the decoded

@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { Config } from '../../config/config.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../../operators/operators.ts';
+import { buildRender } from '../../renders/build-render.ts';
 import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
 import { RequestError } from '../a1111/errors.ts';
 import { errorBody, sendError } from '../http-errors.ts';
@@ -83,6 +84,7 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     namespace: ctx.config.TEMPORAL_NAMESPACE,
     blobs: ctx.blobs,
     logger: ctx.logger.child({ component: 'operators' }),
+    prebuild: (request, renderId) => buildRender(ctx.config, request, renderId),
   });
 
   const mapError = (reply: FastifyReply, err: unknown): FastifyReply => {

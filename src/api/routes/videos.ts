@@ -110,6 +110,11 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
           send(reply, 409, videoError(409, err.message, 'Idempotency-Key'));
           return undefined;
         }
+        // The request could not be built into graphs: nothing was started.
+        if (err instanceof RenderFailedError) {
+          sendFailure(reply, err);
+          return undefined;
+        }
         throw err;
       }
     };
