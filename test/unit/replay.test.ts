@@ -4,7 +4,7 @@
  * src/workflows that would break renders already running — a new, removed or reordered activity, timer or
  * search-attribute upsert — fails here with a nondeterminism error. docs/versioning.md says what to do then:
  * before 1.0 there is one shape and the histories are re-recorded; after 1.0 the change goes behind
- * `patched()` and the old histories stay next to the new ones.
+ * a patch and the old histories stay next to the new ones.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
