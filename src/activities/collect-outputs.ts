@@ -8,11 +8,7 @@ import { storeOutputFile } from './store-outputs.ts';
 import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
 
-export function createCollectOutputs(deps: ActivityDeps): RenderActivities['collectOutputs'] {
-  return async ({ backend, files, request, itemIndex }) => collectFiles(deps, clientFor(deps, backend), files, request, itemIndex);
-}
-
-/** Also called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
+/** Called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
 export async function collectFiles(
   deps: Pick<ActivityDeps, 'blobs' | 'config'>,
   client: ComfyClient,

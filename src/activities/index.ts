@@ -6,12 +6,8 @@
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import type { RenderActivities, RetentionActivities } from './types.ts';
 import type { ActivityDeps } from './deps.ts';
-import { createBuildGraph } from './build-graph.ts';
-import { createChooseBackend } from './choose-backend.ts';
-import { createCollectOutputs } from './collect-outputs.ts';
 import { createRunPrompt } from './run-prompt.ts';
 import { createStopPrompts } from './stop-prompts.ts';
-import { createUploadInputs } from './upload-inputs.ts';
 import { createPruneExpired } from './prune-expired.ts';
 
 export type { ActivityDeps } from './deps.ts';
@@ -19,11 +15,7 @@ export type { ActivityDeps } from './deps.ts';
 /** `pool`: the ComfyUIs this process runs prompts on (see backends/gpu-pool.ts); none for an `api` process. */
 export function createActivities(deps: ActivityDeps, pool: GpuPool): RenderActivities & RetentionActivities {
   return {
-    buildGraph: createBuildGraph(deps),
-    chooseBackend: createChooseBackend(deps),
-    uploadInputs: createUploadInputs(deps),
     runPrompt: createRunPrompt(deps, pool),
-    collectOutputs: createCollectOutputs(deps),
     stopPrompts: createStopPrompts(deps),
     pruneExpired: createPruneExpired(deps),
   };

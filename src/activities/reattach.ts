@@ -11,14 +11,14 @@ import { clientFor, type ActivityDeps } from './deps.ts';
 /**
  * Prompts earlier attempts may have submitted, newest first, with the backend each is looked for on.
  * Re-derived rather than read from heartbeat details: each attempt is a new activity, so no details carry
- * over, and a crash before the first heartbeat is covered. Legacy renders have one backend; current ones
- * name each earlier attempt's backend when the workflow learnt it ('' or missing: look on every backend).
+ * over, and a crash before the first heartbeat is covered. The workflow names each earlier attempt's backend
+ * when it learnt it ('' or missing: look on every backend).
  */
 export function previousPrompts(exec: RenderExecution, input: RunPromptInput): Array<{ promptId: string; backendId?: string }> {
   const out: Array<{ promptId: string; backendId?: string }> = [];
   for (let a = input.attempt - 1; a >= 1; a--) {
     const promptId = attemptPromptId(exec, input.item, a);
-    const backendId = input.backend?.id ?? input.previousBackends?.[a - 1];
+    const backendId = input.previousBackends?.[a - 1];
     out.push(backendId ? { promptId, backendId } : { promptId });
   }
   return out;

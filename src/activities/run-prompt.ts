@@ -60,16 +60,8 @@ export function stopGraceMs(stallTimeoutMs: number): number {
   return Math.min(15_000, Math.max(1_000, Math.floor(stallTimeoutMs / 4)));
 }
 
-/**
- * Retry delay while the backend is unhealthy: long enough for an operator or a supervisor to restart
- * ComfyUI between attempts, short enough that the render resumes soon after.
- */
-/** Bound late, an attempt that found its backend unhealthy is retried soon, on another worker's backend. */
-const LATE_BOUND_UNHEALTHY_RETRY_MS = 1_000;
-
-export function unhealthyRetryDelayMs(stallTimeoutMs: number): number {
-  return Math.min(60_000, Math.max(5_000, stallTimeoutMs));
-}
+/** An attempt that found its backend unhealthy is retried soon, on another worker's backend. */
+const UNHEALTHY_RETRY_MS = 1_000;
 
 export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivities['runPrompt'] {
   const objectInfo = new ObjectInfoCache();
@@ -77,8 +69,8 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
   return async (input: RunPromptInput): Promise<PromptRun> => {
     const ctx = Context.current();
     const signal = ctx.cancellationSignal;
-    // Bound late: the backend is whichever free ComfyUI this worker has now (legacy renders name theirs).
-    const lease = await pool.acquire(input.backend ? { backendId: input.backend.id } : input.model !== undefined ? { model: input.model } : {}, signal);
+    // Bound late: the backend is whichever free ComfyUI this worker has now (preferring one that last ran the model).
+    const lease = await pool.acquire({ model: input.model }, signal);
     let ranModel: string | undefined;
     try {
       const run = await runAttempt(deps, objectInfo, lease.backend, input);
@@ -141,10 +133,10 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   try {
     // ComfyUI coming back from a restart (tens of seconds with custom nodes) is waited for, within the
     // stall budget, instead of burning the item's attempts on connection errors.
-    // A backend marked unhealthy fails the attempt at once (before waiting for it to answer). Bound late,
-    // the next attempt goes to another worker's ComfyUI soon: this worker asks for no work while its only
-    // backends are unhealthy (backends/gpu-pool.ts). A legacy render has only this backend: wait longer.
-    await ensureBackendUsable(deps.health, backend, client, input.backend ? unhealthyRetryDelayMs(input.stallTimeoutMs) : LATE_BOUND_UNHEALTHY_RETRY_MS);
+    // A backend marked unhealthy fails the attempt at once (before waiting for it to answer). The next
+    // attempt goes to another worker's ComfyUI soon: this worker asks for no work while its only backends
+    // are unhealthy (backends/gpu-pool.ts).
+    await ensureBackendUsable(deps.health, backend, client, UNHEALTHY_RETRY_MS);
     await waitReachable(client, input.stallTimeoutMs, deps.config.POLL_INTERVAL_MS, signal);
 
     const previous = await findLivePrompt(deps, backend, previousPrompts(workflowExecution, input), signal);
@@ -170,8 +162,8 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       result = await inSpan('comfyui.follow', attrs, () => followPrompt(client, { ...follow, promptId, ...(ownerClientId ? { ownerClientId } : {}) }));
     } else {
       promptId = attemptPromptId(workflowExecution, input.item, attempt);
-      if (!input.backend && input.uploads && input.uploads.length > 0) {
-        // Current shape: inputs go to the backend that runs the prompt, now that it is known.
+      if (input.uploads && input.uploads.length > 0) {
+        // Inputs go to the backend that runs the prompt, now that it is known.
         const t0 = Date.now();
         const uploads = input.uploads;
         await inSpan('comfyui.upload', { 'comfyui.backend': backend.id, 'comfyui.files': uploads.length }, () => uploadAll(deps, backend, uploads));
@@ -201,23 +193,21 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     deps.health.markHealthy(backend, `prompt ${promptId} succeeded`);
     promptAttempts.inc({ backend: backend.id, outcome: 'success' });
     const files = result.files.map(({ filename, subfolder, type }) => ({ filename, subfolder, type }));
+    const t0 = Date.now();
+    const outputs = await inSpan('comfyui.collect', { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId, 'comfyui.files': files.length }, () =>
+      collectFiles(deps, client, files, input.request, input.item),
+    );
+    timings.push({ stage: 'collectOutputs', ms: Date.now() - t0 });
     const run: PromptRun = {
       promptId,
       attempt,
       files,
       startedAt: result.startedAt ?? startedAt,
       finishedAt: result.finishedAt ?? Date.now(),
+      backend: backend.id,
+      outputs,
+      timings,
     };
-    if (input.request) {
-      const t0 = Date.now();
-      const request = input.request;
-      run.outputs = await inSpan('comfyui.collect', { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId, 'comfyui.files': files.length }, () =>
-        collectFiles(deps, client, files, request, input.item),
-      );
-      timings.push({ stage: 'collectOutputs', ms: Date.now() - t0 });
-      run.backend = backend.id;
-      run.timings = timings;
-    }
     return run;
   } catch (err) {
     if (signal.aborted) {

@@ -8,16 +8,16 @@ import { clientFor, type ActivityDeps } from './deps.ts';
 /**
  * Prompt ids are derived from (workflow, run, item, attempt), so the ids every attempt may have submitted
  * are known without having been recorded: cancel each where it may run. Idempotent, so safe to retry.
- * Legacy renders name their one backend; current ones the backend of each attempt, where known ('' =
- * unknown: every backend is asked, and one that does not answer runs nothing of ours that we could stop).
+ * The workflow names the backend of each attempt, where known ('' = unknown: every backend is asked, and one
+ * that does not answer runs nothing of ours that we could stop).
  */
 export function createStopPrompts(deps: ActivityDeps): RenderActivities['stopPrompts'] {
-  return async ({ backend, attemptBackends, item, attempts }) => {
+  return async ({ attemptBackends, item, attempts }) => {
     const exec = Context.current().info.workflowExecution;
     if (!exec) throw new Error('stopPrompts runs only as a workflow activity');
     for (let attempt = 1; attempt <= attempts; attempt++) {
       const promptId = attemptPromptId(exec, item, attempt);
-      const known = backend ? [backend] : deps.backends.filter((b) => b.id === attemptBackends?.[attempt - 1]);
+      const known = deps.backends.filter((b) => b.id === attemptBackends[attempt - 1]);
       const where: Backend[] = known.length > 0 ? known : deps.backends;
       for (const b of where) {
         try {

@@ -1,6 +1,6 @@
 /** Activity signatures shared by the workflow (type-only import) and the activity implementations. */
-import type { ComfyFileRef, ComfyGraph } from '../comfyui/graph.ts';
-import type { Backend, BlobRef, InputUpload, PromptRun, RenderPlan, RenderRequest } from '../render/types.ts';
+import type { ComfyGraph } from '../comfyui/graph.ts';
+import type { InputUpload, PromptRun, RenderPlan, RenderRequest } from '../render/types.ts';
 import type { PruneResult } from '../operators/prune.ts';
 
 export interface RenderLimits {
@@ -8,19 +8,19 @@ export interface RenderLimits {
   deadlineMs: number;
   heartbeatTimeoutMs: number;
   maxAttempts: number;
+  /** Delay before the second attempt of an item, doubled for each further one up to `backoffMaxMs`. */
+  backoffInitialMs: number;
+  backoffMaxMs: number;
+  /** An attempt needs at least this much of the item's deadline left to be started. */
+  minAttemptMs: number;
 }
 
 /**
- * One prompt attempt. Two shapes share the `runPrompt` activity:
- * - current renders: scheduled on the shared GPU queue, no `backend`; the attempt runs on whichever free
- *   ComfyUI the worker that takes it has (backends/gpu-pool.ts), uploads the inputs there, submits, follows,
- *   and stores the outputs (`request` set): the result carries the blob references.
- * - renders started before the shared queue: `backend` set, on that backend's own queue, no outputs
- *   (their workflow calls `collectOutputs`).
+ * One prompt attempt, scheduled on the shared GPU queue: it runs on whichever free ComfyUI the worker that
+ * takes it has (backends/gpu-pool.ts), uploads the inputs there, submits, follows, and stores the outputs:
+ * the result carries the blob references.
  */
 export interface RunPromptInput {
-  /** Legacy shape only: the backend chosen when the render started. */
-  backend?: Backend;
   renderId: string;
   item: number;
   /**
@@ -37,9 +37,9 @@ export interface RunPromptInput {
    */
   uploads?: InputUpload[];
   /** The model, for backend affinity (prefer a ComfyUI that last ran it). */
-  model?: string;
-  /** Current shape: store the outputs (with the request's infotext) and return their references. */
-  request?: RenderRequest;
+  model: string;
+  /** For storing the outputs (with the request's infotext). */
+  request: RenderRequest;
   /**
    * Backend ids of attempts 1..attempt-1 where known (from their results, failures or heartbeats), to find
    * a prompt an earlier attempt left running; an unknown one ('') is looked for on every backend.
@@ -59,18 +59,14 @@ export interface PromptHeartbeat {
   attempt?: number;
 }
 
-/** What `buildGraph` returns; built by the front instead in `start` mode (the workflow's second argument). */
+/** The render's graphs and limits, built by the submitter (renders/build-render.ts): the workflow's second argument. */
 export interface BuiltRender {
   plan: RenderPlan;
   limits: RenderLimits;
 }
 
 export interface RenderActivities {
-  buildGraph(input: { request: RenderRequest; renderId: string }): Promise<BuiltRender>;
-  chooseBackend(input: { model: string }): Promise<Backend>;
-  uploadInputs(input: { backend: Backend; uploads: InputUpload[] }): Promise<void>;
   runPrompt(input: RunPromptInput): Promise<PromptRun>;
-  collectOutputs(input: { backend: Backend; files: ComfyFileRef[]; request: RenderRequest; itemIndex: number }): Promise<BlobRef[]>;
   /**
    * Stop whatever ComfyUI may still run for attempts 1..attempts of an item (cancel while running, dequeue
    * while pending, no-op once finished or unknown). Used when a render ends — cancelled, or out of
@@ -80,10 +76,8 @@ export interface RenderActivities {
 }
 
 export interface StopPromptsInput {
-  /** Legacy shape: the render's one backend. */
-  backend?: Backend;
-  /** Current shape: the backend of each attempt 1..n ('' = unknown: look on every backend). */
-  attemptBackends?: string[];
+  /** The backend of each attempt 1..n ('' = unknown: look on every backend). */
+  attemptBackends: string[];
   item: number;
   attempts: number;
 }

@@ -7,14 +7,10 @@ import { FailureType } from '../workflows/failure-types.ts';
 import { BlobNotFoundError } from '../blobs/store.ts';
 
 /**
- * Blob → ComfyUI `/upload/image` under its content-addressed name. Without `overwrite`, ComfyUI compares
- * hashes and writes nothing for identical bytes, so a retry is a no-op.
+ * Blob → ComfyUI `/upload/image` under its content-addressed name, by runPrompt before it submits and again
+ * when ComfyUI lost its input files (restarted on a fresh input folder). Without `overwrite`, ComfyUI
+ * compares hashes and writes nothing for identical bytes, so a retry is a no-op.
  */
-export function createUploadInputs(deps: ActivityDeps): RenderActivities['uploadInputs'] {
-  return ({ backend, uploads }) => uploadAll(deps, backend, uploads);
-}
-
-/** Also used by runPrompt when ComfyUI lost its input files (restarted on a fresh input folder). */
 export async function uploadAll(deps: Pick<ActivityDeps, 'blobs' | 'clients'>, backend: Backend, uploads: readonly InputUpload[]): Promise<void> {
   const client = clientFor(deps, backend);
   for (const u of uploads) {

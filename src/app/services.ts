@@ -103,7 +103,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     }
   }
 
-  const backends = backendsFromUrls(config.COMFYUI_URL, config.TEMPORAL_TASK_QUEUE);
+  const backends = backendsFromUrls(config.COMFYUI_URL);
   const clients = comfyClients(backends, logger);
   const blobs = await blobStoreFromConfig(config);
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front

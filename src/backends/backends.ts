@@ -8,11 +8,8 @@
  */
 import type { Backend } from '../render/types.ts';
 
-export function backendsFromUrls(urls: string[], taskQueue: string): Backend[] {
-  return urls.map((url, i) => {
-    const id = `comfyui-${i}`;
-    return { id, url: url.replace(/\/+$/, ''), taskQueue: `${taskQueue}.${id}` };
-  });
+export function backendsFromUrls(urls: string[]): Backend[] {
+  return urls.map((url, i) => ({ id: `comfyui-${i}`, url: url.replace(/\/+$/, '') }));
 }
 
 /** The backends this worker serves prompts for: all by default, else the ids listed (unknown ids are an error). */

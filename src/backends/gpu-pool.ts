@@ -102,13 +102,10 @@ export class GpuPool {
     return Object.fromEntries(this.lastModel);
   }
 
-  /**
-   * A free backend for one attempt: `backendId` names one (legacy queues, waits while it is busy); otherwise
-   * the best free one for `model`.
-   */
-  async acquire(opts: { model?: string; backendId?: string }, signal?: AbortSignal): Promise<Lease> {
+  /** The best free backend for one attempt of `model`; waits while every backend is busy. */
+  async acquire(opts: { model?: string }, signal?: AbortSignal): Promise<Lease> {
     for (;;) {
-      const pick = opts.backendId !== undefined ? this.byId(opts.backendId) : this.best(opts.model);
+      const pick = this.best(opts.model);
       if (pick) {
         this.free.delete(pick.id);
         backendBusy(pick.id, true);
@@ -127,11 +124,6 @@ export class GpuPool {
       }
       await this.wait(signal);
     }
-  }
-
-  private byId(id: string): Backend | undefined {
-    if (!this.backends.some((b) => b.id === id)) throw new Error(`backend ${id} is not served by this worker`);
-    return this.free.has(id) ? this.backends.find((b) => b.id === id) : undefined;
   }
 
   private best(model: string | undefined): Backend | undefined {

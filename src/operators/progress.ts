@@ -40,7 +40,7 @@ export interface CurrentRender {
   etaSeconds: number;
   /** When the current item's prompt started (ms since the epoch). */
   itemStartedAt?: number;
-  /** The workflow's stage (rendering, collecting, ...), when its status query answered. */
+  /** The workflow's stage (waiting, done), when its status query answered. */
   stage?: RenderStatus['stage'];
 }
 

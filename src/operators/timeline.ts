@@ -1,6 +1,7 @@
 /**
  * Workflow history → a render's timeline: each stage (activity) and each attempt with start, duration,
- * outcome and error; the resolved request; the ComfyUI graphs (the buildGraph result); prompt ids; output
+ * outcome and error; the resolved request; the ComfyUI graphs (built before the start: the input's second
+ * argument, shown as a completed `buildGraph` stage); prompt ids; output
  * blob references; why it ended. A pure function of the history (and, for a running render, of
  * `describe()`'s pending activities), so it is unit-tested on recorded histories.
  *
@@ -127,8 +128,6 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   let startMs: number | undefined;
   let closeMs: number | undefined;
   const collectedOutputs: BlobRef[] = [];
-  /** A local activity runs inside the workflow task that scheduled it: the latest one started. */
-  let lastTaskStartedMs: number | undefined;
 
   const finishAttempt = (ex: Execution, at: number | undefined, outcome: AttemptView['outcome'], error?: FailureView): void => {
     const { stage } = ex;
@@ -160,7 +159,6 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
     const at = ms(ev.eventTime);
     const eventId = Number(ev.eventId ?? 0);
 
-    if (ev.workflowTaskStartedEventAttributes) lastTaskStartedMs = at;
     if (ev.workflowExecutionStartedEventAttributes) {
       const a = ev.workflowExecutionStartedEventAttributes;
       startMs = at;
@@ -169,9 +167,9 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       tl.priority = a.priority?.priorityKey || 3;
       const request = decodeFirst(converter, a.input);
       if (request && typeof request === 'object') tl.request = request as RenderRequest;
-      // Graphs the front built (`start` mode) are the input's second argument: the same buildGraph stage.
+      // The graphs the submitter built are the input's second argument: the buildGraph stage.
       const built = a.input?.payloads?.[1] ? obj(decodePayload(converter, a.input.payloads[1])) : {};
-      if (built.plan) recordFrontBuilt(tl, built, at, collectedOutputs);
+      if (built.plan) recordBuilt(tl, built, at, collectedOutputs);
       for (const [k, p] of Object.entries(a.memo?.fields ?? {})) tl.memo[k] = decodePayload(converter, p);
       const sa = a.searchAttributes?.indexedFields;
       tl.model = searchAttribute(converter, sa, 'RenderModel') ?? str(obj(tl.request).model);
@@ -180,8 +178,6 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
     } else if (ev.upsertWorkflowSearchAttributesEventAttributes) {
       const backend = searchAttribute(converter, ev.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields, 'RenderBackend');
       if (backend) tl.backend = backend;
-    } else if (ev.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
-      recordLocalActivity(tl, converter, ev.markerRecordedEventAttributes, { taskStartedMs: lastTaskStartedMs, at }, collectedOutputs);
     } else if (ev.activityTaskScheduledEventAttributes) {
       const a = ev.activityTaskScheduledEventAttributes;
       const activityType = a.activityType?.name ?? 'activity';
@@ -308,8 +304,8 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   return tl;
 }
 
-/** A buildGraph the front did before starting the render: completed at the start, no marker. */
-function recordFrontBuilt(tl: RenderTimeline, built: Record<string, unknown>, at: number | undefined, collected: BlobRef[]): void {
+/** The build the submitter did before starting the render: completed at the start. */
+function recordBuilt(tl: RenderTimeline, built: Record<string, unknown>, at: number | undefined, collected: BlobRef[]): void {
   const stage: StageView = { name: 'buildGraph', activityType: 'buildGraph', activityId: '', local: true, builtByFront: true, outcome: 'completed', attempts: [] };
   const attempt: AttemptView = { attempt: 1, outcome: 'completed' };
   if (at !== undefined) {
@@ -319,49 +315,6 @@ function recordFrontBuilt(tl: RenderTimeline, built: Record<string, unknown>, at
   stage.attempts.push(attempt);
   tl.stages.push(stage);
   recordResult(tl, stage, built, collected);
-}
-
-/** How sdk-core records a local activity: a marker with its result (or failure) and when it ran. */
-const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
-
-function recordLocalActivity(
-  tl: RenderTimeline,
-  converter: PayloadConverter,
-  m: T.api.history.v1.IMarkerRecordedEventAttributes,
-  when: { taskStartedMs: number | undefined; at: number | undefined },
-  collected: BlobRef[],
-): void {
-  const data = obj(decodeFirst(converter, m.details?.data));
-  const activityType = str(data.activity_type) ?? 'localActivity';
-  const stage: StageView = { name: activityType, activityType, activityId: str(data.activity_id) ?? '', local: true, outcome: 'completed', attempts: [] };
-  // It ran within the workflow task that scheduled it, and ended at sdk-core's `complete_time` (the marker's
-  // own event time is when that task completed). `original_schedule_time` is not usable: sdk-core sets it
-  // when it writes the marker, after the activity completed.
-  const t = obj(data.complete_time);
-  const sec = num(t.seconds) ?? (typeof t.seconds === 'string' ? Number(t.seconds) : undefined);
-  const completed = sec === undefined ? undefined : sec * 1_000 + Math.floor((num(t.nanos) ?? 0) / 1_000_000);
-  const end = completed ?? when.at;
-  const start = when.taskStartedMs !== undefined && end !== undefined && when.taskStartedMs <= end ? when.taskStartedMs : end;
-  const attempt: AttemptView = { attempt: num(data.attempt) ?? 1, outcome: 'completed' };
-  if (start !== undefined) {
-    stage.scheduledAt = iso(start);
-    attempt.startedAt = iso(start);
-  }
-  if (end !== undefined) {
-    stage.endedAt = iso(end);
-    attempt.endedAt = iso(end);
-    if (start !== undefined) stage.durationMs = attempt.durationMs = end - start;
-  }
-  const failure = failureView(converter, m.failure);
-  if (failure) {
-    attempt.outcome = 'failed';
-    attempt.error = failure;
-    stage.outcome = 'failed';
-    stage.error = failure;
-  }
-  stage.attempts.push(attempt);
-  tl.stages.push(stage);
-  if (!failure) recordResult(tl, stage, decodeFirst(converter, m.details?.result), collected);
 }
 
 function withRetryState(error: FailureView, retryState: unknown): FailureView {
@@ -392,17 +345,12 @@ function recordResult(tl: RenderTimeline, stage: StageView, result: unknown, col
       tl.prompts.push(p);
       const last = stage.attempts.at(-1);
       if (last && !last.promptId) last.promptId = promptId;
-      // Late-bound attempts store their outputs themselves and say where they ran and where the time went.
+      // Attempts store their outputs themselves and say where they ran and where the time went.
       const backend = str(r.backend);
       if (last && backend) last.backend = backend;
       if (last && Array.isArray(r.timings)) last.steps = r.timings as StageTiming[];
     }
     if (Array.isArray(r.outputs)) collected.push(...(r.outputs as BlobRef[]));
-  } else if (stage.activityType === 'collectOutputs' && Array.isArray(result)) {
-    collected.push(...(result as BlobRef[]));
-  } else if (stage.activityType === 'chooseBackend') {
-    const backend = str(r.id);
-    if (backend && !tl.backend) tl.backend = backend;
   }
 }
 

@@ -69,9 +69,9 @@ export interface AttemptView {
   error?: FailureView;
   /** ComfyUI prompt of this attempt (runPrompt), when known. */
   promptId?: string;
-  /** ComfyUI backend the attempt ran on (late-bound renders: chosen when the attempt started). */
+  /** ComfyUI backend the attempt ran on (bound when the attempt started). */
   backend?: string;
-  /** Where a late-bound attempt's time went (uploadInputs, prompt, collectOutputs), from its result. */
+  /** Where an attempt's time went (uploadInputs, prompt, collectOutputs), from its result. */
   steps?: StageTiming[];
   note?: string;
 }
@@ -80,17 +80,17 @@ export interface AttemptView {
 export type StageOutcome = 'scheduled' | 'running' | 'completed' | 'failed' | 'timed-out' | 'cancelled' | 'abandoned';
 
 /**
- * One activity execution: `buildGraph`, then `runPrompt[i]` (late-bound renders: one activity per attempt
- * that uploads, renders and stores outputs); renders started before that also show `chooseBackend`,
- * `uploadInputs` and `collectOutputs[i]`.
+ * One stage: `buildGraph` (done by the submitter before the start), then `runPrompt[i]` (one activity per
+ * attempt that uploads, renders and stores outputs), and `stopPrompts` when a render ended with a prompt
+ * possibly still running.
  */
 export interface StageView {
   name: string;
   activityType: string;
   activityId: string;
-  /** A local activity (recorded as a marker: its result and timing, no schedule or start events). */
+  /** Not a Temporal activity (buildGraph): no schedule or start events, its result is the workflow's input. */
   local?: boolean;
-  /** buildGraph done by the front before the start (`start` mode): its result is the workflow's input. */
+  /** buildGraph, done by the submitter before the start. */
   builtByFront?: boolean;
   item?: number;
   taskQueue?: string;
@@ -139,7 +139,7 @@ export interface RenderTimeline {
   priority?: number;
   /** The resolved request exactly as the workflow received it. */
   request?: RenderRequest;
-  /** The ComfyUI graphs from the buildGraph result, one per output item. */
+  /** The ComfyUI graphs built before the start (the workflow's second argument), one per output item. */
   graphs: GraphView[];
   prompts: PromptView[];
   outputs: BlobRef[];

@@ -155,7 +155,7 @@ export interface RenderItem {
   graph: ComfyGraph;
 }
 
-/** Output of the `buildGraph` activity: recorded in history so operators see the exact graphs. */
+/** The graphs of a render, built by its submitter: in history as the workflow's input, so operators see them. */
 export interface RenderPlan {
   items: RenderItem[];
   /** Blobs the graphs reference through LoadImage, with the ComfyUI input name each is uploaded under. */
@@ -174,8 +174,6 @@ export interface InputUpload {
 export interface Backend {
   id: string;
   url: string;
-  /** Task queue whose single slot runs prompts on this ComfyUI. */
-  taskQueue: string;
 }
 
 export interface PromptRun {
@@ -184,12 +182,12 @@ export interface PromptRun {
   files: ComfyFileRef[];
   startedAt: number;
   finishedAt: number;
-  /** Current shape: the backend the prompt ran on (bound when the attempt started). */
-  backend?: string;
-  /** Current shape: the item's outputs in the blob store (images, or videos for a video kind). */
-  outputs?: BlobRef[];
-  /** Current shape: where the attempt's time went (upload, prompt, outputs), in ms. */
-  timings?: StageTiming[];
+  /** The backend the prompt ran on (bound when the attempt started). */
+  backend: string;
+  /** The item's outputs in the blob store (images, or videos for a video kind). */
+  outputs: BlobRef[];
+  /** Where the attempt's time went (upload, prompt, outputs), in ms. */
+  timings: StageTiming[];
 }
 
 export interface StageTiming {

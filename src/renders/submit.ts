@@ -26,7 +26,7 @@ import { RequestError } from '../errors/request-error.ts';
 import type { DecodedImage } from '../images/decode.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { renderTracer } from '../tracing/spans.ts';
-import { buildRender } from '../activities/build-graph.ts';
+import { buildRender } from './build-render.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { Admission, waitingRendersQuery } from './admission.ts';

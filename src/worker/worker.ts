@@ -1,9 +1,8 @@
 /**
  * Temporal workers of one process:
- * - the general queue: workflows, their local activities (graph building) and the small I/O activities;
+ * - the general queue: workflows and the small I/O activities (stopPrompts, retention);
  * - the shared GPU queue (`<taskQueue>-gpu`): prompt attempts, with one activity slot per healthy ComfyUI
- *   of this process (backends/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt;
- * - per backend, its legacy single-slot queue, for renders started before the shared queue existed.
+ *   of this process (backends/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -127,25 +126,8 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
             interceptors: activityInterceptors,
           }),
         ];
-  const legacy = await Promise.all(
-    opts.backends.map((backend) =>
-      Worker.create({
-        connection,
-        namespace: opts.namespace,
-        taskQueue: backend.taskQueue,
-        activities: { runPrompt },
-        maxConcurrentActivityTaskExecutions: 1,
-        maxHeartbeatThrottleInterval,
-        shutdownGraceTime,
-        interceptors: activityInterceptors,
-      }),
-    ),
-  );
-  const all = [general, ...shared, ...legacy];
-  opts.logger.info(
-    { taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id), legacyQueues: opts.backends.map((b) => b.taskQueue) },
-    'workers created',
-  );
+  const all = [general, ...shared];
+  opts.logger.info({ taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id) }, 'workers created');
   return {
     connection,
     run: async () => {

@@ -1,6 +1,6 @@
 /**
- * What both shapes of the `render` workflow share: the status query, failure classification of an attempt,
- * and the attempt pacing constants.
+ * The `render` workflow's status query, signals and failure classification of an attempt (kept apart from
+ * render.ts so the front can import the definitions without the workflow body).
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, defineQuery, defineSignal } from '@temporalio/workflow';
 import { NON_RETRYABLE_TYPES } from './failure-types.ts';
@@ -19,8 +19,8 @@ export interface PromptAttempt {
 }
 
 export interface RenderStatus {
-  /** `waiting`: the prompt waits in the shared GPU queue for a free ComfyUI (current shape). */
-  stage: 'building' | 'choosing-backend' | 'uploading' | 'waiting' | 'rendering' | 'collecting' | 'done';
+  /** `waiting`: an item's prompt is in the shared GPU queue or running (progress comes from its heartbeats). */
+  stage: 'waiting' | 'done';
   item: number;
   items: number;
   backend?: string;
@@ -40,9 +40,6 @@ export const skipSignal = defineSignal('skip');
 
 /** How long an attempt may wait for a GPU slot before it counts as failed (queue unserved). */
 export const GPU_QUEUE_WAIT_MS = 60 * 60_000;
-
-/** An attempt needs at least this much of the item's deadline left to be worth starting. */
-export const MIN_ATTEMPT_MS = 1_000;
 
 export interface FailureSummary {
   type: string;

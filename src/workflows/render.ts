@@ -1,28 +1,218 @@
 /**
- * The `render` workflow. New renders bind their prompts late (render-late-bound.ts: graph built by a local
- * activity, then one GPU activity per attempt on the shared GPU queue). Renders started before that change
- * carry no patch marker in their history and replay the shape they began with (render-legacy.ts).
+ * The `render` workflow: deterministic orchestration only, every effect is an activity.
+ *
+ * The submitter built the graphs and limits (renders/build-render.ts) and passed them as the second
+ * argument, so they are in history as the input. Per item, attempts of ONE `runPrompt` activity on the
+ * shared GPU queue, which the first free ComfyUI of any worker takes: it uploads the inputs to that ComfyUI,
+ * submits, follows, and stores the outputs as blobs (references with their mime: images, or videos for a
+ * video kind).
+ *
+ * A single-item render is two workflow tasks (start → schedule the attempt; attempt done → complete) and
+ * one activity hop. Payloads are small JSON (graphs and blob references); bytes never enter history.
+ *
+ * Prompt attempts are paced here, not by Temporal's activity retry policy: each attempt is its own
+ * `runPrompt` activity (maximumAttempts 1), so history shows every attempt with its own failure, and the
+ * attempt number in the deterministic prompt id is the workflow's count. The backend of each attempt (from
+ * its result, its failure, or the last heartbeat of one that timed out) goes to the next attempt, which
+ * looks there for the prompt an earlier attempt may have left running before it renders anew, and to
+ * `stopPrompts` when the render ends with a prompt possibly still running.
+ *
+ * Priority: the render's Temporal priority (set when the submitter starts it) is inherited by its
+ * activities, so the shared GPU queue hands out more urgent prompts first, first-in-first-out within a key.
+ *
+ * Changing what this code schedules breaks renders already running: see docs/versioning.md.
  */
-import { patched, setHandler } from '@temporalio/workflow';
-import type { BuiltRender } from '../activities/types.ts';
-import type { RenderRequest, RenderResult } from '../render/types.ts';
-import { renderLateBound } from './render-late-bound.ts';
-import { renderLegacy } from './render-legacy.ts';
-import { renderStatusQuery, type RenderStatus } from './render-common.ts';
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { BuiltRender, RenderActivities, RunPromptInput } from '../activities/types.ts';
+import type { BlobRef, PromptRun, RenderItem, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
+import { RENDER_BACKEND } from '../temporal/search-attributes.ts';
+import { attemptBackoffMs } from './attempts.ts';
+import { GaveUpFailureType, NON_RETRYABLE_TYPES } from './failure-types.ts';
+import { gpuTaskQueue } from './queues.ts';
+import { GPU_QUEUE_WAIT_MS, describeFailure, interruptSignal, renderStatusQuery, skipSignal, type RenderStatus } from './render-common.ts';
 
 export { interruptSignal, renderStatusQuery, skipSignal, type PromptAttempt, type RenderStatus } from './render-common.ts';
 
-/** Patch id of the late-bound shape (remove the legacy branch with `deprecatePatch` once no old render runs). */
-export const LATE_BOUND_PATCH = 'late-bound-gpu-queue';
+const io = proxyActivities<RenderActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8, nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+});
 
-/**
- * `built`: the graphs and limits, when the front built them (`start` mode, activities/build-graph.ts
- * buildRender); they are then in history as the workflow's input, and the render runs no buildGraph local
- * activity. Without it (an `api` front, operator replays, renders started before) the workflow builds them.
- */
-export async function render(request: RenderRequest, built?: BuiltRender): Promise<RenderResult> {
-  const status: RenderStatus = { stage: 'building', item: 0, items: request.batchSize * request.nIter, promptIds: [], attempts: [] };
+export async function render(request: RenderRequest, built: BuiltRender): Promise<RenderResult> {
+  const status: RenderStatus = { stage: 'waiting', item: 0, items: request.batchSize * request.nIter, promptIds: [], attempts: [] };
   setHandler(renderStatusQuery, () => status);
-  if (patched(LATE_BOUND_PATCH)) return renderLateBound(request, status, built);
-  return renderLegacy(request, status);
+  const renderId = workflowInfo().workflowId;
+  const gpuQueue = gpuTaskQueue(workflowInfo().taskQueue);
+  const timings: StageTiming[] = [];
+  const timed = async <T>(stage: string, fn: () => Promise<T>): Promise<T> => {
+    const start = Date.now();
+    try {
+      return await fn();
+    } finally {
+      timings.push({ stage, ms: Date.now() - start });
+    }
+  };
+
+  /** The running item's scope: interrupt and skip cancel it (runPrompt then stops its prompt in ComfyUI). */
+  let itemScope: CancellationScope | undefined;
+  let skipCurrent = false;
+  setHandler(interruptSignal, () => {
+    status.interrupted = true;
+    itemScope?.cancel();
+  });
+  setHandler(skipSignal, () => {
+    if (!itemScope) return;
+    skipCurrent = true;
+    itemScope.cancel();
+  });
+
+  const { plan, limits } = built;
+
+  /** The item whose attempts may have left a prompt running in ComfyUI: its attempts and their backends. */
+  const started = { item: -1, attempts: 0, backends: [] as string[] };
+
+  const runItem = async (item: RenderItem): Promise<PromptRun> => {
+    const deadline = Date.now() + limits.deadlineMs;
+    const backends: string[] = [];
+    started.item = item.index;
+    started.backends = backends;
+    for (let attempt = 1; ; attempt++) {
+      started.attempts = attempt;
+      status.stage = 'waiting';
+      const gpu = proxyActivities<RenderActivities>({
+        taskQueue: gpuQueue,
+        startToCloseTimeout: Math.max(limits.minAttemptMs, deadline - Date.now()),
+        // No worker serves the GPU queue (none running, or GPU_BACKENDS lists none): fail, not wait forever.
+        scheduleToStartTimeout: GPU_QUEUE_WAIT_MS,
+        heartbeatTimeout: limits.heartbeatTimeoutMs,
+        retry: { maximumAttempts: 1 },
+        // A cancelled render ends only once runPrompt has stopped its prompt in ComfyUI. Spelled out: the
+        // SDK documents this as the default, but an unset option reaches Core as 0 = TRY_CANCEL, which
+        // ends the workflow at once while the GPU keeps rendering.
+        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      });
+      const input: RunPromptInput = {
+        renderId,
+        item: item.index,
+        attempt,
+        graph: item.graph,
+        stallTimeoutMs: limits.stallTimeoutMs,
+        model: request.model,
+        request,
+      };
+      // Only LoadImage graphs need them: uploaded to whichever ComfyUI runs the attempt.
+      if (plan.uploads.length > 0) input.uploads = plan.uploads;
+      if (attempt > 1) input.previousBackends = [...backends];
+      try {
+        const run = await gpu.runPrompt(input);
+        backends[attempt - 1] = run.backend;
+        status.attempts.push({ item: item.index, attempt, outcome: 'completed', promptId: run.promptId, backend: run.backend });
+        return run;
+      } catch (err) {
+        // The render itself was cancelled: runPrompt has stopped the prompt; end as cancelled.
+        if (CancellationScope.current().consideredCancelled) throw err;
+        const f = describeFailure(err);
+        backends[attempt - 1] = f.backend ?? '';
+        status.attempts.push({ item: item.index, attempt, outcome: 'failed', type: f.type, message: f.message, ...(f.backend ? { backend: f.backend } : {}) });
+        if (!f.retryable) throw err;
+        const delay = f.retryAfterMs ?? attemptBackoffMs(attempt, limits.backoffInitialMs, limits.backoffMaxMs);
+        const outOfTime = Date.now() + delay + limits.minAttemptMs > deadline;
+        if (attempt >= limits.maxAttempts || outOfTime) {
+          const why = outOfTime ? `its ${Math.round(limits.deadlineMs / 1000)} s deadline` : `${attempt} attempts`;
+          throw ApplicationFailure.create({
+            type: GaveUpFailureType,
+            message: `item ${item.index} did not render within ${why}; last attempt: ${f.type}: ${f.message}`,
+            nonRetryable: true,
+            details: [{ item: item.index, attempts: status.attempts.filter((a) => a.item === item.index) }],
+            cause: err instanceof Error ? err : undefined,
+          });
+        }
+        await sleep(delay);
+      }
+    }
+  };
+
+  const outputs: BlobRef[] = [];
+  const rendered: RenderItem[] = [];
+  const used: string[] = [];
+  try {
+    for (const item of plan.items) {
+      if (status.interrupted) break;
+      status.item = item.index;
+      const scope = new CancellationScope();
+      itemScope = scope;
+      skipCurrent = false;
+      let run: PromptRun;
+      try {
+        run = await scope.run(() => timed(`runPrompt[${item.index}]`, () => runItem(item)));
+      } catch (err) {
+        // Interrupted or skipped: runPrompt has stopped the prompt (the activity waits for that), nothing of
+        // this item is left running. Interrupt ends the render, skip goes on with the next item.
+        if ((status.interrupted || skipCurrent) && isCancellation(err) && !CancellationScope.current().consideredCancelled) {
+          started.attempts = 0;
+          if (status.interrupted) break;
+          (status.skipped ??= []).push(item.index);
+          continue;
+        }
+        throw err;
+      } finally {
+        itemScope = undefined;
+      }
+      // The prompt finished: nothing of this item is left running in ComfyUI.
+      started.attempts = 0;
+      status.promptIds.push(run.promptId);
+      if (run.backend) {
+        status.backend = run.backend;
+        if (!used.includes(run.backend)) used.push(run.backend);
+      }
+      for (const t of run.timings) timings.push({ stage: `${t.stage}[${item.index}]`, ms: t.ms });
+      if (run.outputs.length === 0) {
+        throw ApplicationFailure.nonRetryable(`prompt ${run.promptId} produced no outputs`, 'NoOutputs');
+      }
+      outputs.push(...run.outputs);
+      rendered.push(item);
+    }
+  } catch (err) {
+    // Cancelled, or out of attempts or time: an attempt that timed out or was handed back by a stopping
+    // worker left its prompt running for a re-attach that will now never come. Stop it, even though this
+    // workflow is being cancelled, so the GPU is free for the next render.
+    // (A ComfyUI failure that ended the render — validation, a node exception — left nothing running.)
+    const mayBeLive = CancellationScope.current().consideredCancelled || (err instanceof ApplicationFailure && err.type === GaveUpFailureType);
+    if (started.attempts > 0 && mayBeLive) {
+      const { item, attempts, backends } = started;
+      await CancellationScope.nonCancellable(() => io.stopPrompts({ attemptBackends: [...backends], item, attempts }));
+    }
+    // A cancel that arrives together with a failed attempt (a worker handed its attempt back just as the render
+    // was cancelled) surfaces as that activity's failure: end the render as cancelled all the same.
+    if (CancellationScope.current().consideredCancelled && !(err instanceof CancelledFailure)) {
+      throw new CancelledFailure('render cancelled', [], err instanceof Error ? err : undefined);
+    }
+    throw err;
+  }
+  status.stage = 'done';
+  // Searchable by backend; several when a batch's items ran on different GPUs.
+  if (used.length > 0) upsertSearchAttributes([{ key: RENDER_BACKEND, value: used.join(',') }]);
+
+  return {
+    renderId,
+    outputs,
+    seeds: rendered.map((i) => i.seed),
+    ...(status.interrupted ? { interrupted: true } : {}),
+    ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
+    request,
+    backend: used.join(','),
+    promptIds: status.promptIds,
+    timings,
+  };
 }

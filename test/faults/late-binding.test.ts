@@ -97,7 +97,7 @@ describe('late binding over two GPU workers', () => {
   // Last in the file: it stops the first ComfyUI (so the worker's probe cannot clear the mark).
   scenario('a backend marked unhealthy takes no more work: renders run on the other one', async () => {
     for (const f of fakes) await setFaults(f.url, { slow: { stepMs: 0 } });
-    const [b0] = backendsFromUrls(fakes.map((f) => f.url), taskQueue);
+    const [b0] = backendsFromUrls(fakes.map((f) => f.url));
     await fakes[0]!.close();
     new BackendHealth(dataDir).markUnhealthy(b0!, { reason: 'test: wedged' });
     const keys = [1, 2, 3, 4].map((i) => `late-unhealthy-${Date.now()}-${i}`);

@@ -6,7 +6,7 @@
  * Starts the real stack (Temporal dev server, fake ComfyUI, comfy-durable as a child process), runs one
  * render per scenario and writes `test/histories/<scenario>.json` (`historyToJSON` of `fetchHistory()`).
  * Re-record after every intended workflow change; a change that makes an old history fail to replay must
- * be guarded with `patched()` instead (running renders replay old histories after a deploy).
+ * follow docs/versioning.md (before 1.0: one shape, re-record; after: behind a patch, old histories kept).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

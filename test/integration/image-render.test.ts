@@ -279,10 +279,9 @@ describe('operators', () => {
     const { renderId } = await txt2img({ prompt: 'inspect me', model: 'imagegen-flux-dev', width: 128, height: 128, seed: 77 });
     const { stdout } = await run(temporal.binary, ['workflow', 'show', '--address', temporal.address, '-w', renderId, '--output', 'json'], { maxBuffer: 16 * 1024 * 1024 });
     expect(stdout).toContain('runPrompt');
-    // Late-bound shape, `start` mode: the front built the graph and handed it over in the workflow input
-    // (patch marker below, no buildGraph local activity), and one GPU attempt on the shared GPU queue
-    // uploads, renders and stores the outputs.
-    expect(stdout).not.toContain('core_local_activity');
+    // The front built the graph and handed it over in the workflow input (no marker of any kind: no local
+    // activity, no patch), and one GPU attempt on the shared GPU queue uploads, renders and stores the outputs.
+    expect(stdout).not.toContain('MARKER_RECORDED');
     expect(stdout).toMatch(/renders-[a-z0-9]+-gpu/);
     const history = JSON.parse(stdout) as { events: { eventType: string }[] };
     expect(history.events.at(-1)?.eventType).toMatch(/COMPLETED/);
@@ -293,7 +292,6 @@ describe('operators', () => {
       .match(/"data":\s*"([A-Za-z0-9+/=]+)"/g)
       ?.map((m) => Buffer.from(m.replace(/.*"data":\s*"/, '').replace(/"$/, ''), 'base64').toString('utf8'))
       .join('\n');
-    expect(decoded).toContain('"front-built-graph"');
     expect(decoded).toContain('"plan"');
     expect(decoded).toContain('KSampler');
     expect(decoded).toContain('UnetLoaderGGUF');

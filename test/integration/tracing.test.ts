@@ -107,7 +107,7 @@ describe('OpenTelemetry tracing', () => {
     childOf(submit, runPrompt);
     childOf(one(spans, 'comfyui.follow'), runPrompt);
     childOf(one(spans, 'comfyui.collect'), runPrompt);
-    // In `start` mode the front builds the graph before the workflow starts (no buildGraph local activity).
+    // The front builds the graph before the workflow starts (no buildGraph activity).
     const build = one(spans, 'render.buildGraph');
     childOf(build, http);
     expect(spans.some((s) => s.name.endsWith(':buildGraph')), 'no buildGraph activity').toBe(false);

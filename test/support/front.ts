@@ -92,7 +92,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       temporal: { workflowService: { getSystemInfo: async () => ({}), describeTaskQueue: async () => ({ pollers: [{}] }) } } as unknown as Client,
       namespace: 'default',
       taskQueue: 'renders',
-      backends: [{ id: 'comfyui-0', url: 'http://secret-gpu-box.internal:8188', taskQueue: 'renders-comfyui-0' }],
+      backends: [{ id: 'comfyui-0', url: 'http://secret-gpu-box.internal:8188' }],
       probeComfy: async () => ({}),
     },
     waitingRenders: opts.waitingRenders ?? (async () => 0),

@@ -5,8 +5,8 @@ import { GpuPool } from '../../src/backends/gpu-pool.ts';
 import { metricValue } from '../faults/helpers.ts';
 
 const backends = [
-  { id: 'metrics-a', url: 'http://127.0.0.1:1', taskQueue: 'q-metrics-a' },
-  { id: 'metrics-b', url: 'http://127.0.0.1:2', taskQueue: 'q-metrics-b' },
+  { id: 'metrics-a', url: 'http://127.0.0.1:1' },
+  { id: 'metrics-b', url: 'http://127.0.0.1:2' },
 ];
 
 describe('per-backend GPU metrics', () => {
@@ -15,7 +15,9 @@ describe('per-backend GPU metrics', () => {
     const text = async (): Promise<string> => registry.metrics();
     expect(metricValue(await text(), 'comfy_durable_backend_busy', { backend: 'metrics-a' })).toBe(0);
 
-    const lease = await pool.acquire({ backendId: 'metrics-a' });
+    // Nothing loaded anywhere yet: the first backend is the best one.
+    const lease = await pool.acquire({});
+    expect(lease.backend.id).toBe('metrics-a');
     expect(metricValue(await text(), 'comfy_durable_backend_busy', { backend: 'metrics-a' })).toBe(1);
     expect(metricValue(await text(), 'comfy_durable_backend_busy', { backend: 'metrics-b' })).toBe(0);
     const whileBusy = backendTimes('metrics-a');

@@ -15,7 +15,7 @@ import { objectInfoSchema, type ObjectInfo } from '../../src/comfyui/object-info
 
 const recorded = (): ObjectInfo => objectInfoSchema.parse(JSON.parse(readFileSync(new URL('../fixtures/object_info.json', import.meta.url), 'utf8')));
 const graph = JSON.parse(readFileSync(new URL('../golden/imagegen-flux-schnell-txt2img.json', import.meta.url), 'utf8')) as ComfyGraph;
-const backend = { id: 'b1', url: 'http://gpu:8188', taskQueue: 'q' };
+const backend = { id: 'b1', url: 'http://gpu:8188' };
 
 /** A client whose successive `/object_info` answers are given; counts the fetches. */
 function clientAnswering(...answers: ObjectInfo[]): ComfyClient & { fetches: number } {

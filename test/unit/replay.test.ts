@@ -1,9 +1,10 @@
 /**
  * Replay determinism: workflow histories recorded from real runs (test/histories/*.json, made by
  * `npx tsx test/histories/record.ts`) must replay against the current workflow code. A change to
- * src/workflows that would break renders already running in production — a new, removed or reordered
- * activity, timer or search-attribute upsert — fails here with a nondeterminism error. Such changes must be
- * guarded with `patched()` (old histories then still replay), and the histories re-recorded.
+ * src/workflows that would break renders already running — a new, removed or reordered activity, timer or
+ * search-attribute upsert — fails here with a nondeterminism error. docs/versioning.md says what to do then:
+ * before 1.0 there is one shape and the histories are re-recorded; after 1.0 the change goes behind
+ * a patch and the old histories stay next to the new ones.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,10 +27,6 @@ const files = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .sort();
 const SCENARIOS = ['cancel.json', 'failure.json', 'stall-retry.json', 'success.json'];
-/** Recorded before prompts were bound late (no patch marker): they must replay through the legacy branch. */
-const LEGACY = SCENARIOS.map((f) => `legacy-${f}`);
-/** Recorded in `start` mode, whose front builds the graphs and passes them in (patch `front-built-graph`). */
-const FRONT_BUILT = SCENARIOS.map((f) => `front-built-${f}`);
 
 // The replayer logs every workflow task it fails on purpose (the mutant below): keep the output readable.
 Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
@@ -53,12 +50,22 @@ describe('recorded render histories replay against the current workflow code', (
     results = await replayAll(WORKFLOWS_PATH);
   }, 60_000);
 
-  it('has a history for each scenario: success, retry after a stall, failure, cancel; current (graph built by a local activity or by the front) and legacy shape', () => {
-    expect(files).toEqual(expect.arrayContaining([...SCENARIOS, ...LEGACY, ...FRONT_BUILT]));
+  it('has a history for each scenario of the one shape: success, retry after a stall, failure, cancel', () => {
+    expect(files).toEqual(expect.arrayContaining(SCENARIOS));
     // The stall scenario really holds a retried prompt: a stalled attempt, then one that rendered.
     const run = buildTimeline('stall-retry', load('stall-retry.json'), defaultPayloadConverter).stages.find((s) => s.name === 'runPrompt[0]');
     expect(run?.attempts.map((a) => a.outcome)).toEqual(['failed', 'completed']);
     expect(run?.attempts[0]?.error?.type).toBe('ComfyStall');
+  });
+
+  it.each(SCENARIOS)('%s is the one shape: graphs and limits in the input, no patch or local-activity markers', (file) => {
+    const events = load(file).events ?? [];
+    const started = events[0]?.workflowExecutionStartedEventAttributes;
+    expect(started?.input?.payloads).toHaveLength(2);
+    const built = defaultPayloadConverter.fromPayload<{ plan: { items: unknown[] }; limits: Record<string, number> }>(started!.input!.payloads![1]!);
+    expect(built.plan.items).toHaveLength(1);
+    expect(Object.keys(built.limits).sort()).toEqual(['backoffInitialMs', 'backoffMaxMs', 'deadlineMs', 'heartbeatTimeoutMs', 'maxAttempts', 'minAttemptMs', 'stallTimeoutMs']);
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
   });
 
   it.each(files)('%s', (file) => {
@@ -106,9 +113,10 @@ describe('the replay check can fail', () => {
         `import { render as current } from ${JSON.stringify(path.join(root, 'src', 'workflows', 'render.ts'))};`,
         `import type { RenderRequest } from ${JSON.stringify(path.join(root, 'src', 'render', 'types.ts'))};`,
         `const extra = proxyActivities<{ chooseBackend(input: { model: string }): Promise<unknown> }>({ startToCloseTimeout: '1 minute' });`,
-        `export async function render(request: RenderRequest) {`,
+        `import type { BuiltRender } from ${JSON.stringify(path.join(root, 'src', 'activities', 'types.ts'))};`,
+        `export async function render(request: RenderRequest, built: BuiltRender) {`,
         `  await extra.chooseBackend({ model: request.model });`,
-        `  return current(request);`,
+        `  return current(request, built);`,
         `}`,
       ].join('\n'),
     );

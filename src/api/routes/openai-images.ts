@@ -15,7 +15,7 @@ import { normalizeRequest, type NormalizedRequest } from '../a1111/normalize.ts'
 import { RequestError } from '../a1111/errors.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { requestPriority } from '../priority.ts';
-import type { ApiContext } from '../server.ts';
+import type { ApiContext } from '../context.ts';
 import { readEditBody } from '../openai/edit-body.ts';
 import { openAiError, sendOpenAiError } from '../openai/errors.ts';
 import { convertOpenAiMask } from '../openai/mask.ts';

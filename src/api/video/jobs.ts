@@ -20,7 +20,7 @@ const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
 
 /** Activities that run on the workflow's own queue (bookkeeping): any other started activity is the GPU. */
-const BOOKKEEPING = new Set(['buildGraph', 'chooseBackend', 'uploadInputs', 'collectOutputs', 'stopPrompts']);
+const BOOKKEEPING = new Set(['stopPrompts']);
 
 /**
  * Nodes of the video graphs (families/*.ts ids) that run after the sampler: their own progress (0/1) must
@@ -78,7 +78,6 @@ function gpuProgress(d: WorkflowExecutionDescription, client: Client): { started
   if (pending.length === 0) return d.historyLength > 4 ? { started: true, progress: 96 } : { started: false, progress: 0 };
   for (const a of pending) {
     const name = a.activityType?.name ?? '';
-    if (name === 'collectOutputs' && a.state === STARTED) return { started: true, progress: 95 };
     if (BOOKKEEPING.has(name) || a.state !== STARTED) continue;
     started = true;
     const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as { value?: unknown; max?: unknown; node?: unknown };

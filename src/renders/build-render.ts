@@ -1,0 +1,40 @@
+/**
+ * The graphs and limits of a render, built by whoever submits it (the front, an operator replay) before the
+ * workflow starts: they are the workflow's second argument, so history holds the exact graphs from the
+ * start and the workflow itself runs no build step. Pure: the same request and configuration give the same
+ * graphs (the render id only names the uploads' subfolder).
+ */
+import type { BuiltRender } from '../activities/types.ts';
+import type { Config } from '../config/config.ts';
+import { getProfile } from '../models/registry.ts';
+import { planRender } from '../models/plan.ts';
+import type { RenderRequest } from '../render/types.ts';
+import { ATTEMPT_BACKOFF_INITIAL_MS, ATTEMPT_BACKOFF_MAX_MS, MAX_PROMPT_ATTEMPTS, MIN_ATTEMPT_MS } from '../workflows/attempts.ts';
+
+/** The request cannot be built into graphs (unknown model, a file role the profile lacks, ...): retrying cannot help. */
+export class RenderBuildError extends Error {
+  override name = 'RenderBuildError';
+}
+
+export function buildRender(config: Pick<Config, 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'>, request: RenderRequest, renderId: string): BuiltRender {
+  const profile = getProfile(request.model);
+  if (!profile) throw new RenderBuildError(`unknown model ${request.model}`);
+  let plan;
+  try {
+    plan = planRender(request, { renderId });
+  } catch (err) {
+    throw new RenderBuildError(`cannot build the graph: ${(err as Error).message}`);
+  }
+  return {
+    plan,
+    limits: {
+      stallTimeoutMs: config.STALL_TIMEOUT_MS ?? profile.stallTimeoutMs,
+      deadlineMs: profile.deadlineMs,
+      heartbeatTimeoutMs: config.HEARTBEAT_TIMEOUT_MS,
+      maxAttempts: MAX_PROMPT_ATTEMPTS,
+      backoffInitialMs: ATTEMPT_BACKOFF_INITIAL_MS,
+      backoffMaxMs: ATTEMPT_BACKOFF_MAX_MS,
+      minAttemptMs: MIN_ATTEMPT_MS,
+    },
+  };
+}
