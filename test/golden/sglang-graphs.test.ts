@@ -1,7 +1,7 @@
 /**
  * Golden graphs of the sglang engine (SGLang's ComfyUI plugin, integrated mode) for every family it runs:
  * Flux (dev, schnell), Qwen-Image, Qwen-Image-Edit and MiniMax-H3. Compared with
- * `test/golden/sglang-<model>-<case>.json` (UPDATE_GOLDEN=1 rewrites), validated node by node against the
+ * `test/golden/sglang/<model>-<case>.json` (UPDATE_GOLDEN=1 rewrites), validated node by node against the
  * recorded `/object_info` with the plugin's recorded node classes merged in (test/fixtures/
  * sglang-object_info.json, as the fake serves it with the plugin on), and passed by the client's pre-submit
  * check. Without the plugin, the same graphs are refused naming it. The engine changes the loaders only:
@@ -116,7 +116,7 @@ describe('golden graphs, sglang engine', () => {
     expect(schemaProblems(g, withPlugin)).toEqual([]);
     expect(preflightGraph(g, withPlugin)).toEqual({ ok: true });
 
-    const file = join(here, `sglang-${name}.json`);
+    const file = join(here, `sglang/${name}.json`);
     const text = `${JSON.stringify(g, null, 2)}\n`;
     if (process.env.UPDATE_GOLDEN === '1') writeFileSync(file, text);
     expect(existsSync(file), `${file} missing: run with UPDATE_GOLDEN=1`).toBe(true);
