@@ -15,7 +15,7 @@ export interface CustomNodePackage {
 
 export const SGLD_PLUGIN: CustomNodePackage = {
   name: 'ComfyUI_SGLDiffusion',
-  source: "SGLang's ComfyUI plugin (sgl-project/sglang, python/sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion)",
+  source: "SGLang's ComfyUI plugin, sgl-project/sglang python/sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion",
   likelyCause:
     "the plugin is not in ComfyUI's custom_nodes, or it failed to import: it imports the `sglang` package when ComfyUI " +
     "loads it, so without `pip install sglang[diffusion]` in ComfyUI's Python the start-up log says IMPORT FAILED " +
