@@ -7,11 +7,13 @@
  * check. Without the plugin, the same graphs are refused naming it. The engine changes the loaders only:
  * every other node is the default engine's.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ComfyValidationError } from '../../src/comfyui/errors.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
+import { comfyErrorBodySchema } from '../../src/comfyui/schemas.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
@@ -193,5 +195,40 @@ describe('golden graphs, sglang engine', () => {
     } finally {
       applyModelOverrides(toSglang);
     }
+  });
+});
+
+/**
+ * What a real ComfyUI 0.33.0 answered to these graphs (scripts/record-golden-verdicts.ts --sglang): with
+ * SGLang's plugin registered, and without it.
+ */
+describe('sglang golden graphs against the real ComfyUI', () => {
+  type Verdict = { status: number; response: { node_errors?: unknown; error?: unknown } };
+  const real = JSON.parse(readFileSync(join(here, '../fixtures/real-comfyui/sglang-golden-real.json'), 'utf8')) as Record<'plugin' | 'no-plugin', Record<string, Verdict>>;
+  const goldens = readdirSync(join(here, 'sglang')).filter((f) => f.endsWith('.json')).sort();
+  const graph = (f: string): ComfyGraph => JSON.parse(readFileSync(join(here, 'sglang', f), 'utf8')) as ComfyGraph;
+
+  it('every golden graph has both verdicts', () => {
+    expect(goldens.length).toBe(cases.length);
+    expect(Object.keys(real.plugin).sort()).toEqual(goldens);
+    expect(Object.keys(real['no-plugin']).sort()).toEqual(goldens);
+  });
+
+  it.each(goldens)('%s: accepted with the plugin; without it refused as the client refuses it, naming the plugin', (f) => {
+    expect(real.plugin[f]).toMatchObject({ status: 200, response: { node_errors: {} } });
+    expect(preflightGraph(graph(f), withPlugin)).toEqual({ ok: true });
+
+    const refused = real['no-plugin'][f]!;
+    expect(refused.status).toBe(400);
+    const error = comfyErrorBodySchema.parse(refused.response.error);
+    expect(error.type).toBe('missing_node_type');
+    const ours = preflightGraph(graph(f), withoutPlugin);
+    expect(ours.ok).toBe(false);
+    if (!ours.ok) expect(ours.problems[0]!.nodeId).toBe(error.extra_info.node_id);
+    // The same answer reaching the client at submit time: non-retryable, naming the plugin and the cause.
+    const e = new ComfyValidationError({ status: 400, error, nodeErrors: {} });
+    expect(e.retryable).toBe(false);
+    expect(e.message).toMatch(/ComfyUI_SGLDiffusion.*likely cause: .*`sglang` package/);
+    expect(e.details()).toMatchObject({ customNodes: 'ComfyUI_SGLDiffusion' });
   });
 });
