@@ -66,7 +66,7 @@ export function profileChecks(profiles: readonly ModelProfile[], info: ObjectInf
     const lacking = [...nodes.values(), ...files.values()].some((n) => n.profiles.has(profile.id));
     if (lacking) continue;
     results.push({
-      name: `${profile.id}: every node class and model file its graphs use is installed`,
+      name: `${profile.id}${profile.engine === 'sglang' ? ' (engine sglang)' : ''}: every node class and model file its graphs use is installed`,
       ok: true,
       detail: `${graphCount.get(profile.id) ?? 0} graphs (${profile.kinds.join(', ')})`,
     });

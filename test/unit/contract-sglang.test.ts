@@ -44,7 +44,7 @@ describe('contract, sglang engine', () => {
     const raw = withSgldPlugin(loadRawObjectInfo());
     expect(failed(objectInfoSchema.parse(raw))).toEqual([]);
     const ok = profileChecks(listProfiles(), objectInfoSchema.parse(raw)).filter((r) => r.ok).map((r) => r.name.split(':')[0]);
-    expect(ok).toEqual(expect.arrayContaining(SGLANG));
+    expect(ok).toEqual(expect.arrayContaining(SGLANG.map((id) => `${id} (engine sglang)`)));
 
     const unets = raw.SGLDUNETLoader!.input!.required!.unet_name![0] as string[];
     raw.SGLDUNETLoader!.input!.required!.unet_name = [unets.filter((f) => f !== 'minimax_h3_ref2va_bf16.safetensors' && f !== 'qwen_image_bf16.safetensors')];
