@@ -6,21 +6,33 @@
  * graphs queue behind it and are deleted from the queue once answered, then the blocker is interrupted.
  *
  * Usage: npx tsx scripts/record-golden-verdicts.ts http://127.0.0.1:8188
+ *        npx tsx scripts/record-golden-verdicts.ts http://127.0.0.1:8188 --sglang plugin|no-plugin
+ * `--sglang`: the sglang engine's golden graphs (test/golden/sglang/), all re-recorded under that variant in
+ * test/fixtures/real-comfyui/sglang-golden-real.json (`plugin`: a ComfyUI with SGLang's plugin registered;
+ * `no-plugin`: one without it).
  * The ComfyUI needs the golden graphs' files: model files (zero-byte files pass validation), LoRAs and
  * upscale models under the names the graphs use, and the `comfy-durable/<sha256>.png` inputs in its input
  * folder (any PNG under that name: validation checks that the file exists).
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 
 const base = process.argv[2]?.replace(/\/$/, '');
 if (!base) {
   process.stderr.write('usage: record-golden-verdicts.ts <comfyui-url>\n');
   process.exit(2);
 }
-const goldenDir = new URL('../test/golden/', import.meta.url);
-const outFile = new URL('../test/fixtures/real-comfyui/golden-real.json', import.meta.url);
-const recorded = JSON.parse(readFileSync(outFile, 'utf8')) as Record<string, unknown>;
+const sglangAt = process.argv.indexOf('--sglang');
+const variant = sglangAt > 0 ? process.argv[sglangAt + 1] : undefined;
+if (variant !== undefined && variant !== 'plugin' && variant !== 'no-plugin') {
+  process.stderr.write('--sglang takes plugin or no-plugin\n');
+  process.exit(2);
+}
+const goldenDir = new URL(variant ? '../test/golden/sglang/' : '../test/golden/', import.meta.url);
+const outFile = new URL(`../test/fixtures/real-comfyui/${variant ? 'sglang-golden-real.json' : 'golden-real.json'}`, import.meta.url);
+const all = JSON.parse(existsSync(outFile) ? readFileSync(outFile, 'utf8') : '{}') as Record<string, Record<string, unknown>>;
+if (variant) all[variant] = {};
+const recorded = (variant ? all[variant] : all) as Record<string, unknown>;
 const missing = readdirSync(goldenDir).filter((f) => f.endsWith('.json') && !(f in recorded));
 if (missing.length === 0) {
   process.stdout.write('every golden graph has a recorded verdict\n');
@@ -62,5 +74,6 @@ try {
   await post('/interrupt', { prompt_id: blockerId });
 }
 const sorted = Object.fromEntries(Object.entries(recorded).sort(([a], [c]) => a.localeCompare(c)));
-writeFileSync(outFile, `${JSON.stringify(sorted, null, 1)}\n`);
+if (variant) all[variant] = sorted;
+writeFileSync(outFile, `${JSON.stringify(variant ? all : sorted, null, 1)}\n`);
 process.stdout.write(`recorded ${missing.length} verdicts in ${outFile.pathname}\n`);

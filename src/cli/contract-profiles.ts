@@ -4,23 +4,21 @@
  * most reference images) is built as the service would build it and read against the live `/object_info`
  * with the client's own definite-fact checks (src/comfyui/preflight.ts). What is missing is reported one
  * line per node class and one line per model file, naming the profiles that need it; when nothing is
- * missing, one line per profile says so.
+ * missing, one line per profile says so. Models on the sglang engine add (contract-engines.ts) one line for
+ * SGLang's plugin when none of its nodes is there, and their files are checked even then: the unet files in
+ * models/diffusion_models and the BF16 companions the plugin needs beside an H3 GGUF.
  */
 import type { ContractResult } from '../comfyui/contract.ts';
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
+import { packageOfNode } from '../comfyui/plugins.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
 import { planRender } from '../models/plan.ts';
 import { defaultVideoSpec } from '../models/video.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 
-/** Where the non-core nodes the families use come from, so a missing one reads as what to install. */
-const CUSTOM_NODE_SOURCES: Record<string, string> = {
-  UnetLoaderGGUF: 'city96/ComfyUI-GGUF',
-  DualCLIPLoaderGGUF: 'city96/ComfyUI-GGUF',
-  CLIPLoaderGGUF: 'city96/ComfyUI-GGUF',
-};
+import { engineFileNeeds, pluginCheck } from './contract-engines.ts';
 
 interface Need {
   profiles: Set<string>;
@@ -45,13 +43,14 @@ export function profileChecks(profiles: readonly ModelProfile[], info: ObjectInf
       for (const p of missingNodeClasses(graph, info)) need(nodes, p.classType ?? `(node ${p.nodeId} without class_type)`, profile.id, p.nodeId);
       for (const p of missingModelFiles(graph, info)) need(files, p.value as string, profile.id, `${p.classType}.${p.input}`);
     }
+    for (const f of engineFileNeeds(profile, info)) need(files, f.file, profile.id, f.where);
   }
 
-  const results: ContractResult[] = [];
+  const results: ContractResult[] = [...pluginCheck(profiles, info)];
   for (const [cls, n] of [...nodes].sort(([a], [b]) => a.localeCompare(b))) {
-    const source = CUSTOM_NODE_SOURCES[cls];
+    const pkg = packageOfNode(cls);
     results.push({
-      name: `node class ${cls} is not installed${source ? ` (custom node ${source})` : ''}`,
+      name: `node class ${cls} is not installed${pkg ? ` (custom node ${pkg.source})` : ''}`,
       ok: false,
       detail: `needed by ${[...n.profiles].join(', ')}`,
     });
@@ -67,7 +66,7 @@ export function profileChecks(profiles: readonly ModelProfile[], info: ObjectInf
     const lacking = [...nodes.values(), ...files.values()].some((n) => n.profiles.has(profile.id));
     if (lacking) continue;
     results.push({
-      name: `${profile.id}: every node class and model file its graphs use is installed`,
+      name: `${profile.id}${profile.engine === 'sglang' ? ' (engine sglang)' : ''}: every node class and model file its graphs use is installed`,
       ok: true,
       detail: `${graphCount.get(profile.id) ?? 0} graphs (${profile.kinds.join(', ')})`,
     });

@@ -6,7 +6,7 @@
  */
 import { ComfyClient } from '../comfyui/client.ts';
 import { runContractChecks, type ContractResult } from '../comfyui/contract.ts';
-import { listProfiles } from '../models/registry.ts';
+import { listProfiles, loadModelOverrides } from '../models/registry.ts';
 import { profileChecks } from './contract-profiles.ts';
 
 /** Protocol checks, then the profiles' needs read from the same `/object_info` the client uses. */
@@ -30,6 +30,15 @@ export async function runContract(args: string[]): Promise<number> {
     process.stderr.write('usage: comfy-durable contract <comfyui-url>\n');
     return 2;
   }
+  // The profiles as the service runs them: the operator's MODELS_CONFIG decides files and engines.
+  const config = process.env.MODELS_CONFIG;
+  try {
+    loadModelOverrides(config);
+  } catch (err) {
+    process.stderr.write(`${sanitizeForTerminal((err as Error).message)}\n`);
+    return 2;
+  }
+  if (config) process.stdout.write(sanitizeForTerminal(`model profiles from MODELS_CONFIG ${config}\n`));
   const results = await runAllContractChecks(url);
   let failed = 0;
   for (const r of results) {

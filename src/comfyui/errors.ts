@@ -3,6 +3,7 @@
  * ApplicationFailure type) and `retryable`, so activities classify failures without string matching.
  * Type strings match `src/workflows/failure-types.ts` where they overlap (ComfyValidation, ComfyExecution).
  */
+import { executionHint, missingNodeExplanation, packageOfNode } from './plugins.ts';
 import type { ComfyErrorBody, NodeErrors } from './schemas.ts';
 
 export type ComfyErrorType =
@@ -54,7 +55,8 @@ export class ComfyValidationError extends ComfyError {
   }
 
   override details(): Record<string, unknown> {
-    return { ...super.details(), status: this.status, errorType: this.errorType, nodeErrors: this.nodeErrors };
+    const pkg = this.errorType === 'missing_node_type' ? packageOfNode(missingClass(this.error)) : undefined;
+    return { ...super.details(), status: this.status, errorType: this.errorType, nodeErrors: this.nodeErrors, ...(pkg ? { customNodes: pkg.name } : {}) };
   }
 
   /** True when a LoadImage-style node reports a missing input file: the caller may re-upload and retry once. */
@@ -174,14 +176,18 @@ export class ComfyExecutionError extends ComfyError {
   readonly type: 'ComfyExecution' | 'ComfyOutOfMemory';
   readonly retryable: boolean;
   readonly info: ExecutionErrorInfo;
+  /** What to change, for a known custom node's known failure (e.g. the SGLang loader's GGUF companion). */
+  readonly hint: string | undefined;
 
   constructor(info: ExecutionErrorInfo) {
     const firstLine = info.exceptionMessage.split('\n')[0] ?? '';
+    const hint = executionHint(info.nodeType, info.exceptionMessage);
     super(
-      `ComfyUI node ${info.nodeId ?? '?'} (${info.nodeType ?? 'unknown type'}) failed: ${info.exceptionType}: ${firstLine}`,
+      `ComfyUI node ${info.nodeId ?? '?'} (${info.nodeType ?? 'unknown type'}) failed: ${info.exceptionType}: ${firstLine}${hint ? `\n${hint}` : ''}`,
     );
     this.name = 'ComfyExecutionError';
     this.info = info;
+    this.hint = hint;
     this.type = info.isOutOfMemory ? 'ComfyOutOfMemory' : 'ComfyExecution';
     this.retryable = info.isOutOfMemory;
   }
@@ -207,7 +213,7 @@ export class ComfyExecutionError extends ComfyError {
 
   override details(): Record<string, unknown> {
     const { traceback: _traceback, ...rest } = this.info;
-    return { ...super.details(), ...rest };
+    return { ...super.details(), ...rest, ...(this.hint ? { hint: this.hint } : {}) };
   }
 }
 
@@ -297,8 +303,17 @@ export function formatNodeErrors(nodeErrors: NodeErrors): string[] {
   return lines;
 }
 
+/** `extra_info.class_type` of a `missing_node_type` answer. */
+function missingClass(error: ComfyErrorBody): string | undefined {
+  const cls = error.extra_info?.['class_type'];
+  return typeof cls === 'string' ? cls : undefined;
+}
+
 function formatValidationMessage(error: ComfyErrorBody, nodeErrors: NodeErrors): string {
   const head = `ComfyUI rejected the prompt (${error.type}): ${error.message}`;
+  // A node of a known custom-node package: name the package and the likely cause, not ComfyUI's dump.
+  const why = error.type === 'missing_node_type' ? missingNodeExplanation(missingClass(error)) : undefined;
+  if (why) return `${head} (${missingClass(error)}: ${why})`;
   const lines = formatNodeErrors(nodeErrors);
   if (lines.length > 0) return `${head}\n${lines.join('\n')}`;
   return error.details && error.details !== error.message ? `${head}: ${error.details}` : head;

@@ -14,6 +14,7 @@
  */
 import type { InputSpec, ObjectInfo } from './object-info.ts';
 import { inputOptions, inputSpec } from './object-info.ts';
+import { missingNodeExplanation } from './plugins.ts';
 
 export interface PreflightProblem {
   /** ComfyUI's error type for the same fact. */
@@ -137,11 +138,13 @@ export function missingNodeClasses(graph: Record<string, unknown>, objectInfo: O
     const cls = node.class_type;
     if (typeof cls === 'string' && Object.hasOwn(objectInfo, cls)) continue;
     const name = typeof cls === 'string' ? cls : JSON.stringify(cls);
+    // A node of a known custom-node package says which package and why it is most likely absent.
+    const why = missingNodeExplanation(typeof cls === 'string' ? cls : null);
     out.push({
       type: 'missing_node_type',
       nodeId: id,
       classType: typeof cls === 'string' ? cls : null,
-      message: `Node '${title ?? name}' (${name}) is not installed on this ComfyUI`,
+      message: `Node '${title ?? name}' (${name}) is not installed on this ComfyUI${why ? `: ${why}` : ''}`,
     });
   }
   return out;

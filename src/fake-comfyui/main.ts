@@ -1,5 +1,6 @@
 /**
- * CLI: `npx tsx src/fake-comfyui/main.ts --port 8188 [--host 127.0.0.1] [--data-dir DIR] [--render-ms N] [--step-ms N]`.
+ * CLI: `npx tsx src/fake-comfyui/main.ts --port 8188 [--host 127.0.0.1] [--data-dir DIR] [--render-ms N] [--step-ms N]
+ * [--sgld-plugin]`.
  * Runs until SIGINT/SIGTERM, then closes cleanly (queue and history are lost, as with the real server).
  */
 import { parseArgs } from 'node:util';
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     'data-dir': { type: 'string', default: 'data/fake-comfyui' },
     'render-ms': { type: 'string' },
     'step-ms': { type: 'string' },
+    'sgld-plugin': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   },
   strict: true,
@@ -29,7 +31,8 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'Usage: fake-comfyui [--port 8188] [--host 127.0.0.1] [--data-dir data/fake-comfyui] [--render-ms 0] [--step-ms 0]\n' +
+    'Usage: fake-comfyui [--port 8188] [--host 127.0.0.1] [--data-dir data/fake-comfyui] [--render-ms 0] [--step-ms 0] [--sgld-plugin]\n' +
+      '--sgld-plugin (or FAKE_COMFYUI_SGLD_PLUGIN=1): serve SGLang\'s ComfyUI plugin nodes (recorded schemas).\n' +
       'Test controls: GET /__fake/stats, GET|POST /__fake/faults, POST /__fake/reset. LOG_LEVEL sets verbosity (default warn).\n',
   );
   process.exit(0);
@@ -41,6 +44,7 @@ const fake = await startFakeComfyUI({
   dataDir: values['data-dir'],
   renderMs: nonNegativeInt('render-ms', values['render-ms'], 0),
   stepMs: nonNegativeInt('step-ms', values['step-ms'], 0),
+  ...(values['sgld-plugin'] ? { sgldPlugin: true } : {}),
 });
 process.stdout.write(`fake ComfyUI listening on ${fake.url} (data dir ${fake.dataDir})\n`);
 

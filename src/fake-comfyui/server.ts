@@ -15,6 +15,7 @@ import { prepareDataDirs } from './files.ts';
 import { loadRawObjectInfo } from './fixture.ts';
 import type { RawObjectInfo } from './node-schema.ts';
 import { registerCoreRoutes } from './routes-core.ts';
+import { sgldPluginFromEnv, withSgldPlugin } from './sgld-plugin.ts';
 import { registerFakeRoutes } from './routes-fake.ts';
 import { registerFileRoutes, registerInternalRoutes } from './routes-files.ts';
 import { FakeState } from './state.ts';
@@ -32,6 +33,11 @@ export interface FakeComfyUIOptions {
   renderMs?: number;
   /** Served `/object_info` (the image combos are still regenerated from input/). Default: the fixture. */
   objectInfo?: RawObjectInfo;
+  /**
+   * SGLang's ComfyUI plugin is installed: its recorded node classes join `/object_info` (sgld-plugin.ts).
+   * Default: `FAKE_COMFYUI_SGLD_PLUGIN`, else off (the plugin absent or failed to import).
+   */
+  sgldPlugin?: boolean;
   /** pino level; default `LOG_LEVEL` or `warn`. */
   logLevel?: string;
 }
@@ -55,7 +61,7 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
   const log = pino({ name: 'fake-comfyui', level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'warn' });
   const state = new FakeState({
     dirs: prepareDataDirs(dataDir),
-    objectInfo: opts.objectInfo ?? loadRawObjectInfo(),
+    objectInfo: (opts.sgldPlugin ?? sgldPluginFromEnv()) ? withSgldPlugin(opts.objectInfo ?? loadRawObjectInfo()) : (opts.objectInfo ?? loadRawObjectInfo()),
     stepMs: opts.stepMs ?? 0,
     renderMs: opts.renderMs ?? 0,
     log,

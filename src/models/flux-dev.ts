@@ -14,4 +14,5 @@ export const fluxDev: ModelProfile = {
   files: { unet: 'flux1-dev-Q8_0.gguf', ...FLUX_TEXT_FILES },
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
+  sglang: { files: { unet: 'flux1-dev.safetensors' }, options: { model_type: 'flux' } },
 };

@@ -13,6 +13,7 @@ export const fluxSchnell: ModelProfile = {
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
   files: { unet: 'flux1-schnell-Q8_0.gguf', ...FLUX_TEXT_FILES },
+  sglang: { files: { unet: 'flux1-schnell.safetensors' }, options: { model_type: 'flux' } },
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 600_000,
 };

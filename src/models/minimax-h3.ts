@@ -26,6 +26,16 @@ export const minimaxH3: ModelProfile = {
     vae: 'minimax_h3_video_vae_fp16.safetensors',
     audioVae: 'minimax_h3_audio_vae_fp32.safetensors',
   },
+  /*
+   * The sglang engine: the worker takes a GGUF as its transformer weights, and the plugin reads the
+   * architecture from the BF16 checkpoint of the same mode, which must sit in models/diffusion_models under
+   * exactly these names (the plugin looks for no others).
+   */
+  sglang: {
+    files: { unet: 'minimax_h3_fl2va-Q8_0.gguf', unetRef2va: 'minimax_h3_ref2va-Q8_0.gguf' },
+    companions: { unet: 'minimax_h3_fl2va_bf16.safetensors', unetRef2va: 'minimax_h3_ref2va_bf16.safetensors' },
+    options: { model_type: 'minimax_h3' },
+  },
   stallTimeoutMs: VIDEO_STALL_TIMEOUT_MS,
   // A 33B DiT over 124+ frames plus a 32B VL text encoder: tens of minutes per attempt on one GPU.
   deadlineMs: 2 * 60 * 60_000,

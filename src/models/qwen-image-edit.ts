@@ -19,6 +19,8 @@ export const qwenImageEdit: ModelProfile = {
   // TextEncodeQwenImageEditPlus has exactly three image inputs.
   maxExtraImages: 3,
   files: { unet: 'qwen-image-edit-2509-Q8_0.gguf', ...QWEN_SHARED_FILES },
+  // Same architecture as Qwen-Image: the plugin's auto-detect cannot tell them apart, so the type is named.
+  sglang: { files: { unet: 'qwen_image_edit_2509_bf16.safetensors' }, options: { model_type: 'qwen_image_edit' } },
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 1_200_000,
 };

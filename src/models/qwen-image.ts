@@ -12,6 +12,7 @@ export const qwenImage: ModelProfile = {
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
   files: { unet: 'qwen-image-Q8_0.gguf', ...QWEN_SHARED_FILES },
+  sglang: { files: { unet: 'qwen_image_bf16.safetensors' }, options: { model_type: 'qwen_image' } },
   // A 20 GB unet plus a 7B text encoder load silently for a long time on a cold start.
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 1_200_000,

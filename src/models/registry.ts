@@ -5,6 +5,7 @@
  * stays importable from Temporal's workflow sandbox, where Node built-ins are not allowed.
  */
 import { z } from 'zod';
+import { checkEngineOverride, engineOverrideSchema, mergeSglang } from './engine-config.ts';
 import { familyBuilder } from './families/index.ts';
 import { fluxDev } from './flux-dev.ts';
 import { fluxKontext } from './flux-kontext.ts';
@@ -45,9 +46,13 @@ const overrideEntrySchema = z.strictObject({
     .optional(),
   stallTimeoutMs: positiveInt.optional(),
   deadlineMs: positiveInt.optional(),
+  ...engineOverrideSchema,
 });
 
-/** `{ "<profile id>": { "files": {...}, "defaults": {...}, "stallTimeoutMs"?, "deadlineMs"? } }`. */
+/**
+ * `{ "<profile id>": { "files": {...}, "defaults": {...}, "stallTimeoutMs"?, "deadlineMs"?, "engine"?,
+ * "sglang"?: { "files"?, "options"? } } }`.
+ */
 export const modelOverridesSchema = z.record(z.string(), overrideEntrySchema);
 export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
 
@@ -64,6 +69,8 @@ function build(overrides: ModelOverrides): ReadonlyMap<string, ModelProfile> {
           defaults: { ...base.defaults, ...o.defaults },
           stallTimeoutMs: o.stallTimeoutMs ?? base.stallTimeoutMs,
           deadlineMs: o.deadlineMs ?? base.deadlineMs,
+          ...(o.engine ?? base.engine ? { engine: o.engine ?? base.engine } : {}),
+          ...(base.sglang ? { sglang: mergeSglang(base, o) } : {}),
         }
       : base;
     map.set(base.id, deepFreeze(profile));
@@ -100,6 +107,7 @@ export function parseModelOverrides(json: unknown, source = 'model overrides'): 
         throw new Error(`${source}: ${id}.files.${role}: unknown file role (valid: ${roles.join(', ')})`);
       }
     }
+    checkEngineOverride(source, base, entry, roles);
     // DESIGN §5: an edit model needs the full vision-language encoder; a language-only GGUF encoder loads,
     // then fails inside the vision projector on the first render. Refuse it at start instead.
     const encoder = entry.files?.textEncoder;

@@ -48,6 +48,22 @@ describe('contract checks', () => {
     }
   });
 
+  it('with every model it can run on the sglang engine: the fake passes with its plugin on, and names the plugin without it', async () => {
+    const { applyModelOverrides, resetModelOverrides } = await import('../../src/models/registry.ts');
+    const ids = ['imagegen-flux-dev', 'imagegen-flux-schnell', 'imagegen-qwen-image', 'imagegen-qwen-image-edit', 'videogen-minimax-h3'];
+    applyModelOverrides(Object.fromEntries(ids.map((id) => [id, { engine: 'sglang' }])));
+    const withPlugin = await startFakeComfyUI({ port: 0, sgldPlugin: true });
+    try {
+      expect((await runAllContractChecks(withPlugin.url)).filter((r) => !r.ok)).toEqual([]);
+      const failed = (await runAllContractChecks(fake.url)).filter((r) => !r.ok);
+      expect(failed[0]!.name).toMatch(/^custom node ComfyUI_SGLDiffusion is not installed or failed to import/);
+      expect(failed.some((r) => r.name.startsWith('node class SGLDUNETLoader is not installed'))).toBe(true);
+    } finally {
+      resetModelOverrides();
+      await withPlugin.close();
+    }
+  });
+
   it('the CLI prints one line per check and exits 0', async () => {
     const root = path.resolve(import.meta.dirname, '..', '..');
     const { stdout } = await run(process.execPath, [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli/main.ts'), 'contract', fake.url]);

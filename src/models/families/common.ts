@@ -6,9 +6,12 @@ import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
 import type { RenderKind } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
+import { isGguf, requireFile } from './engine.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
 
 export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
+// The engine-dependent loaders live in engine.ts; builders import them from here with the other pieces.
+export { applyLoras, loadUnet, requireFile } from './engine.ts';
 
 /** Node id of the SaveImage node in every image graph: the render's result. */
 export const OUTPUT_NODE = 'save';
@@ -19,25 +22,6 @@ export interface FamilyBuilder {
   readonly fileRoles: readonly string[];
   readonly kinds: readonly RenderKind[];
   build(input: BuildInput): ComfyGraph;
-}
-
-export function requireFile(profile: ModelProfile, role: string): string {
-  const name = profile.files[role];
-  if (!name) throw new Error(`model ${profile.id}: no file configured for role "${role}"`);
-  return name;
-}
-
-const isGguf = (file: string): boolean => file.toLowerCase().endsWith('.gguf');
-
-/**
- * GGUF unets need ComfyUI-GGUF's loader; anything else goes through core UNETLoader. Choosing by extension
- * lets an operator swap a GGUF for a safetensors file through the overrides file alone.
- */
-export function loadUnet(g: GraphBuilder, profile: ModelProfile): NodeLink {
-  const file = requireFile(profile, 'unet');
-  return isGguf(file)
-    ? g.add('unet', 'UnetLoaderGGUF', 'Load diffusion model (GGUF)', { unet_name: file })
-    : g.add('unet', 'UNETLoader', 'Load diffusion model', { unet_name: file, weight_dtype: 'default' });
 }
 
 /** Single text encoder (Qwen): core CLIPLoader, or CLIPLoaderGGUF for a `.gguf` file (same `type` enum). */

@@ -6,6 +6,7 @@
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import {
   GraphBuilder,
+  applyLoras,
   loadUnet,
   loadVae,
   requireFile,
@@ -14,7 +15,6 @@ import {
   type BuildInput,
   type FamilyBuilder,
 } from './common.ts';
-import { applyLoras } from './tweaks.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
 export const FLUX_TEXT_FILES = {
@@ -29,7 +29,7 @@ export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
 export function fluxBase(g: GraphBuilder, input: BuildInput) {
   const { profile, request } = input;
   // DualCLIPLoaderGGUF reads both .gguf and .safetensors encoders, so it fits every override.
-  const { model, clip } = applyLoras(g, request, loadUnet(g, profile), g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
+  const { model, clip } = applyLoras(g, profile, request.loras, loadUnet(g, profile), g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
     clip_name1: requireFile(profile, 't5'),
     clip_name2: requireFile(profile, 'clipL'),
     type: 'flux',

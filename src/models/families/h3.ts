@@ -10,7 +10,7 @@
  * The node snaps `length` up to 17k+5 itself; the front already sends a count on that grid.
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, loadSingleClip, requireFile, type BuildInput, type FamilyBuilder } from './common.ts';
+import { GraphBuilder, loadImage, loadSingleClip, loadUnet, requireFile, type BuildInput, type FamilyBuilder } from './common.ts';
 import { createAndSaveVideo, videoSpecOf } from './video-common.ts';
 
 export const H3_FILE_ROLES = ['unet', 'unetRef2va', 'textEncoder', 'vae', 'audioVae'] as const;
@@ -27,8 +27,7 @@ export const h3Builder: FamilyBuilder = {
     const spec = videoSpecOf(input);
     const g = new GraphBuilder();
     // FL2VA weights serve t2va and fl2va; reference mode is a separate checkpoint.
-    const unetFile = requireFile(profile, spec.task === 'ref2va' ? 'unetRef2va' : 'unet');
-    let model = g.add('unet', 'UNETLoader', 'Load diffusion model', { unet_name: unetFile, weight_dtype: 'default' });
+    let model = loadUnet(g, profile, spec.task === 'ref2va' ? 'unetRef2va' : 'unet');
     if (spec.shift !== undefined) {
       model = g.add('model_sampling', 'MiniMaxH3SigmaShift', 'Sigma shift (video / audio)', {
         model,

@@ -7,6 +7,7 @@ import type { NodeLink } from '../../comfyui/graph.ts';
 import {
   GraphBuilder,
   loadSingleClip,
+  applyLoras,
   loadUnet,
   loadVae,
   sampleDecodeSave,
@@ -14,7 +15,6 @@ import {
   type BuildInput,
   type FamilyBuilder,
 } from './common.ts';
-import { applyLoras } from './tweaks.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
 export const QWEN_SHARED_FILES = {
@@ -37,7 +37,7 @@ export function qwenBase(g: GraphBuilder, input: BuildInput) {
     shift: profile.defaults.shift ?? QWEN_DEFAULT_SHIFT,
   });
   // LoRAs patch weights; ComfyUI applies them under the sampling-shift patch whichever comes first.
-  const { model, clip } = applyLoras(g, input.request, sampling, loadSingleClip(g, profile, QWEN_CLIP_TYPE));
+  const { model, clip } = applyLoras(g, profile, input.request.loras, sampling, loadSingleClip(g, profile, QWEN_CLIP_TYPE));
   const vae = loadVae(g, profile);
   return { model, clip, vae };
 }

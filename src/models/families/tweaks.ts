@@ -1,33 +1,11 @@
 /**
- * What A1111 users tweak, as ComfyUI graph pieces every image family shares: LoRA stacks (LoraLoader), the
+ * What A1111 users tweak, as ComfyUI graph pieces every image family shares (LoRA stacks are engine.ts's): the
  * hires fix (a second sampling pass at the upscaled size), img2img resize modes, and the upscaler chains the
  * hires fix and the extras upscale share. Node inputs follow the recorded real `/object_info`.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
 import type { HiresFix, RenderRequest, Upscaler } from '../../render/types.ts';
 import type { BuildInput, GraphBuilder, SampleParts } from './graph-builder.ts';
-
-/**
- * `<lora:name:weight>` tags → a chain of LoraLoader nodes (model and text encoder) after the loaders; with
- * no text encoder to patch (`clip` absent), LoraLoaderModelOnly. Order is the prompt's order.
- */
-export function applyLoras(g: GraphBuilder, request: RenderRequest, model: NodeLink, clip: NodeLink): { model: NodeLink; clip: NodeLink } {
-  let m = model;
-  let c = clip;
-  (request.loras ?? []).forEach((lora, i) => {
-    const id = `lora_${i + 1}`;
-    g.add(id, 'LoraLoader', `LoRA ${lora.name}`, {
-      model: m,
-      clip: c,
-      lora_name: lora.file,
-      strength_model: lora.model,
-      strength_clip: lora.clip,
-    });
-    m = [id, 0];
-    c = [id, 1];
-  });
-  return { model: m, clip: c };
-}
 
 /**
  * Image → image of exactly `width`×`height` through `upscaler`: a model upscale (UpscaleModelLoader +
