@@ -96,6 +96,15 @@ const envSchema = z.object({
    */
   REQUEST_TIMEOUT_MS: positiveInt.default(120_000),
   /**
+   * A connection's request headers must arrive within this (408 after): a socket that connects and sends
+   * nothing is closed after it, not after a minute or more. At most REQUEST_TIMEOUT_MS.
+   */
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
+  /** A kept-alive connection idle this long between requests is closed (as common servers do, about 5 s). */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt.default(5_000),
+  /** Most open connections to the HTTP front; more are refused at accept. Each waiting render holds one. */
+  HTTP_MAX_CONNECTIONS: positiveInt.default(1_024),
+  /**
    * Admission control: most renders waiting or running (all fronts, counted by Temporal). Past it a new
    * render is refused with 503 and Retry-After, and nothing is started.
    */
