@@ -7,6 +7,7 @@ import type { RenderRequest } from '../render/types.ts';
 import type { ActivityDeps } from './index.ts';
 import { MAX_PROMPT_ATTEMPTS } from '../workflows/attempts.ts';
 import { FailureType } from '../workflows/failure-types.ts';
+import { oversizedRender } from '../render/history-size.ts';
 
 /** Profile + request → one ComfyUI graph per output item; the result is recorded in history. */
 export function createBuildGraph(deps: ActivityDeps): RenderActivities['buildGraph'] {
@@ -30,7 +31,7 @@ export function buildRender(config: Pick<Config, 'STALL_TIMEOUT_MS' | 'HEARTBEAT
     // fails the same way on every retry.
     throw ApplicationFailure.nonRetryable(`cannot build the graph: ${(err as Error).message}`, FailureType.InvalidRender);
   }
-  return {
+  const built: BuiltRender = {
     plan,
     limits: {
       stallTimeoutMs: config.STALL_TIMEOUT_MS ?? profile.stallTimeoutMs,
@@ -39,4 +40,9 @@ export function buildRender(config: Pick<Config, 'STALL_TIMEOUT_MS' | 'HEARTBEAT
       maxAttempts: MAX_PROMPT_ATTEMPTS,
     },
   };
+  // Recorded in history (input or local activity result): over Temporal's payload limit, the workflow task
+  // would fail and be retried forever. Fail the render instead (the front refuses such requests up front).
+  const oversized = oversizedRender(request, built);
+  if (oversized) throw ApplicationFailure.nonRetryable(oversized.message, FailureType.InvalidRender, { field: oversized.field, bytes: oversized.bytes });
+  return built;
 }

@@ -1,6 +1,7 @@
 /**
  * Starts render workflows and waits for them: the only place the front talks to Temporal about renders.
  */
+import { refuseOversizedRender } from './render-size.ts';
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -120,10 +121,13 @@ export class RenderService {
       { key: RENDER_KIND, value: request.kind },
       ...(request.replayOf ? [{ key: RENDER_REPLAY_OF, value: request.replayOf }] : []),
     ];
+    const args = this.argsFor(request, renderId);
+    // Over Temporal's payload limit the render could never run: a 413 naming the field instead.
+    refuseOversizedRender(request, renderId, args[1]);
     const options: WorkflowStartOptions<typeof render> = {
       taskQueue: this.taskQueue,
       workflowId: renderId,
-      args: this.argsFor(request, renderId),
+      args,
       memo: memoFor(request, fingerprint, opts.priority),
       // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
       ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),

@@ -12,6 +12,7 @@ import { InFlight } from '../../src/api/in-flight.ts';
 import { OptionsStore } from '../../src/api/options-store.ts';
 import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/api/render-service.ts';
 import { buildServer } from '../../src/api/server.ts';
+import type { ComfyCatalog } from '../../src/api/comfy-catalog.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -37,6 +38,8 @@ export interface TestFrontOptions {
   waitingRenders?: () => Promise<number>;
   /** What an Idempotency-Key finds (default: nothing, a new render). */
   keyState?: (key: string) => 'attach' | 'new' | 'conflict';
+  /** ComfyUI's LoRA file list, for requests with LoRA tags (default: no catalog, as when ComfyUI is down). */
+  loras?: string[];
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -90,6 +93,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       probeComfy: async () => ({}),
     },
     waitingRenders: opts.waitingRenders ?? (async () => 0),
+    ...(opts.loras ? { catalog: { loras: async () => opts.loras!, upscaleModels: async () => [] } as unknown as ComfyCatalog } : {}),
     inFlight,
   });
   await app.ready();
