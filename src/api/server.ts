@@ -187,7 +187,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   }
 
   // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
-  registerBodyGate(app, { largeBytes: deps.config.LARGE_BODY_BYTES, maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES });
+  registerBodyGate(app, {
+    largeBytes: deps.config.LARGE_BODY_BYTES,
+    maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES,
+    minBytesPerSecond: deps.config.MIN_UPLOAD_BYTES_PER_S,
+  });
 
   // Before any handler reads a body: what recurses over it later (echoes, fingerprints) must not overflow.
   app.addHook('preValidation', async (req) => {

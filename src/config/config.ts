@@ -91,6 +91,11 @@ const envSchema = z.object({
   LARGE_BODY_BYTES: positiveInt.default(256 * 1024),
   MAX_CONCURRENT_LARGE_BODIES: positiveInt.default(4),
   /**
+   * A large body slower than this (bytes per second, averaged after 5 s) loses its slot: 408, connection
+   * closed. 0 turns the minimum off.
+   */
+  MIN_UPLOAD_BYTES_PER_S: z.coerce.number().int().nonnegative().default(16 * 1024),
+  /**
    * Longest time to receive one request's headers and body (408 after): bounds slow-trickle bodies. Renders
    * may take any time after that; this is not a response timeout.
    */
