@@ -258,7 +258,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     if (err instanceof ComfyUnavailableError && err.refusedForMs !== undefined) {
       // Its process is gone: no new attempt may lease it until it answers again (the worker's probe clears
       // the mark), so the next attempt, soon, runs on another GPU. Its queue died with it: nothing renders twice.
-      deps.health.markUnhealthy(backend, { reason: `refuses connections (${err.message})` });
+      deps.health.markUnhealthy(backend, { reason: `refuses connections (${err.message})`, ...(promptId ? { abandonedPromptId: promptId } : {}) });
       log.warn({ promptId, refusedForMs: err.refusedForMs }, 'ComfyUI refuses connections: moving the item to another backend');
       throw ApplicationFailure.create({
         message: err.message,
