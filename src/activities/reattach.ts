@@ -43,6 +43,8 @@ export async function findLivePrompt(
   for (const c of candidates) {
     const where = c.backendId !== undefined ? deps.backends.filter((b) => b.id === c.backendId) : [leased, ...deps.backends.filter((b) => b.id !== leased.id)];
     for (const backend of where) {
+      // Given up on when its backend refused connections: the item moved; that copy is cancelled, not followed.
+      if (deps.health.get(backend)?.abandonedPromptId === c.promptId) continue;
       let state: string;
       try {
         state = (await clientFor(deps, backend).promptStatus(c.promptId, { signal, ...(backend.id === leased.id ? {} : { timeoutMs: 3_000 }) })).state;

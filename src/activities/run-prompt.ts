@@ -62,6 +62,17 @@ export function stopGraceMs(stallTimeoutMs: number): number {
 
 /** An attempt that found its backend unhealthy is retried soon, on another worker's backend. */
 const UNHEALTHY_RETRY_MS = 1_000;
+/** After a backend refused connections, the next attempt (on another backend) starts this soon. */
+const DEAD_BACKEND_RETRY_MS = 1_000;
+
+/**
+ * How long ComfyUI may refuse every connection before the attempt gives up on it: nothing listens on its
+ * port, so its process (and its in-memory queue) is gone; the item moves to another GPU at once instead of
+ * after the whole stall timeout. A quick restart (a few seconds) is still waited for.
+ */
+export function deadBackendMs(stallTimeoutMs: number): number {
+  return Math.min(10_000, stallTimeoutMs);
+}
 
 export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivities['runPrompt'] {
   const objectInfo = new ObjectInfoCache();
@@ -123,6 +134,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   const follow = {
     signal,
     stallTimeoutMs: input.stallTimeoutMs,
+    refusedDeadMs: deadBackendMs(input.stallTimeoutMs),
     pollIntervalMs: deps.config.POLL_INTERVAL_MS,
     onProgress,
     ...(wantPreviews ? { onPreview } : {}),
@@ -137,7 +149,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     // attempt goes to another worker's ComfyUI soon: this worker asks for no work while its only backends
     // are unhealthy (backends/gpu-pool.ts).
     await ensureBackendUsable(deps.health, backend, client, UNHEALTHY_RETRY_MS);
-    await waitReachable(client, input.stallTimeoutMs, deps.config.POLL_INTERVAL_MS, signal);
+    await waitReachable(client, input.stallTimeoutMs, deadBackendMs(input.stallTimeoutMs), deps.config.POLL_INTERVAL_MS, signal);
 
     const previous = await findLivePrompt(deps, backend, previousPrompts(workflowExecution, input), signal);
     let result: FollowResult;
@@ -233,6 +245,18 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         details: [{ ...err.details(), stop, backend: backend.id }],
       });
     }
+    if (err instanceof ComfyUnavailableError && err.refusedForMs !== undefined) {
+      // Its process is gone: no new attempt may lease it until it answers again (the worker's probe clears
+      // the mark), so the next attempt, soon, runs on another GPU. Its queue died with it: nothing renders twice.
+      deps.health.markUnhealthy(backend, { reason: `refuses connections (${err.message})`, ...(promptId ? { abandonedPromptId: promptId } : {}) });
+      log.warn({ promptId, refusedForMs: err.refusedForMs }, 'ComfyUI refuses connections: moving the item to another backend');
+      throw ApplicationFailure.create({
+        message: err.message,
+        type: err.type,
+        nonRetryable: false,
+        details: [{ ...err.details(), backend: backend.id, retryAfterMs: DEAD_BACKEND_RETRY_MS }],
+      });
+    }
     if (err instanceof ComfyExecutionError && err.isOutOfMemory) {
       // CUDA OOM: free VRAM and caches before the retry, or it fails the same way.
       log.warn({ promptId }, 'out of memory: freeing ComfyUI memory before the retry');
@@ -261,15 +285,24 @@ function withBackend(err: unknown, backendId: string): unknown {
   });
 }
 
-/** Resolves once ComfyUI answers `/queue`; rethrows the connection error after `budgetMs`. */
-async function waitReachable(client: ComfyClient, budgetMs: number, everyMs: number, signal: AbortSignal): Promise<void> {
+/**
+ * Resolves once ComfyUI answers `/queue`; rethrows the connection error after `budgetMs`, or once every
+ * connection was refused for `refusedDeadMs` (with `refusedForMs` set: its process is gone).
+ */
+async function waitReachable(client: ComfyClient, budgetMs: number, refusedDeadMs: number, everyMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + budgetMs;
+  let refusedSince: number | undefined;
   for (;;) {
     try {
       await client.getQueue({ signal, timeoutMs: 10_000 });
       return;
     } catch (e) {
       if (!(e instanceof ComfyUnavailableError) || Date.now() + everyMs > deadline) throw e;
+      refusedSince = e.refused ? (refusedSince ?? Date.now()) : undefined;
+      if (refusedSince !== undefined && Date.now() - refusedSince >= refusedDeadMs) {
+        const refusedForMs = Date.now() - refusedSince;
+        throw new ComfyUnavailableError({ url: e.url, refusedForMs, cause: e, message: `ComfyUI at ${e.url} refused every connection for ${Math.round(refusedForMs / 1000)} s: its process is gone` });
+      }
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }

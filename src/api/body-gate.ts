@@ -10,6 +10,11 @@
  * store the body themselves mark it (`config: { keepsBodySlot: true }`) and call `releaseBodySlot` once the
  * images are in the blob store; for any other route the slot is released once the body is parsed
  * (`preHandler`). A response or an aborted request releases it in any case.
+ *
+ * A slot is for reading a body, not for waiting on a client: a body that trickles in slower than
+ * `minBytesPerSecond` (averaged from when it got its slot, after a short grace) is answered 408 and its
+ * connection closed, so a few slow uploads cannot hold every slot while genuine requests queue behind them
+ * until REQUEST_TIMEOUT_MS.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
@@ -26,7 +31,17 @@ export interface BodyGateOptions {
   /** Bodies at least this large (or of unknown length) pass through the gate. */
   largeBytes: number;
   maxConcurrent: number;
+  /** Slowest upload rate a large body may keep its slot with (bytes per second); 0 or unset: no minimum. */
+  minBytesPerSecond?: number;
+  /** How long a body has before its rate is judged (default 5 s): connection start-up and TCP slow start. */
+  graceMs?: number;
 }
+
+/** A1111's envelope; written raw, since the request is cut off mid-body. */
+const SLOW_UPLOAD_408 = (() => {
+  const body = JSON.stringify({ error: 'HTTPException', detail: 'request body arrived too slowly', body: '', errors: 'request body arrived too slowly', field: 'body' });
+  return `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+})();
 
 export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): { waiting(): number; active(): number } {
   let active = 0;
@@ -50,9 +65,11 @@ export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): {
     if (Number.isFinite(length) && length < opts.largeBytes) return;
     await acquire();
     let released = false;
+    const stopWatch = watchUploadRate(req, opts);
     slots.set(req, () => {
       if (released) return;
       released = true;
+      stopWatch();
       release();
     });
   });
@@ -62,6 +79,31 @@ export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): {
   app.addHook('onResponse', async (req) => releaseBodySlot(req));
   app.addHook('onRequestAbort', async (req) => releaseBodySlot(req));
   return { waiting: () => queue.length, active: () => active };
+}
+
+/** Evicts a body that arrives slower than opts.minBytesPerSecond; returns the function that stops watching. */
+function watchUploadRate(req: FastifyRequest, opts: BodyGateOptions): () => void {
+  const min = opts.minBytesPerSecond ?? 0;
+  const socket = req.raw.socket as (typeof req.raw.socket & { bytesRead?: number }) | undefined;
+  // In-process injection has no real socket: nothing to measure.
+  if (min <= 0 || !socket || typeof socket.bytesRead !== 'number') return () => undefined;
+  const graceMs = opts.graceMs ?? 5_000;
+  const startBytes = socket.bytesRead;
+  const startAt = Date.now();
+  const timer = setInterval(() => {
+    if (req.raw.complete) return clearInterval(timer);
+    const elapsed = Date.now() - startAt;
+    if (elapsed < graceMs) return;
+    const rate = ((socket.bytesRead - startBytes) * 1000) / elapsed;
+    if (rate >= min) return;
+    clearInterval(timer);
+    req.log.warn({ bytesPerSecond: Math.round(rate), minBytesPerSecond: min }, 'request body arriving too slowly: 408, connection closed');
+    releaseBodySlot(req);
+    socket.end(SLOW_UPLOAD_408);
+    setTimeout(() => socket.destroy(), 1_000).unref();
+  }, Math.min(1_000, Math.max(100, Math.floor(graceMs / 4))));
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** The request no longer needs its body: let the next large one in. Idempotent; a no-op for small bodies. */

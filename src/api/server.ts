@@ -38,6 +38,50 @@ const OPEN_ROUTES = new Set(['/health', '/internal/ping', '/', '/gallery/app.js'
 
 export { authorized } from '../auth/api-token.ts';
 
+/**
+ * Node enforces requestTimeout and headersTimeout only when given at creation (Fastify sets them afterwards,
+ * which Node ignores), and checks them on a sweep (30 s by default, which let idle sockets live 60-100 s):
+ * create the server ourselves, sweeping often enough for the shorter of the two.
+ */
+function createHttpServer(config: ApiDeps['config'], handler: http.RequestListener): http.Server {
+  const headersTimeout = Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS);
+  const interval = Math.max(250, Math.min(30_000, Math.floor(headersTimeout / 2)));
+  const server = http.createServer(
+    {
+      requestTimeout: config.REQUEST_TIMEOUT_MS,
+      headersTimeout,
+      keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: interval,
+    },
+    handler,
+  );
+  // Past the cap Node closes new sockets at accept: a flood of idle connections cannot exhaust descriptors.
+  server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  closeSilentSockets(server, headersTimeout + interval);
+  return server;
+}
+
+/**
+ * Node's headersTimeout starts with the first byte of a request: a socket that connects and sends nothing is
+ * never swept. Such a socket is closed once the headers timeout (and one sweep) has passed without a request.
+ */
+function closeSilentSockets(server: http.Server, afterMs: number): void {
+  const timers = new WeakMap<object, NodeJS.Timeout>();
+  server.on('connection', (socket: import('node:net').Socket) => {
+    const timer = setTimeout(() => socket.destroy(), afterMs);
+    timer.unref();
+    timers.set(socket, timer);
+    socket.once('close', () => clearTimeout(timer));
+  });
+  server.on('request', (req: http.IncomingMessage) => {
+    const timer = timers.get(req.socket);
+    if (timer) {
+      clearTimeout(timer);
+      timers.delete(req.socket);
+    }
+  });
+}
+
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
@@ -45,17 +89,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     // Receiving the request (headers and body) is bounded: a body trickled a byte a minute would otherwise hold
     // a connection and its buffer forever. Node clears this timer once the request is read, so a client
     // waiting minutes for its render is not cut off; nor is it by the socket idle timeout, which stays off.
+    // Idle connections are bounded by the headers and keep-alive timeouts instead, and their number by a cap.
     requestTimeout: deps.config.REQUEST_TIMEOUT_MS,
     // Node enforces requestTimeout only when given at creation (Fastify sets it afterwards, which Node
     // ignores), and checks it on a sweep (30 s by default): create the server ourselves.
-    serverFactory: (handler) =>
-      http.createServer(
-        {
-          requestTimeout: deps.config.REQUEST_TIMEOUT_MS,
-          connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(deps.config.REQUEST_TIMEOUT_MS / 2))),
-        },
-        handler,
-      ),
+    serverFactory: (handler) => createHttpServer(deps.config, handler),
     connectionTimeout: 0,
     // Bad URLs and over-long path parameters answer in A1111's envelope like every other error.
     frameworkErrors: (err, _req, reply) => {
@@ -122,7 +160,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   }
 
   // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
-  registerBodyGate(app, { largeBytes: deps.config.LARGE_BODY_BYTES, maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES });
+  registerBodyGate(app, {
+    largeBytes: deps.config.LARGE_BODY_BYTES,
+    maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES,
+    minBytesPerSecond: deps.config.MIN_UPLOAD_BYTES_PER_S,
+  });
 
   // Before any handler reads a body: what recurses over it later (echoes, fingerprints) must not overflow.
   app.addHook('preValidation', async (req) => {

@@ -12,6 +12,10 @@
  *
  * Recovery: a mark is cleared when a prompt on the backend succeeds, or when a probe finds ComfyUI answering
  * and the stuck prompt gone from its queue (ComfyUI was restarted, or the node finally returned).
+ *
+ * A backend that refused every connection mid-prompt is marked too (its process is gone, and the item moves
+ * to another backend). Should it come back still holding that prompt (it was only out of reach, behind a
+ * proxy or tunnel that went away), the probe cancels the prompt before the mark is cleared: rendered once.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +31,8 @@ const markSchema = z.object({
   reason: z.string(),
   since: z.number(),
   stuckPromptId: z.string().optional(),
+  /** Refused connections mid-prompt: the prompt whose item then moved to another backend. */
+  abandonedPromptId: z.string().optional(),
 });
 
 export type UnhealthyMark = z.infer<typeof markSchema>;
@@ -66,9 +72,10 @@ export class BackendHealth {
     }
   }
 
-  markUnhealthy(backend: Pick<Backend, 'id' | 'url'>, mark: { reason: string; stuckPromptId?: string }): UnhealthyMark {
+  markUnhealthy(backend: Pick<Backend, 'id' | 'url'>, mark: { reason: string; stuckPromptId?: string; abandonedPromptId?: string }): UnhealthyMark {
     const m: UnhealthyMark = { backend: backend.id, url: backend.url, reason: mark.reason, since: Date.now() };
     if (mark.stuckPromptId) m.stuckPromptId = mark.stuckPromptId;
+    if (mark.abandonedPromptId) m.abandonedPromptId = mark.abandonedPromptId;
     mkdirSync(this.dir, { recursive: true });
     const target = this.file(backend);
     const tmp = `${target}.${process.pid}.tmp`;
@@ -114,6 +121,13 @@ export class BackendHealth {
       const q = await client.getQueue({ timeoutMs: 5_000 });
       const stuck = mark.stuckPromptId;
       if (stuck !== undefined && (q.runningIds.includes(stuck) || q.pendingIds.includes(stuck))) return mark;
+      const abandoned = mark.abandonedPromptId;
+      if (abandoned !== undefined && (q.runningIds.includes(abandoned) || q.pendingIds.includes(abandoned))) {
+        // Refusing connections did not mean a restart here (a proxy or tunnel in between went away): the
+        // prompt survived, but its item has moved to another backend. Stop this copy so it renders once.
+        await client.cancelJob(abandoned, { timeoutMs: 5_000 });
+        this.logger?.warn({ backend: backend.id, promptId: abandoned }, 'backend was only out of reach: cancelled the prompt whose item moved elsewhere');
+      }
       this.markHealthy(backend, stuck ? `prompt ${stuck} is no longer in ComfyUI's queue` : 'ComfyUI answers again');
       return undefined;
     } catch {

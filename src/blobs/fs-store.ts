@@ -32,12 +32,10 @@ export class FsBlobStore implements BlobStore {
       await pipeline(Readable.from(meteredChunks(source, hash, counted, opts.maxBytes)), createWriteStream(tmp));
       const sha256 = hash.digest('hex');
       const file = this.pathFor(sha256);
-      if (await this.has(sha256)) {
-        await unlink(tmp);
-      } else {
-        await mkdir(path.dirname(file), { recursive: true });
-        await rename(tmp, file);
-      }
+      // Also when the blob exists: the atomic replace makes it young again (mtime is its age), so a prune
+      // that lists it as old does not delete the outputs a running render has just stored (they dedup to it).
+      await mkdir(path.dirname(file), { recursive: true });
+      await rename(tmp, file);
       return blobRef(sha256, counted.size, meta);
     } catch (err) {
       await unlink(tmp).catch(() => undefined);

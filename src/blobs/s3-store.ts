@@ -61,9 +61,8 @@ export class S3BlobStore implements BlobStore {
   /** Bytes already in memory: hash first, then one PutObject straight to the content address. */
   async put(bytes: Buffer, meta: BlobMeta): Promise<BlobRef> {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
-    if ((await this.size(sha256)) === undefined) {
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyFor(sha256), Body: bytes, ContentType: meta.mime }));
-    }
+    // Written even when it exists: LastModified is the blob's age, and a prune must see a re-stored blob as young.
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyFor(sha256), Body: bytes, ContentType: meta.mime }));
     return blobRef(sha256, bytes.length, meta);
   }
 
@@ -81,16 +80,15 @@ export class S3BlobStore implements BlobStore {
     try {
       await upload.done();
       const sha256 = hash.digest('hex');
-      if ((await this.size(sha256)) === undefined) {
-        // Server-side copy keeps the bytes off this host; a single copy takes objects up to 5 GB.
-        await this.client.send(
-          new CopyObjectCommand({
-            Bucket: this.bucket,
-            Key: this.keyFor(sha256),
-            CopySource: `${this.bucket}/${encodeURIComponent(staging)}`,
-          }),
-        );
-      }
+      // Server-side copy keeps the bytes off this host; a single copy takes objects up to 5 GB. Copied even when
+      // the blob exists, so its LastModified (its age for prune) is renewed, as the filesystem store does.
+      await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: this.keyFor(sha256),
+          CopySource: `${this.bucket}/${encodeURIComponent(staging)}`,
+        }),
+      );
       return blobRef(sha256, counted.size, meta);
     } finally {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: staging })).catch(() => undefined);

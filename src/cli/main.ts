@@ -6,6 +6,7 @@
 import { loadConfig, ConfigError } from '../config/config.ts';
 import { createLogger } from '../log.ts';
 import { runServices, type Mode } from '../app/services.ts';
+import { sanitizeForTerminal } from './sanitize.ts';
 
 const USAGE = `usage: comfy-durable <start|worker|api|contract URL|renders …>
 
@@ -97,6 +98,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(sanitizeForTerminal(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`));
   process.exit(1);
 });

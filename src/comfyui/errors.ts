@@ -70,6 +70,15 @@ export class ComfyValidationError extends ComfyError {
   }
 }
 
+/** Whether `err` (or an error it wraps: `cause`, AggregateError `errors`) is a refused TCP connection. */
+export function isConnectionRefused(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 5) return false;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (e.code === 'ECONNREFUSED') return true;
+  if (e.cause !== undefined && isConnectionRefused(e.cause, depth + 1)) return true;
+  return Array.isArray(e.errors) && e.errors.some((x) => isConnectionRefused(x, depth + 1));
+}
+
 /** Connection faults, timeouts, 5xx, and any status ComfyUI should not answer for a well-formed call. */
 export class ComfyUnavailableError extends ComfyError {
   readonly type = 'ComfyUnavailable' as const;
@@ -78,7 +87,13 @@ export class ComfyUnavailableError extends ComfyError {
   readonly url: string;
   readonly body: string | undefined;
 
-  constructor(init: { url: string; status?: number; body?: string; message?: string; cause?: unknown }) {
+  /**
+   * Set when ComfyUI refused every connection for this long: nothing listens on its port, so its process is
+   * gone, and its in-memory queue with it (unlike a timeout, where it may still be rendering out of reach).
+   */
+  readonly refusedForMs: number | undefined;
+
+  constructor(init: { url: string; status?: number; body?: string; message?: string; cause?: unknown; refusedForMs?: number }) {
     super(
       init.message ??
         (init.status !== undefined
@@ -90,10 +105,16 @@ export class ComfyUnavailableError extends ComfyError {
     this.status = init.status;
     this.url = init.url;
     this.body = init.body;
+    this.refusedForMs = init.refusedForMs;
+  }
+
+  /** The connection was refused (ECONNREFUSED): the OS says nothing listens there. */
+  get refused(): boolean {
+    return isConnectionRefused(this.cause);
   }
 
   override details(): Record<string, unknown> {
-    return { ...super.details(), status: this.status, url: this.url };
+    return { ...super.details(), status: this.status, url: this.url, ...(this.refusedForMs !== undefined ? { refusedForMs: this.refusedForMs } : {}) };
   }
 }
 

@@ -24,6 +24,8 @@ import {
   ComfyInterruptedError,
   ComfyPromptLostError,
   ComfyStallError,
+  ComfyUnavailableError,
+  isConnectionRefused,
   type ExecutionErrorInfo,
 } from './errors.ts';
 import { eventPromptId, isTerminalExecutionError, type ComfyEvent } from './events.ts';
@@ -63,6 +65,12 @@ export interface FollowOptions {
   signal?: AbortSignal;
   stallTimeoutMs: number;
   pollIntervalMs: number;
+  /**
+   * ComfyUI refusing every connection this long ends the follow with a ComfyUnavailableError carrying
+   * `refusedForMs`: nothing listens on its port, so its process is gone and its queue with it, and waiting
+   * the whole stall timeout would only delay moving the prompt elsewhere. Unset: treated like any silence.
+   */
+  refusedDeadMs?: number;
   /** Called on every event for the prompt and on every poll (heartbeat from here). Must not throw. */
   onProgress?: (p: FollowProgress) => void;
   /**
@@ -179,6 +187,8 @@ class Follower {
   private queueBaseline: QueueSnapshot | undefined;
   private lastQueueRemaining: number | undefined;
   private lastCheckFailed = false;
+  /** Since when every status check was refused (ECONNREFUSED); undefined once one was not. */
+  private refusedSince: number | undefined;
   private eventError: ExecutionErrorInfo | undefined;
 
   private socket: EventSession | undefined;
@@ -472,10 +482,12 @@ class Follower {
       try {
         [st, queue] = await Promise.all([this.client.promptStatus(this.id, this.callOpts()), this.client.getQueue(this.callOpts())]);
         this.lastCheckFailed = false;
+        this.refusedSince = undefined;
       } catch (e) {
         if (this.settled) return;
         this.lastCheckFailed = true;
         this.opts.logger?.warn({ promptId: this.id, err: e }, 'ComfyUI status check failed');
+        if (this.deadFromRefusals(e)) return;
       }
       if (this.settled) return;
       const now = Date.now();
@@ -509,6 +521,22 @@ class Follower {
       this.requestCheck();
     }
     this.schedule();
+  }
+
+  /** Counts a failed check; true (and the follow failed) once connections were refused for refusedDeadMs. */
+  private deadFromRefusals(e: unknown): boolean {
+    const deadMs = this.opts.refusedDeadMs;
+    if (!isConnectionRefused(e)) {
+      this.refusedSince = undefined;
+      return false;
+    }
+    const now = Date.now();
+    this.refusedSince ??= now;
+    if (deadMs === undefined || now - this.refusedSince < deadMs) return false;
+    const refusedForMs = now - this.refusedSince;
+    const url = e instanceof ComfyUnavailableError ? e.url : 'ComfyUI';
+    this.fail(new ComfyUnavailableError({ url, refusedForMs, cause: e, message: `ComfyUI at ${url} refused every connection for ${Math.round(refusedForMs / 1000)} s while prompt ${this.id} was ${this.state}: its process is gone` }));
+    return true;
   }
 
   // ------------------------------------------------------------ reconnect

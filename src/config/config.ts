@@ -97,10 +97,24 @@ const envSchema = z.object({
   LARGE_BODY_BYTES: positiveInt.default(256 * 1024),
   MAX_CONCURRENT_LARGE_BODIES: positiveInt.default(4),
   /**
+   * A large body slower than this (bytes per second, averaged after 5 s) loses its slot: 408, connection
+   * closed. 0 turns the minimum off.
+   */
+  MIN_UPLOAD_BYTES_PER_S: z.coerce.number().int().nonnegative().default(16 * 1024),
+  /**
    * Longest time to receive one request's headers and body (408 after): bounds slow-trickle bodies. Renders
    * may take any time after that; this is not a response timeout.
    */
   REQUEST_TIMEOUT_MS: positiveInt.default(120_000),
+  /**
+   * A connection's request headers must arrive within this (408 after): a socket that connects and sends
+   * nothing is closed after it, not after a minute or more. At most REQUEST_TIMEOUT_MS.
+   */
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
+  /** A kept-alive connection idle this long between requests is closed (as common servers do, about 5 s). */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt.default(5_000),
+  /** Most open connections to the HTTP front; more are refused at accept. Each waiting render holds one. */
+  HTTP_MAX_CONNECTIONS: positiveInt.default(1_024),
   /**
    * Admission control: most renders waiting or running (all fronts, counted by Temporal). Past it a new
    * render is refused with 503 and Retry-After, and nothing is started.

@@ -8,8 +8,9 @@
  *
  * Works on either blob store through its inventory (BlobStore.list / delete). Run by `renders prune` and by
  * the retention schedule's activity (src/activities/prune-expired.ts). A blob is content-addressed, so a new
- * render may reuse an old blob (the same init image again) without making it younger: renders that started
- * while this prune listed are read again just before blobs are deleted, and what they reference is kept.
+ * render may reuse an old blob (the same init image again): storing it again makes it young (the stores renew
+ * its age), renders that started while this prune listed and every running render (whose stored items are in
+ * its activities' results) are read again just before blobs are deleted, and what they reference is kept.
  */
 import { readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -83,10 +84,11 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
     if (keep.has(b.sha256) || b.storedAtMs >= cutoff.getTime()) continue;
     candidates.push({ sha256: b.sha256, size: b.size });
   }
-  // Renders started while we listed may reuse an old blob (content addressing does not make it younger):
-  // read the remaining renders that started since shortly before we began (slack for visibility lag) again.
+  // While we listed, renders may have started, and running ones may have stored more items (a re-stored blob
+  // is young again, but the listing may predate that): read the renders that started since shortly before we
+  // began (slack for visibility lag) and every running one again.
   const since = new Date(startedAt.getTime() - 60_000).toISOString();
-  await collectRefs(opts.client, query(`StartTime >= '${since}' AND ${remaining}`), keep, progress);
+  await collectRefs(opts.client, query(`((StartTime >= '${since}' AND ${remaining}) OR ExecutionStatus = 'Running')`), keep, progress);
   const doomed = candidates.filter((b) => !keep.has(b.sha256));
   for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
     const batch = doomed.slice(i, i + DELETE_BATCH);
@@ -143,7 +145,13 @@ async function collectRefs(client: Client, query: string, keep: Set<string>, pro
       throw new Error(`could not read the history of ${w.workflowId}: refusing to delete blobs it may need`, { cause: err });
     }
     for (const ev of history.events ?? []) {
-      const payloads = ev.workflowExecutionStartedEventAttributes?.input?.payloads ?? ev.workflowExecutionCompletedEventAttributes?.result?.payloads ?? [];
+      // Inputs, results, and what each finished activity returned: a running render's items already stored
+      // are only in their activities' results until the render completes.
+      const payloads =
+        ev.workflowExecutionStartedEventAttributes?.input?.payloads ??
+        ev.workflowExecutionCompletedEventAttributes?.result?.payloads ??
+        ev.activityTaskCompletedEventAttributes?.result?.payloads ??
+        [];
       for (const p of payloads) for (const ref of refsOf(converter.fromPayload(p))) keep.add(ref.sha256);
     }
     progress();

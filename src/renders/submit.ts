@@ -27,6 +27,7 @@ import type { DecodedImage } from '../images/decode.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { renderTracer } from '../tracing/spans.ts';
 import { buildRender } from './build-render.ts';
+import { refuseOversizedRender } from './render-size.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { Admission, waitingRendersQuery } from './admission.ts';
@@ -71,6 +72,8 @@ export class RenderSubmitter {
     const fingerprint = keyed ? requestFingerprint(s.route, s.body) : undefined;
     const attach = fingerprint !== undefined && (await this.deps.renders.checkKey(renderId, fingerprint)) === 'attach';
     const built = this.buildGraph(s.request, renderId);
+    // Over Temporal's payload limit the render could never run: a 413 naming the field instead.
+    refuseOversizedRender(s.request, built);
     if (!attach) await this.deps.admission?.admit();
     // Stored on attach too: content-addressed, so a no-op when the render has them, and should the render
     // fail between the check and the start, the new one the start makes finds its inputs.

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { Logger } from '../log.ts';
 import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
+import { clearOrphanedServer, removeServerPidFile, writeServerPidFile } from './orphan.ts';
 
 export interface DevServerOptions {
   binary: string;
@@ -122,11 +123,13 @@ class DevServerExited extends Error {
 async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  // A server already on the port is this DATA_DIR's orphan (stopped) or someone else's (refused): never used.
+  await clearOrphanedServer({ dbFile: opts.dbFile, host: ip === '0.0.0.0' ? '127.0.0.1' : ip, port: opts.port, logger: opts.logger });
   const args = [
     'server', 'start-dev',
     '--ip', ip,
     '--port', String(opts.port),
-    '--db-filename', opts.dbFile,
+    '--db-filename', path.resolve(opts.dbFile),
     '--namespace', opts.namespace,
     '--log-level', 'warn',
     '--log-format', 'json',
@@ -151,6 +154,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   for (const key of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${SA_TYPE_NAMES[key.type] ?? 'Keyword'}`);
 
   const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid !== undefined) writeServerPidFile(opts.dbFile, child.pid, opts.port);
   let output = '';
   const keep = (chunk: Buffer): void => {
     output = (output + chunk.toString()).slice(-8_000);
@@ -163,6 +167,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   child.on('exit', (code) => {
     exited = code;
     process.off('exit', killChild);
+    removeServerPidFile(opts.dbFile);
   });
   // However this process ends (even process.exit on a second signal), do not leave an orphaned server
   // holding the port and the SQLite file.
@@ -187,7 +192,9 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
       } finally {
         await conn.close();
       }
-      break;
+      // Only our own server counts as ready (whatever answered, it was not ours if ours has exited).
+      if (exited === undefined) break;
+      continue;
     } catch (err) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');

@@ -185,6 +185,22 @@ export function blobStoreSuite(name: string, open: () => StoreUnderTest): void {
       expect(listed.has(stray)).toBe(false);
     });
 
+    it('a re-put makes an existing blob young again (prune must not delete what a running render just stored)', async () => {
+      const { store, otherHost } = open();
+      const bytes = randomBytes(400);
+      const first = await store.put(bytes, { mime: 'image/png' });
+      const firstAt = (await inventory(otherHost)).get(first.sha256)!.storedAtMs;
+      // Stores keep whole seconds (S3): let the clock pass the next whole second before storing again.
+      while (Date.now() < Math.floor(firstAt / 1000) * 1000 + 2000) await new Promise((r) => setTimeout(r, 100));
+      await store.putStream([bytes], { mime: 'image/png' });
+      const streamedAt = (await inventory(otherHost)).get(first.sha256)!.storedAtMs;
+      expect(streamedAt).toBeGreaterThan(firstAt);
+      while (Date.now() < Math.floor(streamedAt / 1000) * 1000 + 2000) await new Promise((r) => setTimeout(r, 100));
+      await store.put(bytes, { mime: 'image/png' });
+      expect((await inventory(otherHost)).get(first.sha256)!.storedAtMs).toBeGreaterThan(streamedAt);
+      expect(Buffer.compare(await otherHost.get(first.sha256), bytes)).toBe(0);
+    });
+
     it('deletes blobs in one call (missing ones are no error), and another host sees them gone', async () => {
       const { store, otherHost } = open();
       const refs = await Promise.all([0, 1, 2].map(() => store.put(randomBytes(50), { mime: 'image/png' })));

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { retentionScheduleId } from '../../src/temporal/retention-schedule.ts';
 
 let fake: FakeComfyUI;
 let svc: TestService;
@@ -182,7 +183,7 @@ describe('embedded mode with TEMPORAL_UI=true', () => {
     // What the UI's pages show comes from these calls: here the retention schedule the worker created.
     const list = await fetch(`${withUi.url}/temporal/api/v1/namespaces/default/schedules`, { headers: bearer });
     expect(list.status).toBe(200);
-    expect(await list.text()).toMatch(/"scheduleId":\s*"comfy-durable-retention"/);
+    expect(await list.text()).toContain(`"${retentionScheduleId(withUi.taskQueue)}"`);
 
     // A same-origin POST (as the UI's own fetch sends it) with the CSRF pair: Temporal's own answer comes back.
     const post = await fetch(`${withUi.url}/temporal/api/v1/namespaces/default/workflows/no-such-render/terminate`, {

@@ -14,7 +14,7 @@ import type { BlobStore } from '../../src/blobs/store.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { createLogger } from '../../src/log.ts';
 import type { RetentionRunResult } from '../../src/activities/types.ts';
-import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID } from '../../src/temporal/retention-schedule.ts';
+import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID, retentionScheduleId } from '../../src/temporal/retention-schedule.ts';
 import { metricValue } from '../faults/helpers.ts';
 import { skipUnlessTools } from '../support/cluster-tools.ts';
 import { redSquare } from '../support/fixtures.ts';
@@ -122,6 +122,8 @@ describe.each(variants)('retention schedule, %s blob store', (_name, setup, skip
     await store?.close();
   });
 
+  const scheduleId = (): string => retentionScheduleId(svc.taskQueue);
+
   const listed = async (): Promise<Set<string>> => {
     const out = new Set<string>();
     for await (const b of blobs.list()) out.add(b.sha256);
@@ -135,7 +137,7 @@ describe.each(variants)('retention schedule, %s blob store', (_name, setup, skip
   }
 
   it.skipIf(skip)('the worker created the schedule: every 6 h by default, overlapping runs skipped; more workers create no second one', async () => {
-    const d = await client.schedule.getHandle(RETENTION_SCHEDULE_ID).describe();
+    const d = await client.schedule.getHandle(scheduleId()).describe();
     expect(d.spec.intervals?.map((i) => i.every)).toEqual([6 * 3_600_000]);
     expect(d.policies.overlap).toBe(ScheduleOverlapPolicy.SKIP);
     expect(d.action.type === 'startWorkflow' && d.action.workflowType).toBe('retention');
@@ -146,13 +148,34 @@ describe.each(variants)('retention schedule, %s blob store', (_name, setup, skip
     expect(await Promise.all([1, 2, 3].map(() => ensureRetentionSchedule(client, same)))).toEqual(['unchanged', 'unchanged', 'unchanged']);
     const ids: string[] = [];
     for await (const s of client.schedule.list()) ids.push(s.scheduleId);
-    expect(ids).toEqual([RETENTION_SCHEDULE_ID]);
+    expect(ids).toEqual([scheduleId()]);
     // A worker with another interval brings it in line; `off` deletes it; a worker starting again recreates it.
     expect(await ensureRetentionSchedule(client, { ...same, everyMs: 3_600_000 })).toBe('updated');
-    expect((await client.schedule.getHandle(RETENTION_SCHEDULE_ID).describe()).spec.intervals?.[0]?.every).toBe(3_600_000);
+    expect((await client.schedule.getHandle(scheduleId()).describe()).spec.intervals?.[0]?.every).toBe(3_600_000);
     expect(await ensureRetentionSchedule(client, { ...same, everyMs: undefined })).toBe('deleted');
     expect(await ensureRetentionSchedule(client, { ...same, everyMs: undefined })).toBe('absent');
     expect(await ensureRetentionSchedule(client, same)).toBe('created');
+  }, 60_000);
+
+  it.skipIf(skip)('a worker on another task queue never moves this queue\'s schedule: it has its own', async () => {
+    const other = { taskQueue: `${svc.taskQueue}-other`, everyMs: 3 * 3_600_000, logger };
+    const queueOf = async (id: string) => {
+      const d = await client.schedule.getHandle(id).describe();
+      return d.action.type === 'startWorkflow' ? d.action.taskQueue : undefined;
+    };
+    expect(await ensureRetentionSchedule(client, other)).toBe('created');
+    expect(await ensureRetentionSchedule(client, other)).toBe('unchanged');
+    expect(await queueOf(scheduleId())).toBe(svc.taskQueue);
+    expect(await queueOf(retentionScheduleId(other.taskQueue))).toBe(other.taskQueue);
+    // Turning the other queue's retention off deletes only its own schedule.
+    expect(await ensureRetentionSchedule(client, { ...other, everyMs: undefined })).toBe('deleted');
+    expect(await queueOf(scheduleId())).toBe(svc.taskQueue);
+    // A schedule an older version moved to another queue is brought back to the queue in its id.
+    await client.schedule.getHandle(scheduleId()).update((prev) => ({ ...prev, action: { ...prev.action, taskQueue: other.taskQueue } as typeof prev.action }));
+    expect(await ensureRetentionSchedule(client, { taskQueue: svc.taskQueue, everyMs: 6 * 3_600_000, logger })).toBe('updated');
+    expect(await queueOf(scheduleId())).toBe(svc.taskQueue);
+    // The default queue keeps the plain id older versions created.
+    expect(retentionScheduleId('renders')).toBe(RETENTION_SCHEDULE_ID);
   }, 60_000);
 
   it.skipIf(skip)('a run of the schedule, without an operator, deletes an old render and its blobs and keeps a fresh one', async () => {
@@ -169,12 +192,12 @@ describe.each(variants)('retention schedule, %s blob store', (_name, setup, skip
     const freshBlobs = [...(await listed())].filter((b) => !oldBlobs.has(b));
     expect(freshBlobs.length).toBeGreaterThanOrEqual(1);
 
-    await client.schedule.getHandle(RETENTION_SCHEDULE_ID).trigger();
+    await client.schedule.getHandle(scheduleId()).trigger();
     const runId = await until('the retention run to complete', 90_000, async () => {
       for await (const w of client.workflow.list({ query: `WorkflowType = 'retention' AND ExecutionStatus = 'Completed'` })) return w.workflowId;
       return undefined;
     });
-    expect(runId).toMatch(/^comfy-durable-retention/);
+    expect(runId.startsWith(scheduleId())).toBe(true);
     const result = (await client.workflow.getHandle(runId).result()) as RetentionRunResult;
     expect(result.rendersDeleted).toEqual([old.renderId]);
     expect(result.rendersDeletedCount).toBe(1);

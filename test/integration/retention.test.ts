@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { metricValue, setFaults } from '../faults/helpers.ts';
+import { metricValue, setFaults, waitFor } from '../faults/helpers.ts';
 import { redSquare } from '../support/fixtures.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
@@ -115,6 +115,28 @@ describe('retention', () => {
     expect(replay.status).toBe(422);
     expect(replay.json.detail).toMatch(/pruned/);
   }, 120_000);
+  it('prune keeps the outputs a running render has already stored (red-team M4)', async () => {
+    const before = new Set(blobFiles());
+    // Both items stop in SaveImage; the first is let go, so its images are stored while the render still runs.
+    await setFaults(fake.url, { hold: [{ nodeClass: 'SaveImage' }, { nodeClass: 'SaveImage' }] });
+    const release = () => waitFor('a held node to release', async () => ((await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()) as { released: boolean }).released, 60_000, 50);
+    const pending = post('/sdapi/v1/txt2img', { ...SMALL, prompt: 'running while pruned', seed: 6, n_iter: 2 });
+    await release();
+    const stored = await waitFor('the first item\'s output to be stored', () => {
+      const added = blobFiles().filter((f) => !before.has(f));
+      return added.length > 0 ? added : undefined;
+    }, 60_000);
+    // Older than the cutoff by the time prune runs: an event of the clock.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const out = JSON.parse(await renders('prune', '--older-than', '1s', '--json')) as { rendersKept: number };
+    expect(out.rendersKept).toBeGreaterThanOrEqual(1);
+    expect(stored.filter((f) => !blobFiles().includes(f))).toEqual([]);
+    await release();
+    const done = await pending;
+    expect(done.status, JSON.stringify(done.json).slice(0, 300)).toBe(200);
+    expect(done.json.images).toHaveLength(2);
+    for (const i of [0, 1]) expect((await fetch(`${svc.url}/renders/${done.renderId}/outputs/${i}`)).status).toBe(200);
+  }, 180_000);
 });
 
 describe('red-team findings against real Temporal', () => {

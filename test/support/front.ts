@@ -12,6 +12,7 @@ import { InFlight } from '../../src/api/in-flight.ts';
 import { OptionsStore } from '../../src/api/options-store.ts';
 import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/renders/render-service.ts';
 import { buildServer } from '../../src/api/server.ts';
+import type { ComfyCatalog } from '../../src/api/comfy-catalog.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -40,6 +41,8 @@ export interface TestFrontOptions {
    * made (the key's render with the same fingerprint attaches, with another one conflicts).
    */
   keyState?: (renderId: string) => 'attach' | 'new' | 'conflict';
+  /** ComfyUI's LoRA file list, for requests with LoRA tags (default: no catalog, as when ComfyUI is down). */
+  loras?: string[];
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -96,6 +99,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       probeComfy: async () => ({}),
     },
     waitingRenders: opts.waitingRenders ?? (async () => 0),
+    ...(opts.loras ? { catalog: { loras: async () => opts.loras!, upscaleModels: async () => [] } as unknown as ComfyCatalog } : {}),
     inFlight,
   });
   await app.ready();

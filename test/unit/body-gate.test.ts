@@ -65,3 +65,33 @@ describe('registerBodyGate', () => {
     await held;
   });
 });
+
+describe('slow uploads (red-team M3)', () => {
+  it('bodies that trickle lose their slot (408, closed); a genuine large body gets through meanwhile', async () => {
+    const { default: net } = await import('node:net');
+    const f = Fastify();
+    registerBodyGate(f, { largeBytes: 100, maxConcurrent: 2, minBytesPerSecond: 20_000, graceMs: 600 });
+    f.post('/plain', async (req) => ({ id: (req.body as { id: string }).id }));
+    await f.listen({ host: '127.0.0.1', port: 0 });
+    const port = (f.server.address() as import('node:net').AddressInfo).port;
+    try {
+      // Two slow uploads take both slots: headers announce 200 KB, then a few bytes every 100 ms.
+      const slow = [0, 1].map(() => {
+        const s = net.connect(port, '127.0.0.1');
+        let answer = '';
+        s.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+        s.on('error', () => {});
+        s.write('POST /plain HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"id":"slow","pad":"');
+        const drip = setInterval(() => s.writable && s.write('xxxx'), 100);
+        const closed = new Promise<string>((resolve) => s.on('close', () => (clearInterval(drip), resolve(answer))));
+        return closed;
+      });
+      // A genuine 360 KB body queued behind them is answered once they are evicted.
+      const genuine = await fetch(`http://127.0.0.1:${port}/plain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'genuine', pad: 'y'.repeat(360_000) }) });
+      expect(await genuine.json()).toEqual({ id: 'genuine' });
+      for (const answer of await Promise.all(slow)) expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    } finally {
+      await f.close();
+    }
+  }, 30_000);
+});

@@ -15,6 +15,19 @@ describe('terminal output (red-team: raw escapes from prompts)', () => {
     expect(JSON.parse(sanitizeForTerminal(JSON.stringify({ p: 'x\u009by' })))).toEqual({ p: 'x\u009by' });
     expect(sanitizeForTerminal('Zoë 日本 🙂')).toBe('Zoë 日本 🙂');
   });
+
+  it('bidi controls and invisible characters cannot reorder or hide what the operator reads', () => {
+    // A prompt that would display as "cat" + reversed text, and an isolate that hides its span's true order.
+    const hostile = 'a cat\u202egnp.exe\u202c b\u2066x\u2069 c\u200f\u200e\u061c\u202a\u202b\u202d\u2067\u2068\u200b\ufeff\u2028';
+    const s = sanitizeForTerminal(hostile);
+    expect(s).not.toMatch(/[\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/u);
+    expect(s).toBe(
+      'a cat\\u202egnp.exe\\u202c b\\u2066x\\u2069 c\\u200f\\u200e\\u061c\\u202a\\u202b\\u202d\\u2067\\u2068\\u200b\\ufeff\\u2028',
+    );
+    expect(JSON.parse(sanitizeForTerminal(JSON.stringify({ p: 'x\u202ey' })))).toEqual({ p: 'x\u202ey' });
+    // Right-to-left scripts themselves are text, not controls.
+    expect(sanitizeForTerminal('שלום مرحبا')).toBe('שלום مرحبا');
+  });
 });
 
 describe('worker /metrics (red-team: open under API_TOKEN, 0.0.0.0 in compose)', () => {

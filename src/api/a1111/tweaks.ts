@@ -179,7 +179,11 @@ const HARMLESS: Record<string, readonly unknown[]> = {
 /** `samples_format` (png, jpg/jpeg, webp) with `jpeg_quality` and `webp_lossless`: override_settings win over options. */
 export function chooseOutputFormat(b: A1111Body, options: Record<string, unknown>, warnings: string[]): OutputFormat | undefined {
   const o = b.override_settings ?? {};
-  const pick = (k: string): unknown => (o[k] !== undefined && o[k] !== null ? o[k] : options[k]);
+  // Own keys only, and only primitives are read: an object value (`{"toString": 1}`) would throw on conversion.
+  const pick = (k: string): unknown => {
+    const v = Object.hasOwn(o, k) && o[k] !== undefined && o[k] !== null ? o[k] : Object.hasOwn(options, k) ? options[k] : undefined;
+    return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : undefined;
+  };
   const raw = String(pick('samples_format') ?? 'png').trim().toLowerCase();
   const format = raw === 'jpg' || raw === 'jpeg' ? 'jpeg' : raw === 'webp' ? 'webp' : raw === 'png' ? 'png' : undefined;
   if (!format) {
@@ -196,7 +200,7 @@ export function chooseOutputFormat(b: A1111Body, options: Record<string, unknown
 export function overrideWarnings(b: A1111Body, options: Record<string, unknown>, warnings: string[]): void {
   for (const [k, v] of Object.entries(b.override_settings ?? {})) {
     if (APPLIED_OVERRIDES.has(k) || v === null || v === undefined) continue;
-    if (HARMLESS[k]?.includes(v as never) || options[k] === v) continue;
+    if ((Object.hasOwn(HARMLESS, k) && HARMLESS[k]!.includes(v as never)) || (Object.hasOwn(options, k) && options[k] === v)) continue;
     warnings.push(`override_settings.${k}: not applied by this service`);
   }
 }

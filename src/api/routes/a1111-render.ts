@@ -6,10 +6,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequest } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
+import { overridesToPersist } from '../a1111/persist-overrides.ts';
 import { requestPriority } from '../priority.ts';
 import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
-import { resolveModel } from '../../models/registry.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
 
 type Route = 'txt2img' | 'img2img';
@@ -65,21 +65,8 @@ async function catalogFor(ctx: ApiContext, body: unknown): Promise<CatalogLists>
   return out;
 }
 
-/**
- * `override_settings_restore_afterwards: false`: A1111 keeps the overrides as its settings afterwards. Only
- * once the request is valid (normalisation passed), so a refused request changes nothing.
- */
+/** `override_settings_restore_afterwards: false`: checked like POST /sdapi/v1/options (a1111/persist-overrides.ts). */
 function persistOverrides(ctx: ApiContext, body: unknown): void {
-  const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
-  const restore = b.override_settings_restore_afterwards;
-  if (restore !== false && restore !== 'false' && restore !== 0) return;
-  const o = b.override_settings;
-  if (!o || typeof o !== 'object' || Array.isArray(o)) return;
-  const patch: Record<string, unknown> = { ...(o as Record<string, unknown>) };
-  if (typeof patch.sd_model_checkpoint === 'string') {
-    const profile = resolveModel(patch.sd_model_checkpoint);
-    if (profile) patch.sd_model_checkpoint = profile.title;
-    else delete patch.sd_model_checkpoint;
-  }
-  if (Object.keys(patch).length > 0) ctx.options.update(patch);
+  const patch = overridesToPersist(body);
+  if (patch) ctx.options.update(patch);
 }
