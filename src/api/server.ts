@@ -3,6 +3,7 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { registerBodyGate } from './body-gate.ts';
+import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { BlobStore } from '../blobs/store.ts';
@@ -150,6 +151,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
   registerBodyGate(app, { largeBytes: deps.config.LARGE_BODY_BYTES, maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES });
+  // The threads that parse request bytes (src/bytes/) stop with the front; a later use starts them again.
+  app.addHook('onClose', async () => closeBytePool());
 
   // Before any handler reads a body: what recurses over it later (echoes, fingerprints) must not overflow.
   app.addHook('preValidation', async (req) => {

@@ -3,7 +3,7 @@
  * `extra-batch-images` upscale through a ComfyUI graph as durable renders (answering A1111's shapes).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeExtras } from '../a1111/extras.ts';
+import { normalizeExtrasOffLoop } from '../a1111/extras.ts';
 import { readPngInfo } from '../a1111/png-info.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { infotextFor } from '../../render/infotext.ts';
@@ -27,7 +27,7 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     // Only a name that is not a built-in method can be a model file.
     if (ctx.catalog && typeof upscaler === 'string' && upscaler.trim() !== '') catalog.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
     const defaultModel = resolveModel(String(ctx.options.get('sd_model_checkpoint') ?? ''))?.id ?? ctx.config.DEFAULT_MODEL;
-    const normalized = normalizeExtras(route, req.body, { defaultModel, limits: limits(), catalog });
+    const normalized = await normalizeExtrasOffLoop(route, req.body, { defaultModel, limits: limits(), catalog });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
     const finished = await startAndWait(ctx, req, reply, normalized);
     if (!('result' in finished)) return finished;

@@ -3,7 +3,7 @@
  * it fully passes), then start, wait (render-wait.ts) and answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeRequest } from '../a1111/normalize.ts';
+import { normalizeRequestOffLoop } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { requestPriority } from '../priority.ts';
@@ -20,7 +20,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     assertBodyShape(req.body, a1111BodyLimits(ctx.config.MAX_IMAGE_BYTES));
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
     const catalog = await catalogFor(ctx, req.body);
-    const normalized = normalizeRequest(route, req.body, {
+    const normalized = await normalizeRequestOffLoop(route, req.body, {
       defaultModel,
       catalog,
       options: ctx.options.all(),

@@ -24,7 +24,7 @@ import { IdempotencyConflictError, RenderFailedError, type StartedRender } from 
 import type { ApiContext } from '../server.ts';
 import { readVideoBody } from '../video/body.ts';
 import { inferenceSeconds, listJobs, queuedJob, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
-import { normalizeVideoRequest, type NormalizedVideo } from '../video/normalize.ts';
+import { normalizeVideoRequestOffLoop, type NormalizedVideo } from '../video/normalize.ts';
 
 export interface VideoErrorBody {
   detail: string;
@@ -90,7 +90,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
       const { fields, files } = await readVideoBody(req, limits);
       const priority = requestPriority(req.headers['x-priority'], fields);
-      const normalized = normalizeVideoRequest(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
+      const normalized = await normalizeVideoRequestOffLoop(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
       await storeImages(ctx, normalized.images);
       // What an Idempotency-Key retry must repeat: the fields and the files' content (not their bytes).
