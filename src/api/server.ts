@@ -70,7 +70,8 @@ export { authorized } from './auth.ts';
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
-    bodyLimit: deps.config.BODY_LIMIT_BYTES,
+    // Routes without images; image routes set their own (body-limits.ts).
+    bodyLimit: deps.config.JSON_BODY_LIMIT_BYTES,
     // Receiving the request (headers and body) is bounded: a body trickled a byte a minute would otherwise hold
     // a connection and its buffer forever. Node clears this timer once the request is read, so a client
     // waiting minutes for its render is not cut off; nor is it by the socket idle timeout, which stays off.
@@ -174,7 +175,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       return sendError(reply, 400, errorBody('HTTPException', `request body is not valid JSON: ${fe.message}`, { field: 'body' }));
     }
     if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return sendError(reply, 413, errorBody('HTTPException', `request body is larger than ${deps.config.BODY_LIMIT_BYTES} bytes`, { field: 'body' }));
+      const limit = req.routeOptions.bodyLimit ?? deps.config.JSON_BODY_LIMIT_BYTES;
+      return sendError(reply, 413, errorBody('HTTPException', `request body is larger than ${limit} bytes`, { field: 'body', limit }));
     }
     if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return sendError(reply, 415, errorBody('HTTPException', `unsupported content type ${req.headers['content-type'] ?? ''}: send application/json`, { field: 'content-type' }));

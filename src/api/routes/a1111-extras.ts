@@ -3,6 +3,7 @@
  * `extra-batch-images` upscale through a ComfyUI graph as durable renders (answering A1111's shapes).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { imageRouteLimits } from '../body-limits.ts';
 import { normalizeExtrasOffLoop } from '../a1111/extras.ts';
 import { readPngInfo } from '../a1111/png-info.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
@@ -19,7 +20,8 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
   });
 
-  app.post('/sdapi/v1/png-info', async (req) => readPngInfo(req.body, limits()));
+  const bodyLimits = imageRouteLimits(ctx.config);
+  app.post('/sdapi/v1/png-info', { bodyLimit: bodyLimits.pngInfo }, async (req) => readPngInfo(req.body, limits()));
 
   const extras = (route: 'single' | 'batch') => async (req: FastifyRequest, reply: FastifyReply) => {
     const upscaler = (req.body as { upscaler_1?: unknown } | undefined)?.upscaler_1;
@@ -36,6 +38,6 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const html = [infotextFor(finished.result.request, 0), ...normalized.warnings].join('<br>');
     return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
   };
-  app.post('/sdapi/v1/extra-single-image', extras('single'));
-  app.post('/sdapi/v1/extra-batch-images', extras('batch'));
+  app.post('/sdapi/v1/extra-single-image', { bodyLimit: bodyLimits.extraSingle }, extras('single'));
+  app.post('/sdapi/v1/extra-batch-images', { bodyLimit: bodyLimits.extraBatch }, extras('batch'));
 }

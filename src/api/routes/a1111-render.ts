@@ -7,6 +7,7 @@ import { normalizeRequestOffLoop } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { requestPriority } from '../priority.ts';
+import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../server.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { resolveModel } from '../../models/registry.ts';
@@ -49,8 +50,9 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
   };
 
   // The handler releases its large-body slot itself, once the images are stored (api/body-gate.ts).
-  app.post('/sdapi/v1/txt2img', { config: { keepsBodySlot: true } }, handler('txt2img'));
-  app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true } }, handler('img2img'));
+  const limits = imageRouteLimits(ctx.config);
+  app.post('/sdapi/v1/txt2img', { config: { keepsBodySlot: true }, bodyLimit: limits.txt2img }, handler('txt2img'));
+  app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true }, bodyLimit: limits.img2img }, handler('img2img'));
 }
 
 /** Fetch ComfyUI's file lists only when the body needs them (LoRA tags, a hires upscaler that may be a model). */
