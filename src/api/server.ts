@@ -106,7 +106,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // First of all hooks: a request refused by the checks below is traced too.
   if (deps.tracing) registerHttpTracing(app);
 
-  registerLenientBodyParsers(app);
+  registerLenientBodyParsers(app, { offLoopFromBytes: deps.config.LARGE_BODY_BYTES });
 
   // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
   // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.

@@ -3,6 +3,7 @@
  *   decodeImageSetOffLoop  A1111 render images (init, mask, references)
  *   decodeImagesOffLoop    independent images: extras, video references (base64 or uploaded bytes)
  *   readImageTextOffLoop   png-info: text chunks / EXIF comment and the infotext parse
+ *   scanJsonOffLoop        a large JSON body's value count and depth, before it is parsed
  * A worker that runs out of time or memory answers as a RequestError naming the first image field (the
  * input is what made it so), never as a 500.
  */
@@ -50,4 +51,9 @@ export async function readImageTextOffLoop(image: string, limits: ImageLimits): 
 
 export async function readExifTextOffLoop(exif: Buffer): Promise<{ info: string; parameters: Record<string, string> }> {
   return bounded('image', () => runByteTask('exifText', { exif }));
+}
+
+export async function scanJsonOffLoop(bytes: Buffer): Promise<void> {
+  // Copied to the worker (structured clone), not moved: the body may share its memory with the socket's.
+  await bounded('body', () => runByteTask('jsonShape', { bytes }));
 }

@@ -3,6 +3,7 @@
  * the worker thread (worker-main.ts); the service calls them through off-loop.ts. Each is bounded by what it
  * reads (pixel and byte limits, inflate output limits) and, around it, by the pool's heap cap and deadline.
  */
+import { scanJsonShape } from './json-scan.ts';
 import { parseInfotext } from '../api/a1111/infotext.ts';
 import { RequestError } from '../api/a1111/errors.ts';
 import { PngFormatError, readPngText } from '../comfyui/png-metadata.ts';
@@ -23,6 +24,12 @@ export interface ImageText {
 }
 
 export const TASKS = {
+  /** A large JSON body's value count and nesting, counted without parsing it (json-scan.ts). */
+  jsonShape: async (a: { bytes: Uint8Array }): Promise<true> => {
+    scanJsonShape(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength));
+    return true;
+  },
+
   /** The images of one A1111 render request (init, mask resized to the init image, references). */
   imageSet: (a: { input: ImageSetInput; limits: ImageLimits }): Promise<DecodedImageSet> => decodeImageSetStreaming(a.input, a.limits),
 
