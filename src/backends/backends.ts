@@ -7,11 +7,12 @@
  * per GPU box, next to its ComfyUI).
  */
 import type { Backend } from '../render/types.ts';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export function backendsFromUrls(urls: string[], taskQueue: string): Backend[] {
   return urls.map((url, i) => {
     const id = `comfyui-${i}`;
-    return { id, url: url.replace(/\/+$/, ''), taskQueue: `${taskQueue}.${id}` };
+    return { id, url: trimTrailingSlashes(url), taskQueue: `${taskQueue}.${id}` };
   });
 }
 

@@ -190,3 +190,8 @@ export function bulkyMultipart(fields: number, fieldBytes: number): { contentTyp
   parts.push(`--${b}--\r\n`);
   return { contentType: `multipart/form-data; boundary=${b}`, body: Buffer.from(parts.join('')) };
 }
+
+/** A prompt with an extra-network tag and a long run of spaces before a word: `/\s+,/g` in the tag clean-up was quadratic. */
+export function spacedLoraPrompt(spaces = 16_000): string {
+  return `<hypernet:x:1> a${' '.repeat(spaces)}b`;
+}

@@ -9,6 +9,7 @@ import { parseInfotext } from '../../src/api/a1111/infotext.ts';
 import { assertBodyShape } from '../../src/api/body-shape.ts';
 import { bytePoolSize, closeBytePool, runByteTask } from '../../src/bytes/pool.ts';
 import { exifUserComment, trimTrailingNuls } from '../../src/images/encode.ts';
+import { tidyPromptCommas } from '../../src/text/trim.ts';
 import { makePng } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import * as hostile from '../support/hostile.ts';
@@ -75,6 +76,17 @@ describe('H1: the infotext is parsed linearly', () => {
     expect(p).toMatchObject({ Prompt: 'a cat', 'Negative prompt': 'dog', Steps: '20', Sampler: 'Euler a', 'Size-1': '512', 'Size-2': '768', 'Lora hashes': 'a: 1, b: 2', Model: 'm' });
     // A megabyte of the attack's shape parses in one pass.
     expect(parseInfotext(`p\n${' '.repeat(1 << 20)}x`)).toMatchObject({ Prompt: 'p' });
+  });
+});
+
+describe('regexes on request text (the lint found them): the prompt clean-up after LoRA tags', () => {
+  it('a 16 KB run of spaces in a prompt with a tag: answered without a stall', async () => {
+    const before = front.starts.length;
+    const m = await measured('/sdapi/v1/txt2img', JSON.stringify({ prompt: hostile.spacedLoraPrompt(), model: MODEL }));
+    expect(m.status).toBe(503); // started; this test's stand-in has no GPU
+    expect(front.starts[before]!.request.prompt).toBe('a b');
+    expectBounded(m);
+    expect(tidyPromptCommas(` , a ,  , b ,${' '.repeat(1 << 20)}`)).toBe('a, b');
   });
 });
 
