@@ -17,6 +17,13 @@ import { reviveError, type WorkerReply } from './wire.ts';
 export const BYTE_WORKERS = Math.max(1, Math.min(2, os.availableParallelism()));
 /** A task that takes longer is a hostile input or an overloaded machine: either way it is refused. */
 export const BYTE_TASK_TIMEOUT_MS = 15_000;
+let taskTimeoutMs = BYTE_TASK_TIMEOUT_MS;
+/** Tests: a deadline short enough to reach (returns the previous one). */
+export function setByteTaskTimeout(ms: number): number {
+  const previous = taskTimeoutMs;
+  taskTimeoutMs = ms;
+  return previous;
+}
 /** V8 heap of one worker (the images themselves are Buffers, bounded by MAX_IMAGE_BYTES and the inflate limits). */
 export const BYTE_WORKER_HEAP_MB = 256;
 /** A worker idle this long is stopped (its memory returned); the next task starts one again. */
@@ -131,8 +138,8 @@ class BytePool {
     clearTimeout(slot.idle);
     slot.job = job;
     slot.timer = setTimeout(() => {
-      void this.stop(slot, new BytePoolError('timeout', `parsing the input took longer than ${BYTE_TASK_TIMEOUT_MS} ms`));
-    }, BYTE_TASK_TIMEOUT_MS).unref();
+      void this.stop(slot, new BytePoolError('timeout', `parsing the input took longer than ${taskTimeoutMs} ms`));
+    }, taskTimeoutMs).unref();
     slot.worker.postMessage({ name: job.name, input: job.input }, job.transfer);
   }
 

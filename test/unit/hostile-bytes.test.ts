@@ -7,7 +7,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseInfotext } from '../../src/api/a1111/infotext.ts';
 import { assertBodyShape } from '../../src/api/body-shape.ts';
-import { bytePoolSize, closeBytePool, runByteTask } from '../../src/bytes/pool.ts';
+import { bytePoolSize, closeBytePool, runByteTask, setByteTaskTimeout } from '../../src/bytes/pool.ts';
 import { exifUserComment, trimTrailingNuls } from '../../src/images/encode.ts';
 import { tidyPromptCommas } from '../../src/text/trim.ts';
 import { makePng } from '../support/fixtures.ts';
@@ -218,4 +218,19 @@ describe('the byte pool', () => {
     const [d] = await runByteTask('images', { sources: [{ field: 'x', value: png }], limits });
     expect(d!.ref.width).toBe(8);
   });
+
+  it('a task past its deadline has its worker terminated; the request is a 413 and the pool goes on', async () => {
+    const big = b64(await hostile.deep16BitPng());
+    const previous = setByteTaskTimeout(1);
+    try {
+      const m = await measured('/sdapi/v1/img2img', JSON.stringify({ prompt: 'p', model: MODEL, init_images: [big] }));
+      expect(m.status).toBe(413);
+      expect(m.json.field).toBe('init_images.0');
+      expect(m.json.detail).toMatch(/took longer than 1 ms/);
+    } finally {
+      setByteTaskTimeout(previous);
+    }
+    const [d] = await runByteTask('images', { sources: [{ field: 'x', value: b64(makePng(4, 4, () => [0, 0, 0, 255])) }], limits: { maxImageBytes: 1 << 20, maxImagePixels: 1 << 20 } });
+    expect(d!.ref.width).toBe(4);
+  }, 60_000);
 });
