@@ -6,7 +6,7 @@
  * parser stuck in a loop cannot be interrupted any other way) and the task fails with BytePoolError.
  *
  * Started lazily, at most BYTE_WORKERS threads (this service's CPU-heavy work is ComfyUI's, not ours),
- * reused, never keeping the process alive (unref), and stopped by closeBytePool (the HTTP front closes it).
+ * reused, never keeping an idle process alive (unref), and stopped by closeBytePool (the HTTP front closes it).
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -137,6 +137,8 @@ class BytePool {
   private assign(slot: Slot, job: Job): void {
     clearTimeout(slot.idle);
     slot.job = job;
+    // Held while it works (a caller awaiting it keeps the process), let go while idle.
+    slot.worker.ref();
     slot.timer = setTimeout(() => {
       void this.stop(slot, new BytePoolError('timeout', `parsing the input took longer than ${taskTimeoutMs} ms`));
     }, taskTimeoutMs).unref();
@@ -148,6 +150,7 @@ class BytePool {
     if (!job) return;
     clearTimeout(slot.timer);
     slot.job = undefined;
+    slot.worker.unref();
     if (reply.ok) job.resolve(reply.value);
     else job.reject(reviveError(reply.error));
     slot.idle = setTimeout(() => void this.stop(slot), IDLE_STOP_MS).unref();
