@@ -5,21 +5,37 @@
  * - an empty body is no body, whatever the content type: webuiapi and others POST `/interrupt`, `/skip` and
  *   the `refresh-*` routes with `content-type: application/json` and nothing after it.
  * Invalid JSON still fails (400 naming the body) through the error handler.
+ * A body of `offLoopFromChars` or more is first scanned in a byte worker (value count, nesting: json-scan.ts),
+ * so the parse on the event loop is of a body with few values, however long.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { scanJsonOffLoop } from '../bytes/off-loop.ts';
 
-export function registerLenientBodyParsers(app: FastifyInstance): void {
+export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoopFromBytes: number }): void {
   const json = app.getDefaultJsonParser('error', 'ignore');
   const parse = (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void): void => {
-    const text = String(body);
-    if (text.trim() === '') {
+    const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body);
+    if (isBlank(bytes)) {
       done(null, undefined);
       return;
     }
-    json(req, text, done);
+    if (bytes.length < opts.offLoopFromBytes) {
+      json(req, bytes.toString('utf8'), done);
+      return;
+    }
+    scanJsonOffLoop(bytes).then(
+      () => json(req, bytes.toString('utf8'), done),
+      (err: Error) => done(err),
+    );
   };
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string' }, parse);
+  app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'buffer' }, parse);
   // Any other content type, and none at all (Fastify hands a body without a content type to the catch-all).
-  app.addContentTypeParser('*', { parseAs: 'string' }, parse);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parse);
+}
+
+/** Only JSON whitespace (what `String.trim() === ''` decided, without copying a large body to a string). */
+function isBlank(bytes: Buffer): boolean {
+  for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return false;
+  return true;
 }

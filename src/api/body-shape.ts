@@ -18,26 +18,56 @@ export interface BodyShapeLimits {
   tooLongStatus?(path: readonly (string | number)[]): RequestErrorStatus;
 }
 
-/** Throws a RequestError naming the first field that is nested too deep (400) or holds too long a string. */
+/**
+ * Throws a RequestError naming the first field that is nested too deep (400) or holds too long a string.
+ * Bodies reach tens of MB, so the walk allocates nothing per element: one frame per open container (at most
+ * `maxDepth`) and one path array, extended and shortened in place (the per-element path copies it once made
+ * cost 1 GB and a minute for a 10 MB array).
+ */
 export function assertBodyShape(body: unknown, limits: BodyShapeLimits): void {
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: body, path: [] }];
+  const path: (string | number)[] = [];
+  const checkString = (value: string): void => {
+    const max = limits.maxStringChars(path);
+    if (value.length > max) {
+      const field = path.join('.') || 'body';
+      throw new RequestError(limits.tooLongStatus?.(path) ?? 422, field, `${field}: must be at most ${max} characters (got ${value.length})`, { limit: max });
+    }
+  };
+  if (typeof body === 'string') return checkString(body);
+  if (body === null || typeof body !== 'object') return;
+  if (limits.maxDepth <= 0) throw new RequestError(400, 'body', `body: JSON nested deeper than ${limits.maxDepth} levels`, { limit: limits.maxDepth });
+  interface Frame {
+    node: Record<string, unknown> | unknown[];
+    /** An object's keys; undefined for an array (walked by index). */
+    keys: string[] | undefined;
+    next: number;
+  }
+  const frame = (node: object): Frame => (Array.isArray(node) ? { node, keys: undefined, next: 0 } : { node: node as Record<string, unknown>, keys: Object.keys(node), next: 0 });
+  const stack: Frame[] = [frame(body)];
   while (stack.length > 0) {
-    const { value, path } = stack.pop()!;
+    const f = stack[stack.length - 1]!;
+    const size = f.keys ? f.keys.length : (f.node as unknown[]).length;
+    if (f.next >= size) {
+      stack.pop();
+      if (stack.length > 0) path.pop();
+      continue;
+    }
+    const key = f.keys ? f.keys[f.next]! : f.next;
+    f.next++;
+    const value = (f.node as Record<string | number, unknown>)[key];
     if (typeof value === 'string') {
-      const max = limits.maxStringChars(path);
-      if (value.length > max) {
-        const field = path.join('.') || 'body';
-        throw new RequestError(limits.tooLongStatus?.(path) ?? 422, field, `${field}: must be at most ${max} characters (got ${value.length})`, { limit: max });
-      }
+      path.push(key);
+      checkString(value);
+      path.pop();
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
+    path.push(key);
     if (path.length >= limits.maxDepth) {
       const field = path.slice(0, 3).join('.') || 'body';
       throw new RequestError(400, field, `${field}: JSON nested deeper than ${limits.maxDepth} levels`, { limit: limits.maxDepth });
     }
-    if (Array.isArray(value)) value.forEach((v, i) => stack.push({ value: v, path: [...path, i] }));
-    else for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...path, k] });
+    stack.push(frame(value));
   }
 }
 

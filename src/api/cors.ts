@@ -4,11 +4,12 @@
  * cross-origin guard in server.ts). `*` allows any origin, as A1111's list does.
  */
 import type { FastifyInstance } from 'fastify';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export function originAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
   if (!origin || allowed.length === 0) return false;
-  const o = origin.replace(/\/+$/, '').toLowerCase();
-  return allowed.some((a) => a === '*' || a.replace(/\/+$/, '').toLowerCase() === o);
+  const o = trimTrailingSlashes(origin).toLowerCase();
+  return allowed.some((a) => a === '*' || trimTrailingSlashes(a).toLowerCase() === o);
 }
 
 export function registerCors(app: FastifyInstance, allowed: readonly string[]): void {

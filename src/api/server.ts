@@ -3,6 +3,7 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { registerBodyGate } from './body-gate.ts';
+import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
@@ -85,7 +86,8 @@ function closeSilentSockets(server: http.Server, afterMs: number): void {
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
-    bodyLimit: deps.config.BODY_LIMIT_BYTES,
+    // Routes without images; image routes set their own (body-limits.ts).
+    bodyLimit: deps.config.JSON_BODY_LIMIT_BYTES,
     // Receiving the request (headers and body) is bounded: a body trickled a byte a minute would otherwise hold
     // a connection and its buffer forever. Node clears this timer once the request is read, so a client
     // waiting minutes for its render is not cut off; nor is it by the socket idle timeout, which stays off.
@@ -115,7 +117,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // Before any route or guard: every error answer on /v1/* leaves in OpenAI's envelope.
   registerOpenAiErrorEnvelope(app);
 
-  registerLenientBodyParsers(app);
+  registerLenientBodyParsers(app, { offLoopFromBytes: deps.config.LARGE_BODY_BYTES });
 
   // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
   // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.
@@ -165,6 +167,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES,
     minBytesPerSecond: deps.config.MIN_UPLOAD_BYTES_PER_S,
   });
+  // The threads that parse request bytes (src/bytes/) stop with the front; a later use starts them again.
+  app.addHook('onClose', async () => closeBytePool());
 
   // Before any handler reads a body: what recurses over it later (echoes, fingerprints) must not overflow.
   app.addHook('preValidation', async (req) => {
@@ -186,7 +190,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       return sendError(reply, 400, errorBody('HTTPException', `request body is not valid JSON: ${fe.message}`, { field: 'body' }));
     }
     if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return sendError(reply, 413, errorBody('HTTPException', `request body is larger than ${deps.config.BODY_LIMIT_BYTES} bytes`, { field: 'body' }));
+      const limit = req.routeOptions.bodyLimit ?? deps.config.JSON_BODY_LIMIT_BYTES;
+      return sendError(reply, 413, errorBody('HTTPException', `request body is larger than ${limit} bytes`, { field: 'body', limit }));
     }
     if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return sendError(reply, 415, errorBody('HTTPException', `unsupported content type ${req.headers['content-type'] ?? ''}: send application/json`, { field: 'content-type' }));

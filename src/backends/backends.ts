@@ -7,9 +7,10 @@
  * per GPU box, next to its ComfyUI).
  */
 import type { Backend } from '../render/types.ts';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export function backendsFromUrls(urls: string[]): Backend[] {
-  return urls.map((url, i) => ({ id: `comfyui-${i}`, url: url.replace(/\/+$/, '') }));
+  return urls.map((url, i) => ({ id: `comfyui-${i}`, url: trimTrailingSlashes(url) }));
 }
 
 /** The backends this worker serves prompts for: all by default, else the ids listed (unknown ids are an error). */

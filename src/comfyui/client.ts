@@ -48,6 +48,7 @@ import {
   type UploadImageInput,
   type UploadResult,
 } from './client-types.ts';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export type { CallOptions, ComfyLogger } from './transport.ts';
 export * from './client-types.ts';
@@ -67,7 +68,7 @@ export class ComfyClient {
   constructor(opts: ComfyClientOptions) {
     const url = new URL(opts.baseUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`ComfyUI baseUrl must be http(s): ${opts.baseUrl}`);
-    const prefix = url.pathname.replace(/\/+$/, '');
+    const prefix = trimTrailingSlashes(url.pathname);
     this.baseUrl = `${url.origin}${prefix}`;
     this.wsBaseUrl = `${url.protocol === 'https:' ? 'wss:' : 'ws:'}//${url.host}${prefix}`;
     this.logger = opts.logger ?? noopLogger;

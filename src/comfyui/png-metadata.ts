@@ -51,6 +51,7 @@ function parseChunks(png: Buffer): Chunk[] {
   if (chunks[0]?.type !== 'IHDR' || chunks[0].data.length !== 13) throw new PngFormatError('first chunk is not IHDR');
   if (chunks[chunks.length - 1]?.type !== 'IEND') throw new PngFormatError('missing IEND');
   if (!chunks.some((c) => c.type === 'IDAT')) throw new PngFormatError('no IDAT');
+  if (chunks.filter((c) => c.type === 'IHDR').length > 1) throw new PngFormatError('more than one IHDR');
   return chunks;
 }
 
@@ -99,9 +100,32 @@ export function stripPngText(png: Buffer, keep?: Record<string, string>): Buffer
   return Buffer.concat(parts);
 }
 
-/** Text chunks as keyword → text (tEXt, iTXt, zTXt; later chunks win). For tests and inspection. */
-export function readPngText(png: Buffer): Record<string, string> {
+/**
+ * Most bytes the compressed text chunks of one PNG may inflate to, together. A ComfyUI workflow is tens of
+ * KB; 255 KB of zTXt inflated to 256 MB before there was a limit.
+ */
+export const MAX_PNG_TEXT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Text chunks as keyword → text (tEXt, iTXt, zTXt; later chunks win). Compressed chunks inflate with an
+ * output limit: whatever they declare, all of them together yield at most `maxTextBytes`.
+ */
+export function readPngText(png: Buffer, maxTextBytes = MAX_PNG_TEXT_BYTES): Record<string, string> {
   const out: Record<string, string> = {};
+  let budget = maxTextBytes;
+  const inflate = (data: Buffer, type: string): Buffer => {
+    let text: Buffer;
+    try {
+      text = zlib.inflateSync(data, { maxOutputLength: Math.max(1, budget) });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
+        throw new PngFormatError(`text chunks inflate to more than ${maxTextBytes} bytes`);
+      }
+      throw new PngFormatError(`${type} is not a valid zlib stream`);
+    }
+    budget -= text.length;
+    return text;
+  };
   for (const c of parseChunks(png)) {
     if (!TEXT_CHUNKS.has(c.type)) continue;
     const nul = c.data.indexOf(0);
@@ -110,7 +134,7 @@ export function readPngText(png: Buffer): Record<string, string> {
     if (c.type === 'tEXt') {
       out[key] = c.data.subarray(nul + 1).toString('latin1');
     } else if (c.type === 'zTXt') {
-      out[key] = zlib.inflateSync(c.data.subarray(nul + 2)).toString('latin1');
+      out[key] = inflate(c.data.subarray(nul + 2), c.type).toString('latin1');
     } else {
       const compressed = c.data[nul + 1] === 1;
       let p = nul + 3;
@@ -120,7 +144,7 @@ export function readPngText(png: Buffer): Record<string, string> {
       if (trEnd < 0) throw new PngFormatError('iTXt without translated keyword');
       p = trEnd + 1;
       const body = c.data.subarray(p);
-      out[key] = (compressed ? zlib.inflateSync(body) : body).toString('utf8');
+      out[key] = (compressed ? inflate(body, c.type) : body).toString('utf8');
     }
   }
   return out;

@@ -8,6 +8,7 @@ import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { ComfyAbortError, ComfyProtocolError, ComfyRequestError, ComfyUnavailableError } from './errors.ts';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export type ComfyLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
@@ -38,7 +39,7 @@ export class HttpTransport {
   private readonly requestMs: number;
 
   constructor(opts: { url: URL; logger: ComfyLogger; requestMs: number; connections: number }) {
-    this.prefix = opts.url.pathname.replace(/\/+$/, '');
+    this.prefix = trimTrailingSlashes(opts.url.pathname);
     this.baseUrl = `${opts.url.origin}${this.prefix}`;
     this.logger = opts.logger;
     this.requestMs = opts.requestMs;

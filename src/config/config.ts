@@ -91,8 +91,10 @@ const envSchema = z.object({
   /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */
   MAX_RENDER_PIXELS: z.coerce.number().int().positive().optional(),
   MAX_EXTRA_IMAGES: positiveInt.default(3),
-  /** Whole-request limit; base64 inflates images by 4/3 and a request may carry several. */
+  /** Largest body of any route (image routes: their images' base64, 4/3 of MAX_IMAGE_BYTES each, up to this). */
   BODY_LIMIT_BYTES: positiveInt.default(100 * 1024 * 1024),
+  /** Largest body of a route that takes no images (txt2img without extra_images still fits: api/body-limits.ts). */
+  JSON_BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
   /** Bodies this large or larger are read and decoded at most MAX_CONCURRENT_LARGE_BODIES at a time. */
   LARGE_BODY_BYTES: positiveInt.default(256 * 1024),
   MAX_CONCURRENT_LARGE_BODIES: positiveInt.default(4),

@@ -6,6 +6,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export type DirType = 'input' | 'output' | 'temp';
 
@@ -77,7 +78,7 @@ function pyDirname(p: string): string {
   const i = p.lastIndexOf('/');
   if (i < 0) return '';
   const head = p.slice(0, i);
-  return head === '' ? '/' : head.replace(/\/+$/, '') || '/';
+  return head === '' ? '/' : trimTrailingSlashes(head) || '/';
 }
 
 function pyBasename(p: string): string {

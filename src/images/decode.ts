@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { imageSize } from 'image-size';
 import { RequestError } from '../errors/request-error.ts';
 import type { BlobRef } from '../render/types.ts';
-import { assertPngIntact } from './png-bounds.ts';
+import { assertPngIntact, checkPngIntactStreaming, PngBoundsError, readPngChunks } from './png-bounds.ts';
 export { extensionForMime } from './mime.ts';
 
 export interface ImageLimits {
@@ -47,8 +47,19 @@ const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 /**
  * Decodes one input image and checks it. Throws RequestError naming `field`:
  * 400 for URLs, bad base64 and non-images, 413 for images over the byte or pixel limit.
+ * Runs on the calling thread: the service calls decodeImageInputStreaming, in a byte worker (src/bytes/).
  */
 export function decodeImageInput(value: string, field: string, limits: ImageLimits): DecodedImage {
+  return checkImageBytes(decodeBase64Image(value, field, limits), field, limits);
+}
+
+/** decodeImageInput with the PNG inflate streamed (bounded memory whatever the header declares). */
+export async function decodeImageInputStreaming(value: string, field: string, limits: ImageLimits): Promise<DecodedImage> {
+  return checkImageBytesStreaming(decodeBase64Image(value, field, limits), field, limits);
+}
+
+/** The bytes of a base64 or data: URL image, refused (RequestError naming `field`) before decoding when over the limit. */
+function decodeBase64Image(value: string, field: string, limits: ImageLimits): Buffer {
   let payload = value.trim();
   if (/^https?:\/\//i.test(payload)) {
     throw new RequestError(400, field, `${field}: image URLs are not accepted (URL fetching is disabled); send the image as base64 or a data: URL`);
@@ -72,12 +83,36 @@ export function decodeImageInput(value: string, field: string, limits: ImageLimi
   if (!BASE64.test(payload) || payload.length % 4 === 1) {
     throw new RequestError(400, field, `${field}: not valid base64`);
   }
-  const bytes = Buffer.from(payload.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-  return checkImageBytes(bytes, field, limits);
+  return Buffer.from(payload.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
 }
 
-/** Checks already-decoded bytes (type, dimensions, limits) and builds the blob reference. */
+/** Checks already-decoded bytes (type, dimensions, limits, completeness) and builds the blob reference. */
 export function checkImageBytes(bytes: Buffer, field: string, limits: ImageLimits): DecodedImage {
+  const { mime, width, height } = checkImageHeader(bytes, field, limits);
+  assertComplete(bytes, mime, field);
+  return decodedImage(bytes, mime, width, height);
+}
+
+/** checkImageBytes with the PNG inflate streamed through zlib's thread pool, 64 KiB at a time. */
+export async function checkImageBytesStreaming(bytes: Buffer, field: string, limits: ImageLimits): Promise<DecodedImage> {
+  const { mime, width, height } = checkImageHeader(bytes, field, limits);
+  if (mime === 'image/png') {
+    try {
+      await checkPngIntactStreaming(bytes);
+    } catch (err) {
+      throw new RequestError(400, field, `${field}: corrupt ${mime} image (${(err as Error).message})`);
+    }
+  } else assertComplete(bytes, mime, field);
+  return decodedImage(bytes, mime, width, height);
+}
+
+function decodedImage(bytes: Buffer, mime: ImageMime, width: number, height: number): DecodedImage {
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  return { ref: { sha256, size: bytes.length, mime, width, height }, bytes };
+}
+
+/** Type, dimensions and limits, from the header alone (for a PNG, the one IHDR its inflate bound uses too). */
+function checkImageHeader(bytes: Buffer, field: string, limits: ImageLimits): { mime: ImageMime; width: number; height: number } {
   if (bytes.length > limits.maxImageBytes) {
     throw new RequestError(413, field, `${field}: image of ${bytes.length} bytes exceeds the limit of ${limits.maxImageBytes} bytes`, {
       limit: limits.maxImageBytes,
@@ -88,9 +123,10 @@ export function checkImageBytes(bytes: Buffer, field: string, limits: ImageLimit
   let width: number | undefined;
   let height: number | undefined;
   try {
-    ({ width, height } = imageSize(bytes));
-  } catch {
-    // handled below
+    // A PNG's size comes from the one header the inflate bound uses too (readPngChunks refuses a second).
+    ({ width, height } = mime === 'image/png' ? readPngChunks(bytes).header : imageSize(bytes));
+  } catch (err) {
+    if (err instanceof PngBoundsError) throw new RequestError(400, field, `${field}: corrupt ${mime} image (${err.message})`);
   }
   if (!width || !height) throw new RequestError(400, field, `${field}: corrupt ${mime} image (no readable dimensions)`);
   if (width * height > limits.maxImagePixels) {
@@ -98,9 +134,7 @@ export function checkImageBytes(bytes: Buffer, field: string, limits: ImageLimit
       limit: limits.maxImagePixels,
     });
   }
-  assertComplete(bytes, mime, field);
-  const sha256 = createHash('sha256').update(bytes).digest('hex');
-  return { ref: { sha256, size: bytes.length, mime, width, height }, bytes };
+  return { mime, width, height };
 }
 
 /**

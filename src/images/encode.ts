@@ -32,25 +32,42 @@ export async function encodeOutput(png: Buffer, format: OutputFormat, infotext: 
 }
 
 /** The infotext A1111 stores in a JPEG's or WebP's EXIF UserComment, if any. */
-export async function readExifComment(data: Buffer): Promise<string | undefined> {
-  let exif: Buffer | undefined;
+export async function readExifComment(data: Buffer, maxPixels: number): Promise<string | undefined> {
+  const exif = await readExifBytes(data, maxPixels);
+  return exif ? exifUserComment(exif) : undefined;
+}
+
+/** A JPEG's or WebP's raw EXIF, found by sharp (headers only, in libvips's threads, the pixel limit held). */
+export async function readExifBytes(data: Buffer, maxPixels: number): Promise<Buffer | undefined> {
   const sharp = await loadSharp();
   try {
-    exif = (await sharp(data).metadata()).exif;
+    return (await sharp(data, { limitInputPixels: maxPixels }).metadata()).exif;
   } catch {
     return undefined;
   }
-  if (!exif) return undefined;
-  // UserComment = 8-byte character code then the text; the tag is found by its code rather than parsing IFDs.
+}
+
+/**
+ * The UserComment text of raw EXIF bytes (8-byte character code then the text). The tag is found by its
+ * code rather than by walking the IFDs. Linear in the size of `exif`: it comes from request bytes.
+ */
+export function exifUserComment(exif: Buffer): string | undefined {
   const ascii = exif.indexOf('ASCII\0\0\0', 0, 'latin1');
-  if (ascii >= 0) return exif.subarray(ascii + 8).toString('utf8').replace(/\0+$/, '');
+  if (ascii >= 0) return trimTrailingNuls(exif.subarray(ascii + 8).toString('utf8'));
   const unicode = exif.indexOf('UNICODE\0', 0, 'latin1');
   if (unicode >= 0) {
     const body = exif.subarray(unicode + 8);
-    // A1111 (piexif) writes UTF-16 big-endian.
-    const swapped = Buffer.from(body);
-    swapped.swap16?.();
-    return swapped.toString('utf16le').replace(/\0+$/, '');
+    // A1111 (piexif) writes UTF-16 big-endian; an odd trailing byte is not a character (swap16 refuses it).
+    const swapped = Buffer.from(body.subarray(0, body.length & ~1));
+    swapped.swap16();
+    return trimTrailingNuls(swapped.toString('utf16le'));
   }
   return undefined;
+}
+
+/** `s` without its trailing NULs, in one backward pass (a regex anchored at the end retries every start). */
+export function trimTrailingNuls(s: string): string {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 0) end--;
+  return s.slice(0, end);
 }

@@ -16,6 +16,7 @@ import { qwenImageEdit } from './qwen-image-edit.ts';
 import { minimaxH3 } from './minimax-h3.ts';
 import { wan22_5b } from './wan22-5b.ts';
 import { isComfySampler, isComfyScheduler } from './samplers.ts';
+import { isSpace, trimEndWhere } from '../text/trim.ts';
 
 /** Built-in profiles, in `/sdapi/v1/sd-models` order. A new model = its profile file + one line here. */
 const BUILTIN: readonly ModelProfile[] = [
@@ -188,7 +189,13 @@ export function getProfile(id: string): ModelProfile | undefined {
 }
 
 const norm = (s: string): string => s.trim().toLowerCase();
-const stripHash = (s: string): string => s.replace(/\s*\[[0-9a-f]{8,64}\]$/i, '');
+/** A1111's ` [hash]` suffix on a checkpoint title (found from the end: the name is request text). */
+function stripHash(s: string): string {
+  if (!s.endsWith(']')) return s;
+  const open = s.lastIndexOf('[');
+  if (open < 0 || !/^[0-9a-f]{8,64}$/i.test(s.slice(open + 1, -1))) return s;
+  return trimEndWhere(s.slice(0, open), isSpace);
+}
 const stripExt = (s: string): string => s.replace(/\.(gguf|safetensors|ckpt|pt|pth|bin)$/i, '');
 
 /**

@@ -11,6 +11,7 @@ import { Resource, envDetectorSync } from '@opentelemetry/resources';
 import { BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Config } from '../config/config.ts';
+import { trimTrailingSlashes } from '../text/trim.ts';
 
 export interface Tracing {
   /** Ends every span of the process; the workflow spans (created in the sandbox) are handed to it by a sink. */
@@ -31,7 +32,7 @@ export interface TracingOptions {
 export function otlpTracesUrl(config: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'>): string | undefined {
   if (config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   if (!config.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
-  return `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`;
+  return `${trimTrailingSlashes(config.OTEL_EXPORTER_OTLP_ENDPOINT)}/v1/traces`;
 }
 
 /** Starts tracing when configured; undefined (and nothing registered) when off. */

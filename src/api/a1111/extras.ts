@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
+import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { upscaleTarget } from '../../models/families/upscale.ts';
 import type { BlobRef, RenderRequest } from '../../render/types.ts';
 import { RequestError, describeValue } from './errors.ts';
@@ -49,11 +50,32 @@ export interface NormalizedExtras {
 const MAX_FACTOR = 8;
 const MAX_SIDE = 16_384;
 
-export function normalizeExtras(
+type ExtrasContext = { defaultModel: string; limits: NormalizeLimits; catalog: CatalogLists };
+
+/** The body checked, then its images decoded on this thread (tests, tools). The service calls normalizeExtrasOffLoop. */
+export function normalizeExtras(route: 'single' | 'batch', body: unknown, ctx: ExtrasContext): NormalizedExtras {
+  const steps = extrasSteps(route, body, ctx);
+  const inputs = steps.next();
+  if (inputs.done) return inputs.value;
+  const done = steps.next(inputs.value.map((i) => decodeImageInput(i.value, i.field, ctx.limits)));
+  return done.value as NormalizedExtras;
+}
+
+/** normalizeExtras with the images decoded and checked in a byte worker (src/bytes/), off the event loop. */
+export async function normalizeExtrasOffLoop(route: 'single' | 'batch', body: unknown, ctx: ExtrasContext): Promise<NormalizedExtras> {
+  const steps = extrasSteps(route, body, ctx);
+  const inputs = steps.next();
+  if (inputs.done) return inputs.value;
+  const done = steps.next(await decodeImagesOffLoop(inputs.value, ctx.limits));
+  return done.value as NormalizedExtras;
+}
+
+/** Every check of the body; yields the images to decode, once the cheap checks have passed, and gets them back decoded. */
+function* extrasSteps(
   route: 'single' | 'batch',
   body: unknown,
-  ctx: { defaultModel: string; limits: NormalizeLimits; catalog: CatalogLists },
-): NormalizedExtras {
+  ctx: ExtrasContext,
+): Generator<Array<{ value: string; field: string }>, NormalizedExtras, DecodedImage[]> {
   const schema = route === 'single' ? extrasSingleSchema : extrasBatchSchema;
   const parsed = schema.safeParse(body ?? {});
   if (!parsed.success) {
@@ -92,7 +114,7 @@ export function normalizeExtras(
   }
 
   const spec = mode === 0 ? { factor, crop: false, upscaler, upscalerName: label } : { width: tw, height: th, crop: b.upscaling_crop ?? true, upscaler, upscalerName: label };
-  const decoded = inputs.map((i) => decodeImageInput(i.value, i.field, ctx.limits));
+  const decoded = yield inputs;
   const refs: BlobRef[] = decoded.map((d) => d.ref);
   refs.forEach((ref, i) => {
     const target = upscaleTarget(spec, ref);

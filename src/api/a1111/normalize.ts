@@ -5,8 +5,9 @@
  * before image decoding, so a wrong size fails without decoding megabytes of base64.
  */
 import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
-import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
-import { normalizeMask } from '../../images/mask.ts';
+import type { DecodedImage } from '../../images/decode.ts';
+import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../images/image-set.ts';
+import { decodeImageSetOffLoop } from '../../bytes/off-loop.ts';
 import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
 import { samplerLabel, schedulerLabel } from '../../models/samplers.ts';
@@ -64,7 +65,24 @@ export const MAX_STEPS = 150;
 /** A1111 img2img API default. */
 export const DEFAULT_DENOISE = 0.75;
 
+/**
+ * Everything but the images, then the images decoded on this thread (tests, tools). The service calls
+ * normalizeRequestOffLoop.
+ */
 export function normalizeRequest(route: A1111Route, body: unknown, ctx: NormalizeContext): NormalizedRequest {
+  const plan = planRequest(route, body, ctx);
+  return finishRequest(plan, decodeImageSet(plan.imageInputs, ctx.limits), ctx);
+}
+
+/** normalizeRequest with the images decoded and checked in a byte worker (src/bytes/), off the event loop. */
+export async function normalizeRequestOffLoop(route: A1111Route, body: unknown, ctx: NormalizeContext): Promise<NormalizedRequest> {
+  const plan = planRequest(route, body, ctx);
+  return finishRequest(plan, await decodeImageSetOffLoop(plan.imageInputs, ctx.limits), ctx);
+}
+
+type Plan = ReturnType<typeof planRequest>;
+
+function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RequestError(422, '', `request body must be a JSON object, got ${describeValue(body)}`);
   }
@@ -110,21 +128,26 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
 
   // Decoding last: every cheap check has passed.
+  const imageInputs: ImageSetInput = {
+    ...(routing.init !== undefined ? { init: routing.init } : {}),
+    ...(routing.mask !== undefined
+      ? { mask: { value: routing.mask, field: 'mask', invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true } }
+      : {}),
+    refs: routing.refs,
+  };
+  return { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, imageInputs };
+}
+
+function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeContext): NormalizedRequest {
+  const { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise } = plan;
   const images = new Map<string, DecodedImage>();
   const keep = (d: DecodedImage): BlobRef => {
     if (!images.has(d.ref.sha256)) images.set(d.ref.sha256, d);
     return d.ref;
   };
-  let initImage: BlobRef | undefined;
-  let mask: BlobRef | undefined;
-  if (routing.init !== undefined) initImage = keep(decodeImageInput(routing.init.value, routing.init.field, ctx.limits));
-  if (routing.mask !== undefined) {
-    const decoded = decodeImageInput(routing.mask, 'mask', ctx.limits);
-    mask = keep(
-      normalizeMask(decoded, 'mask', { invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true, ...sizeOf(initImage) }, ctx.limits),
-    );
-  }
-  const extraImages = routing.refs.map((r) => keep(decodeImageInput(r.value, r.field, ctx.limits)));
+  const initImage = decoded.init && keep(decoded.init);
+  const mask = decoded.mask && keep(decoded.mask);
+  const extraImages = decoded.refs.map(keep);
 
   const request: RenderRequest = {
     kind: routing.kind,
@@ -307,6 +330,3 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
 }
 
 /** The init image's size, for a mask to match (mask.ts). */
-function sizeOf(init: BlobRef | undefined): { size?: { width: number; height: number } } {
-  return init?.width && init.height ? { size: { width: init.width, height: init.height } } : {};
-}

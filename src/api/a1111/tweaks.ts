@@ -10,6 +10,7 @@ import { fileStem, matchFile } from '../comfy-catalog.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { chooseHiresSampler } from './sampling.ts';
 import type { A1111Body } from './schema.ts';
+import { tidyPromptCommas } from '../../text/trim.ts';
 
 /** ComfyUI file lists the front fetched before normalising (undefined: ComfyUI did not answer). */
 export interface CatalogLists {
@@ -56,7 +57,7 @@ export function parseLoraTags(prompt: string, warnings: string[]): { prompt: str
     warnings.push(`prompt: ${m} removed; only LoRA extra networks are supported`);
     return '';
   });
-  return { prompt: tags.length > 0 || text !== prompt ? text.replace(/[ \t]{2,}/g, ' ').replace(/\s+,/g, ',').replace(/,(\s*,)+/g, ',').replace(/^[\s,]+|[\s,]+$/g, '') : prompt, tags };
+  return { prompt: tags.length > 0 || text !== prompt ? tidyPromptCommas(text.replace(/[ \t]{2,}/g, ' ')) : prompt, tags };
 }
 
 export function resolveLoras(tags: LoraTag[], lists: CatalogLists): LoraUse[] {

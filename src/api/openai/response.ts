@@ -4,6 +4,7 @@
  * prompt rendered differs from the one sent (LoRA tags are taken out of it); `seed` (not OpenAI's, ignored by
  * its SDKs) is the seed each image rendered with, so a client can render it again.
  */
+import { trimTrailingSlashes } from '../../text/trim.ts';
 import type { FastifyRequest } from 'fastify';
 import type { RenderResult } from '../../render/types.ts';
 
@@ -67,12 +68,12 @@ const SAFE_PREFIX = /^\/[A-Za-z0-9._~\-/%]{0,500}$/;
  * back at the client itself, so forwarded headers are believed: a client can only mislead itself.
  */
 export function publicBaseUrl(req: FastifyRequest, configured: string | undefined): string {
-  if (configured) return configured.replace(/\/+$/, '');
+  if (configured) return trimTrailingSlashes(configured);
   const proto = first(req.headers['x-forwarded-proto']);
   const host = first(req.headers['x-forwarded-host']) ?? first(req.headers.host) ?? '127.0.0.1';
   const prefix = first(req.headers['x-forwarded-prefix']);
   const scheme = proto === 'https' || proto === 'http' ? proto : 'http';
   const safeHost = SAFE_HOST.test(host) ? host : '127.0.0.1';
-  const safePrefix = prefix && SAFE_PREFIX.test(prefix) ? prefix.replace(/\/+$/, '') : '';
+  const safePrefix = prefix && SAFE_PREFIX.test(prefix) ? trimTrailingSlashes(prefix) : '';
   return `${scheme}://${safeHost}${safePrefix}`;
 }

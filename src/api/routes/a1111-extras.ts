@@ -3,7 +3,8 @@
  * `extra-batch-images` upscale through a ComfyUI graph as durable renders (answering A1111's shapes).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeExtras } from '../a1111/extras.ts';
+import { imageRouteLimits } from '../body-limits.ts';
+import { normalizeExtrasOffLoop } from '../a1111/extras.ts';
 import { readPngInfo } from '../a1111/png-info.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { infotextFor } from '../../render/infotext.ts';
@@ -19,7 +20,8 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
   });
 
-  app.post('/sdapi/v1/png-info', async (req) => readPngInfo(req.body, limits()));
+  const bodyLimits = imageRouteLimits(ctx.config);
+  app.post('/sdapi/v1/png-info', { bodyLimit: bodyLimits.pngInfo }, async (req) => readPngInfo(req.body, limits()));
 
   const extras = (route: 'single' | 'batch') => async (req: FastifyRequest, reply: FastifyReply) => {
     const upscaler = (req.body as { upscaler_1?: unknown } | undefined)?.upscaler_1;
@@ -27,7 +29,7 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     // Only a name that is not a built-in method can be a model file.
     if (ctx.catalog && typeof upscaler === 'string' && upscaler.trim() !== '') catalog.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
     const defaultModel = resolveModel(String(ctx.options.get('sd_model_checkpoint') ?? ''))?.id ?? ctx.config.DEFAULT_MODEL;
-    const normalized = normalizeExtras(route, req.body, { defaultModel, limits: limits(), catalog });
+    const normalized = await normalizeExtrasOffLoop(route, req.body, { defaultModel, limits: limits(), catalog });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
     const finished = await startAndWait(ctx, req, reply, `sdapi.extras-${route}`, normalized);
     if (!('result' in finished)) return finished;
@@ -36,6 +38,6 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const html = [infotextFor(finished.result.request, 0), ...normalized.warnings].join('<br>');
     return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
   };
-  app.post('/sdapi/v1/extra-single-image', extras('single'));
-  app.post('/sdapi/v1/extra-batch-images', extras('batch'));
+  app.post('/sdapi/v1/extra-single-image', { bodyLimit: bodyLimits.extraSingle }, extras('single'));
+  app.post('/sdapi/v1/extra-batch-images', { bodyLimit: bodyLimits.extraBatch }, extras('batch'));
 }

@@ -3,11 +3,12 @@
  * it fully passes), then start, wait (render-wait.ts) and answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeRequest } from '../a1111/normalize.ts';
+import { normalizeRequestOffLoop } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { overridesToPersist } from '../a1111/persist-overrides.ts';
 import { requestPriority } from '../priority.ts';
+import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
@@ -20,7 +21,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     assertBodyShape(req.body, a1111BodyLimits(ctx.config.MAX_IMAGE_BYTES));
     const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
     const catalog = await catalogFor(ctx, req.body);
-    const normalized = normalizeRequest(route, req.body, {
+    const normalized = await normalizeRequestOffLoop(route, req.body, {
       defaultModel,
       catalog,
       options: ctx.options.all(),
@@ -49,8 +50,9 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
   };
 
   // The handler releases its large-body slot itself, once the images are stored (api/body-gate.ts).
-  app.post('/sdapi/v1/txt2img', { config: { keepsBodySlot: true } }, handler('txt2img'));
-  app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true } }, handler('img2img'));
+  const limits = imageRouteLimits(ctx.config);
+  app.post('/sdapi/v1/txt2img', { config: { keepsBodySlot: true }, bodyLimit: limits.txt2img }, handler('txt2img'));
+  app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true }, bodyLimit: limits.img2img }, handler('img2img'));
 }
 
 /** Fetch ComfyUI's file lists only when the body needs them (LoRA tags, a hires upscaler that may be a model). */

@@ -21,6 +21,7 @@ import { RequestError, requestErrorFromIssues } from '../../errors/request-error
 import { errorBody, sendError } from '../http-errors.ts';
 import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
 import type { ApiContext } from '../context.ts';
+import { trimTrailingSlashes } from '../../text/trim.ts';
 
 const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
 
@@ -48,7 +49,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
  * UI process's own port, which has no login and no Host check.
  */
 export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL'>, embeddedUi: boolean): string | undefined {
-  if (config.TEMPORAL_UI_URL) return config.TEMPORAL_UI_URL.replace(/\/+$/, '');
+  if (config.TEMPORAL_UI_URL) return trimTrailingSlashes(config.TEMPORAL_UI_URL);
   return embeddedUi ? TEMPORAL_UI_PATH : undefined;
 }
 

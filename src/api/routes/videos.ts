@@ -24,8 +24,9 @@ import { RenderFailedError, type StartedRender } from '../../renders/render-serv
 import type { ApiContext } from '../context.ts';
 import { idempotencyKey } from '../request-headers.ts';
 import { readVideoBody } from '../video/body.ts';
+import { bodyLimitFor, imageRouteLimits, VIDEO_MAX_FILES } from '../body-limits.ts';
 import { inferenceSeconds, listJobs, queuedJob, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
-import { normalizeVideoRequest, type NormalizedVideo } from '../video/normalize.ts';
+import { normalizeVideoRequestOffLoop, type NormalizedVideo } from '../video/normalize.ts';
 
 export interface VideoErrorBody {
   detail: string;
@@ -61,10 +62,16 @@ const CANCEL_WAIT_MS = 30_000;
 export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Promise<void> {
   // Encapsulated: the form parsers and the video error shape apply to these routes only.
   await app.register(async (scope) => {
+    // One limit for the whole body, however it is encoded (multipart is counted as it streams: video/body.ts).
+    const bodyLimit = imageRouteLimits(ctx.config).video;
     await scope.register(multipart, {
-      limits: { fileSize: ctx.config.MAX_IMAGE_BYTES + 1, files: 16, fields: 64, fieldSize: ctx.config.BODY_LIMIT_BYTES },
+      // A field may carry one base64 image; the parts together are counted against bodyLimit.
+      limits: { fileSize: ctx.config.MAX_IMAGE_BYTES + 1, files: VIDEO_MAX_FILES, fields: 64, fieldSize: bodyLimitFor(ctx.config, 1) },
     });
-    await scope.register(formbody, { bodyLimit: ctx.config.BODY_LIMIT_BYTES });
+    await scope.register(formbody, { bodyLimit });
+    scope.addHook('onRoute', (route) => {
+      route.bodyLimit ??= bodyLimit;
+    });
 
     scope.setErrorHandler((err: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
       if (err instanceof AdmissionRefusedError) {
@@ -87,7 +94,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         return send(reply, fe.statusCode, videoError(fe.statusCode, fe.message, 'body'));
       }
       req.log.error({ err }, 'unhandled error');
-      return send(reply, 500, videoError(500, `internal error: ${err.message}`));
+      return send(reply, 500, videoError(500, 'internal error (see the service log)'));
     });
 
     /**
@@ -96,10 +103,10 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
      */
     const submit = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; started: StartedRender }> => {
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
-      const { fields, files } = await readVideoBody(req, limits);
+      const { fields, files } = await readVideoBody(req, { ...limits, maxBodyBytes: bodyLimit });
       req.body = undefined;
       const priority = requestPriority(req.headers['x-priority'], fields);
-      const normalized = normalizeVideoRequest(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
+      const normalized = await normalizeVideoRequestOffLoop(fields, files, { defaultModel: ctx.config.DEFAULT_VIDEO_MODEL, random: Math.random, limits });
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
       // What an Idempotency-Key retry must repeat: the fields and the files' content (not their bytes).
       const body = { fields: { ...fields, input_reference: undefined, input_references: undefined }, images: normalized.images.map((i) => i.ref.sha256) };

@@ -33,7 +33,13 @@ function fromForm(obj: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-export async function readVideoBody(req: FastifyRequest, limits: { maxImageBytes: number }): Promise<VideoBody> {
+export interface VideoBodyLimits {
+  maxImageBytes: number;
+  /** The whole body: every part (files and fields) counted together, as it streams. */
+  maxBodyBytes: number;
+}
+
+export async function readVideoBody(req: FastifyRequest, limits: VideoBodyLimits): Promise<VideoBody> {
   if (!req.isMultipart()) {
     const body = req.body;
     if (body === undefined || body === null) return { fields: {}, files: [] };
@@ -43,18 +49,42 @@ export async function readVideoBody(req: FastifyRequest, limits: { maxImageBytes
     const urlencoded = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
     return { fields: urlencoded ? fromForm(body as Record<string, unknown>) : (body as Record<string, unknown>), files: [] };
   }
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limits.maxBodyBytes) throw tooLarge(limits.maxBodyBytes);
+  try {
+    return await readParts(req, limits);
+  } catch (err) {
+    if (err instanceof RequestError) throw err;
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status === 413) throw new RequestError(413, 'body', `body: ${(err as Error).message}`, { limit: limits.maxBodyBytes });
+    // busboy's own errors (no boundary, a broken part header, a body that ends mid-part): the client's body.
+    throw new RequestError(400, 'body', `body: malformed multipart/form-data (${(err as Error).message})`);
+  }
+}
+
+function tooLarge(limit: number): RequestError {
+  return new RequestError(413, 'body', `body: larger than ${limit} bytes`, { limit });
+}
+
+async function readParts(req: FastifyRequest, limits: VideoBodyLimits): Promise<VideoBody> {
   const raw: Record<string, unknown[]> = {};
   const files: UploadedFile[] = [];
+  let total = 0;
+  const count = (n: number): void => {
+    total += n;
+    if (total > limits.maxBodyBytes) throw tooLarge(limits.maxBodyBytes);
+  };
   for await (const part of req.parts()) {
     if (part.type === 'file') {
       if (!FILE_FIELDS.has(part.fieldname)) {
-        await part.toBuffer().catch(() => undefined);
+        part.file.resume();
         throw new RequestError(400, part.fieldname, `${part.fieldname}: unexpected file (files go in input_reference or input_references)`);
       }
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of part.file) {
         size += (chunk as Buffer).length;
+        count((chunk as Buffer).length);
         if (size > limits.maxImageBytes) {
           throw new RequestError(413, part.fieldname, `${part.fieldname}: file exceeds the limit of ${limits.maxImageBytes} bytes`, { limit: limits.maxImageBytes });
         }
@@ -70,6 +100,8 @@ export async function readVideoBody(req: FastifyRequest, limits: { maxImageBytes
         ...(part.filename ? { filename: part.filename } : {}),
       });
     } else {
+      if (part.valueTruncated) throw new RequestError(413, part.fieldname, `${part.fieldname}: field value too long`);
+      count(typeof part.value === 'string' ? part.value.length : 0);
       (raw[part.fieldname] ??= []).push(part.value);
     }
   }

@@ -11,6 +11,7 @@ import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames, snapSide, vi
 import type { BlobRef, RenderRequest, VideoSpec, VideoTask } from '../../render/types.ts';
 import { RequestError, describeValue, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { MAX_SEED } from '../a1111/normalize.ts';
+import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { extraParamsSchema, videoFieldsSchema, type ExtraParams, type VideoFields } from './schema.ts';
 
 /** An image sent as a multipart file part (`input_reference`, `input_references`). */
@@ -41,7 +42,24 @@ const MAX_GUIDANCE = 20;
 const MAX_SHIFT = 100;
 const RANDOM_SEED_BOUND = 4294967294;
 
+/** The fields checked, then the images decoded on this thread (tests, tools). The service calls normalizeVideoRequestOffLoop. */
 export function normalizeVideoRequest(body: unknown, files: UploadedFile[], ctx: VideoNormalizeContext): NormalizedVideo {
+  const steps = videoSteps(body, files, ctx);
+  const inputs = steps.next().value as ImageInput[];
+  return steps.next(inputs.map((i) => decodeInput(i, ctx.limits))).value as NormalizedVideo;
+}
+
+/** normalizeVideoRequest with the images decoded and checked in a byte worker (src/bytes/), off the event loop. */
+export async function normalizeVideoRequestOffLoop(body: unknown, files: UploadedFile[], ctx: VideoNormalizeContext): Promise<NormalizedVideo> {
+  const steps = videoSteps(body, files, ctx);
+  const inputs = steps.next().value as ImageInput[];
+  for (const i of inputs) checkUploadType(i);
+  const sources = inputs.map((i) => (i.value !== undefined ? { field: i.field, value: i.value } : { field: i.field, bytes: i.file!.bytes }));
+  return steps.next(await decodeImagesOffLoop(sources, ctx.limits)).value as NormalizedVideo;
+}
+
+/** Every check of the fields; yields the images to decode once the cheap checks have passed, and gets them back decoded. */
+function* videoSteps(body: unknown, files: UploadedFile[], ctx: VideoNormalizeContext): Generator<ImageInput[], NormalizedVideo, DecodedImage[]> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RequestError(422, '', `request body must be an object of fields, got ${describeValue(body)}`);
   }
@@ -66,7 +84,7 @@ export function normalizeVideoRequest(body: unknown, files: UploadedFile[], ctx:
   if (profile.cfgMode !== 'free' && f.negative_prompt) warnings.push(`negative_prompt ignored: ${profile.id} is CFG-distilled and has no negative branch`);
 
   // Decode only now: every cheap check has passed.
-  const decoded = inputs.map((i) => decodeInput(i, ctx.limits));
+  const decoded = yield inputs;
   const roles = assignRoles(task, extra, decoded, inputs);
   const sizeSource = roles.firstFrame ?? roles.lastFrame;
   const size = chooseSize(f, profile, sizeSource);
@@ -180,11 +198,15 @@ function collectImageInputs(f: VideoFields, files: UploadedFile[]): ImageInput[]
 
 function decodeInput(input: ImageInput, limits: VideoNormalizeContext['limits']): DecodedImage {
   if (input.value !== undefined) return decodeImageInput(input.value, input.field, limits);
-  const file = input.file!;
-  if (file.mimetype && /^(video|audio)\//i.test(file.mimetype)) {
-    throw new RequestError(400, input.field, `${input.field}: ${file.mimetype} is not an image; only image references (PNG, JPEG, WebP) are supported`);
+  checkUploadType(input);
+  return checkImageBytes(input.file!.bytes, input.field, limits);
+}
+
+function checkUploadType(input: ImageInput): void {
+  const type = input.file?.mimetype;
+  if (type && /^(video|audio)\//i.test(type)) {
+    throw new RequestError(400, input.field, `${input.field}: ${type} is not an image; only image references (PNG, JPEG, WebP) are supported`);
   }
-  return checkImageBytes(file.bytes, input.field, limits);
 }
 
 function gridLabel(caps: VideoCapabilities): string {

@@ -1,0 +1,59 @@
+/**
+ * The parsing entry points the service uses for untrusted bytes, each run in a byte worker (pool.ts):
+ *   decodeImageSetOffLoop  A1111 render images (init, mask, references)
+ *   decodeImagesOffLoop    independent images: extras, video references (base64 or uploaded bytes)
+ *   readImageTextOffLoop   png-info: text chunks / EXIF comment and the infotext parse
+ *   scanJsonOffLoop        a large JSON body's value count and depth, before it is parsed
+ * A worker that runs out of time or memory answers as a RequestError naming the first image field (the
+ * input is what made it so), never as a 500.
+ */
+import { RequestError } from '../errors/request-error.ts';
+import type { DecodedImage, ImageLimits } from '../images/decode.ts';
+import type { DecodedImageSet, ImageSetInput } from '../images/image-set.ts';
+import { BytePoolError, runByteTask } from './pool.ts';
+import type { ImageSource, ImageText } from './tasks.ts';
+import { asBuffer } from './wire.ts';
+
+function revive(d: DecodedImage): DecodedImage {
+  return { ref: d.ref, bytes: asBuffer(d.bytes) };
+}
+
+async function bounded<T>(field: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof BytePoolError) {
+      const status = err.reason === 'crashed' ? 503 : 413;
+      throw new RequestError(status, field, `${field}: ${err.reason === 'crashed' ? 'the image could not be checked, try again' : `refused: ${err.message}`}`);
+    }
+    throw err;
+  }
+}
+
+export async function decodeImageSetOffLoop(input: ImageSetInput, limits: ImageLimits): Promise<DecodedImageSet> {
+  const first = input.init?.field ?? input.mask?.field ?? input.refs[0]?.field;
+  if (!first) return { refs: [] };
+  const set = await bounded(first, () => runByteTask('imageSet', { input, limits }));
+  return { ...(set.init ? { init: revive(set.init) } : {}), ...(set.mask ? { mask: revive(set.mask) } : {}), refs: set.refs.map(revive) };
+}
+
+export async function decodeImagesOffLoop(sources: ImageSource[], limits: ImageLimits): Promise<DecodedImage[]> {
+  if (sources.length === 0) return [];
+  // Uploaded bytes are copied to the worker, not moved: the caller's Buffers may share their memory.
+  const out = await bounded(sources[0]!.field, () => runByteTask('images', { sources, limits }));
+  return out.map(revive);
+}
+
+export async function readImageTextOffLoop(image: string, limits: ImageLimits): Promise<ImageText> {
+  const text = await bounded('image', () => runByteTask('imageText', { image, limits }));
+  return text.bytes ? { ...text, bytes: asBuffer(text.bytes) } : text;
+}
+
+export async function readExifTextOffLoop(exif: Buffer): Promise<{ info: string; parameters: Record<string, string> }> {
+  return bounded('image', () => runByteTask('exifText', { exif }));
+}
+
+export async function scanJsonOffLoop(bytes: Buffer): Promise<void> {
+  // Copied to the worker (structured clone), not moved: the body may share its memory with the socket's.
+  await bounded('body', () => runByteTask('jsonShape', { bytes }));
+}

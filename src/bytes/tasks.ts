@@ -1,0 +1,68 @@
+/**
+ * What a byte worker does: every parse of untrusted request bytes the service needs, by name. These run in
+ * the worker thread (worker-main.ts); the service calls them through off-loop.ts. Each is bounded by what it
+ * reads (pixel and byte limits, inflate output limits) and, around it, by the pool's heap cap and deadline.
+ */
+import { scanJsonShape } from './json-scan.ts';
+import { parseInfotext } from '../render/infotext-parse.ts';
+import { RequestError } from '../errors/request-error.ts';
+import { PngFormatError, readPngText } from '../comfyui/png-metadata.ts';
+import { checkImageBytesStreaming, decodeImageInputStreaming, type DecodedImage, type ImageLimits } from '../images/decode.ts';
+import { exifUserComment } from '../images/encode.ts';
+import { decodeImageSetStreaming, type DecodedImageSet, type ImageSetInput } from '../images/image-set.ts';
+
+/** One input image: base64 / data URL text, or the bytes of an uploaded file. */
+export type ImageSource = { field: string; value: string } | { field: string; bytes: Uint8Array };
+
+/** What `POST /sdapi/v1/png-info` reads from an image: its text chunks and their infotext parse. */
+export interface ImageText {
+  mime: string;
+  items: Record<string, string>;
+  parameters: Record<string, string>;
+  /** JPEG and WebP: the bytes again, for sharp to find their EXIF (libvips, in its own threads). */
+  bytes?: Uint8Array;
+}
+
+export const TASKS = {
+  /** A large JSON body's value count and nesting, counted without parsing it (json-scan.ts). */
+  jsonShape: async (a: { bytes: Uint8Array }): Promise<true> => {
+    scanJsonShape(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength));
+    return true;
+  },
+
+  /** The images of one A1111 render request (init, mask resized to the init image, references). */
+  imageSet: (a: { input: ImageSetInput; limits: ImageLimits }): Promise<DecodedImageSet> => decodeImageSetStreaming(a.input, a.limits),
+
+  /** Independent images (extras, video references), in order. */
+  images: async (a: { sources: ImageSource[]; limits: ImageLimits }): Promise<DecodedImage[]> => {
+    const out: DecodedImage[] = [];
+    for (const s of a.sources) {
+      out.push('value' in s ? await decodeImageInputStreaming(s.value, s.field, a.limits) : await checkImageBytesStreaming(Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.byteLength), s.field, a.limits));
+    }
+    return out;
+  },
+
+  /** An image's text: a PNG's text chunks (inflated with an output limit) and their infotext, parsed linearly. */
+  imageText: async (a: { image: string; limits: ImageLimits }): Promise<ImageText> => {
+    const decoded = await decodeImageInputStreaming(a.image, 'image', a.limits);
+    if (decoded.ref.mime !== 'image/png') return { mime: decoded.ref.mime, items: {}, parameters: {}, bytes: decoded.bytes };
+    let items: Record<string, string>;
+    try {
+      items = readPngText(decoded.bytes);
+    } catch (err) {
+      if (err instanceof PngFormatError) throw new RequestError(400, 'image', `image: ${err.message}`);
+      throw err;
+    }
+    return { mime: decoded.ref.mime, items, parameters: items.parameters ? parseInfotext(items.parameters) : {} };
+  },
+
+  /** The infotext of raw EXIF bytes (a JPEG's or WebP's UserComment) and its parse. */
+  exifText: async (a: { exif: Uint8Array }): Promise<{ info: string; parameters: Record<string, string> }> => {
+    const info = exifUserComment(Buffer.from(a.exif.buffer, a.exif.byteOffset, a.exif.byteLength)) ?? '';
+    return { info, parameters: info ? parseInfotext(info) : {} };
+  },
+} as const;
+
+export type TaskName = keyof typeof TASKS;
+export type TaskInput<N extends TaskName> = Parameters<(typeof TASKS)[N]>[0];
+export type TaskOutput<N extends TaskName> = Awaited<ReturnType<(typeof TASKS)[N]>>;
