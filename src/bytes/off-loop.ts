@@ -12,6 +12,7 @@ import type { DecodedImage, ImageLimits } from '../images/decode.ts';
 import type { DecodedImageSet, ImageSetInput } from '../images/image-set.ts';
 import { BytePoolError, runByteTask } from './pool.ts';
 import type { ImageSource, ImageText } from './tasks.ts';
+import type { ConvertedMask } from '../images/openai-mask.ts';
 import { asBuffer } from './wire.ts';
 
 function revive(d: DecodedImage): DecodedImage {
@@ -51,6 +52,12 @@ export async function readImageTextOffLoop(image: string, limits: ImageLimits): 
 
 export async function readExifTextOffLoop(exif: Buffer): Promise<{ info: string; parameters: Record<string, string> }> {
   return bounded('image', () => runByteTask('exifText', { exif }));
+}
+
+/** convertOpenAiMask in a byte worker: the mask's pixels are decoded there, never on the event loop. */
+export async function convertOpenAiMaskOffLoop(bytes: Buffer): Promise<ConvertedMask> {
+  const out = await bounded('mask', () => runByteTask('openAiMask', { bytes }));
+  return { ...out, png: asBuffer(out.png) };
 }
 
 export async function scanJsonOffLoop(bytes: Buffer): Promise<void> {

@@ -4,6 +4,7 @@
  * reads (pixel and byte limits, inflate output limits) and, around it, by the pool's heap cap and deadline.
  */
 import { scanJsonShape } from './json-scan.ts';
+import { convertOpenAiMask, type ConvertedMask } from '../images/openai-mask.ts';
 import { parseInfotext } from '../render/infotext-parse.ts';
 import { RequestError } from '../errors/request-error.ts';
 import { PngFormatError, readPngText } from '../comfyui/png-metadata.ts';
@@ -55,6 +56,9 @@ export const TASKS = {
     }
     return { mime: decoded.ref.mime, items, parameters: items.parameters ? parseInfotext(items.parameters) : {} };
   },
+
+  /** An OpenAI edit mask (transparent = edit) as this service's greyscale white = repaint PNG. */
+  openAiMask: async (a: { bytes: Uint8Array }): Promise<ConvertedMask> => convertOpenAiMask(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength)),
 
   /** The infotext of raw EXIF bytes (a JPEG's or WebP's UserComment) and its parse. */
   exifText: async (a: { exif: Uint8Array }): Promise<{ info: string; parameters: Record<string, string> }> => {

@@ -7,18 +7,18 @@
  * started and awaited exactly like `/sdapi/v1/txt2img` (render-wait.ts: blob storage, Idempotency-Key,
  * X-Priority, admission, interrupt). Errors reach the client in OpenAI's envelope (openai/errors.ts).
  */
+import { bodyLimitFor } from '../body-limits.ts';
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { decodeImageInput } from '../../images/decode.ts';
 import { listProfiles, resolveModel } from '../../models/registry.ts';
-import { normalizeRequest, type NormalizedRequest } from '../a1111/normalize.ts';
+import { normalizeRequestOffLoop, type NormalizedRequest } from '../a1111/normalize.ts';
 import { RequestError } from '../a1111/errors.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { requestPriority } from '../priority.ts';
 import type { ApiContext } from '../context.ts';
 import { readEditBody } from '../openai/edit-body.ts';
 import { openAiError, sendOpenAiError } from '../openai/errors.ts';
-import { convertOpenAiMask } from '../openai/mask.ts';
+import { convertOpenAiMaskOffLoop, decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { imagesResponse, publicBaseUrl } from '../openai/response.ts';
 import { withSdCppArgs } from '../openai/sd-cpp-args.ts';
 import { firstIssue, imageEditFieldsSchema, imageGenerationSchema } from '../openai/schema.ts';
@@ -55,8 +55,9 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
     });
 
     // Both release their large-body slot themselves once the images are stored (api/body-gate.ts).
-    scope.post('/v1/images/generations', { config: { keepsBodySlot: true } }, async (req, reply) => render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)));
-    scope.post('/v1/images/edits', { config: { keepsBodySlot: true } }, async (req, reply) => {
+    // Generations take no image; edits up to maxImages and a mask, as base64 in JSON or as multipart files.
+    scope.post('/v1/images/generations', { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, 0) }, async (req, reply) => render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)));
+    scope.post('/v1/images/edits', { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, maxImages + 1) }, async (req, reply) => {
       const prepared = await prepareEdit(ctx, req, maxImages);
       // What an Idempotency-Key retry must repeat: the fields and the images' content (a multipart body has no
       // JSON to compare, and the bytes themselves are too large to keep).
@@ -99,9 +100,13 @@ async function prepareEdit(ctx: ApiContext, req: FastifyRequest, maxImages: numb
   if (!parsed.success) throw issueError(parsed.error);
   const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
   // Images sent as text (base64, data: URLs) as bytes, like uploaded files: their size decides `size: auto`.
-  const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: decodeImageInput(f.text!, f.field, limits).bytes }));
-  const mask = body.mask ? (body.mask.bytes ?? decodeImageInput(body.mask.text!, 'mask', limits).bytes) : undefined;
-  const converted = mask ? convertOpenAiMask(mask) : undefined;
+  // Decoded and checked in a byte worker (src/bytes/), like every image a request carries.
+  const texts = [...body.images.filter((f) => !f.bytes), ...(body.mask && !body.mask.bytes ? [body.mask] : [])];
+  const decoded = await decodeImagesOffLoop(texts.map((f) => ({ field: f.field, value: f.text! })), limits);
+  const bytesOf = new Map(texts.map((f, i) => [f, decoded[i]!.bytes]));
+  const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: bytesOf.get(f)! }));
+  const mask = body.mask ? (body.mask.bytes ?? bytesOf.get(body.mask)!) : undefined;
+  const converted = mask ? await convertOpenAiMaskOffLoop(mask) : undefined;
   const t = translateEdit(fields, parsed.data, images, converted, translateContext(ctx), [...tagWarnings, ...(converted?.warning ? [converted.warning] : [])]);
   const normalized = await normalize(ctx, req, t);
   const fingerprint = { route: 'images/edits', fields: body.fields, images: normalized.images.map((i) => i.ref.sha256) };
@@ -136,7 +141,7 @@ async function normalize(ctx: ApiContext, req: FastifyRequest, t: Translated): P
   const catalog: CatalogLists = {};
   if (ctx.catalog && /<lora:/i.test(String(t.body.prompt))) catalog.loras = await ctx.catalog.loras().catch(() => undefined);
   try {
-    const normalized = normalizeRequest(t.route, t.body, {
+    const normalized = await normalizeRequestOffLoop(t.route, t.body, {
       defaultModel: t.profile.id,
       catalog,
       options: {},

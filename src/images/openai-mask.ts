@@ -6,9 +6,9 @@
  * read in the service's own (white = repaint) and said so in a warning.
  */
 import { PNG } from 'pngjs';
-import { RequestError } from '../a1111/errors.ts';
-import { sniffImageMime } from '../../images/decode.ts';
-import { readPngBounded } from '../../images/png-bounds.ts';
+import { RequestError } from '../errors/request-error.ts';
+import { sniffImageMime } from './decode.ts';
+import { readPngBounded } from './png-bounds.ts';
 
 /** Alpha below this counts as transparent (OpenAI: "fully transparent areas"; soft edges round to the nearer). */
 const TRANSPARENT_BELOW = 128;
