@@ -3,7 +3,7 @@
  * dir, so renders survive restarts of the whole service. A real server, never an in-memory fake.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -113,6 +113,45 @@ function freeLoopbackPort(): Promise<number> {
   });
 }
 
+const pidFile = (dbFile: string): string => `${dbFile}.server.pid`;
+
+/**
+ * A dev server left running on this database by a previous process that was SIGKILLed (its own session keeps
+ * it out of the killed process group): stop it, or it would hold the port and the SQLite file. Only a process
+ * whose command line names this very database file is touched.
+ */
+async function reapOrphan(dbFile: string, logger: Logger): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile(dbFile), 'utf8').trim());
+  } catch {
+    return;
+  }
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    // Gone (or no /proc to check it with: leave it alone).
+  }
+  if (Number.isInteger(pid) && pid > 1 && cmdline.split('\0').includes(dbFile)) {
+    logger.warn({ pid }, 'stopping the Temporal dev server a killed previous run left on this database');
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+    for (let i = 0; i < 100; i++) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  rmSync(pidFile(dbFile), { force: true });
+}
+
 class DevServerExited extends Error {
   constructor(readonly code: number | null, readonly output: string) {
     super(`temporal dev server exited with code ${code} before it was ready:\n${output}`);
@@ -150,7 +189,12 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   }
   for (const key of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${SA_TYPE_NAMES[key.type] ?? 'Keyword'}`);
 
-  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  await reapOrphan(opts.dbFile, opts.logger);
+  // Its own session and process group: a supervisor that stops this service with a SIGTERM to the whole process
+  // group (a model-swapping proxy does) must not kill Temporal before the worker has drained; this process
+  // stops it last (`stop`), or kills it when it exits (`killChild`).
+  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  if (child.pid !== undefined) writeFileSync(pidFile(opts.dbFile), `${child.pid}\n`);
   let output = '';
   const keep = (chunk: Buffer): void => {
     output = (output + chunk.toString()).slice(-8_000);
@@ -163,6 +207,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   child.on('exit', (code) => {
     exited = code;
     process.off('exit', killChild);
+    rmSync(pidFile(opts.dbFile), { force: true });
   });
   // However this process ends (even process.exit on a second signal), do not leave an orphaned server
   // holding the port and the SQLite file.
