@@ -37,6 +37,8 @@ export interface TestFrontOptions {
   waitingRenders?: () => Promise<number>;
   /** What an Idempotency-Key finds (default: nothing, a new render). */
   keyState?: (key: string) => 'attach' | 'new' | 'conflict';
+  /** The GPU lease render-starting routes take (api/gpu-lease-hook.ts). */
+  gpuLease?: { poke(waitMs: number): Promise<void> };
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -91,6 +93,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
     },
     waitingRenders: opts.waitingRenders ?? (async () => 0),
     inFlight,
+    ...(opts.gpuLease ? { gpuLease: opts.gpuLease } : {}),
   });
   await app.ready();
   Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, inFlight: () => inFlight, close: () => app.close() });
