@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { expectRenderedOnce, fakeStats, resetFake, setFaults, waitFor, waitRunning } from '../faults/helpers.ts';
+import { expectRenderedOnce, fakeStats, resetFake, setFaults, waitFor } from '../faults/helpers.ts';
 import { LlamaSwapStandin } from '../support/llama-swap-standin.ts';
 import { freePort } from '../support/ports.ts';
 
@@ -41,6 +41,12 @@ async function post(route: string, body: unknown): Promise<{ status: number; jso
 }
 
 const videoStatus = async (id: string): Promise<string> => ((await (await fetch(`${ls.url}/upstream/imagegen-flux-dev/v1/videos/${id}`)).json()) as { status: string }).status;
+/** A prompt is running and held at its VAEDecode (the fake has taken the hold from its list). */
+const waitHeld = (): Promise<string> =>
+  waitFor('a prompt held mid-render on the fake ComfyUI', async () => {
+    const st = await fakeStats(fake.url);
+    return st.faults.hold.length === 0 && st.queue.running[0];
+  }, 180_000, 100);
 const since = (mark: number, type: string, model: string) => ls.events.slice(mark).filter((e) => e.type === type && e.model === model);
 
 beforeAll(async () => {
@@ -123,7 +129,7 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     await setFaults(fake.url, { hold: HOLD });
     const mark = ls.events.length;
     const render = post('/sdapi/v1/txt2img', IMAGE);
-    await waitRunning(fake.url, 180_000);
+    await waitHeld();
     const freesBefore = (await fakeStats(fake.url)).unloadModelsRequests;
     const unload = await fetch(`${ls.url}/api/models/unload/comfy-gpu`, { method: 'POST' });
     expect(unload.status).toBe(200);
@@ -146,7 +152,7 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     const mark = ls.events.length;
     const started = await post('/upstream/imagegen-flux-dev/v1/videos', VIDEO);
     expect(started.status).toBeLessThan(300);
-    await waitRunning(fake.url, 180_000);
+    await waitHeld();
     // The stand-in's ttl sweep sees the entry idle (no request ended) for longer than ttl, but busy: the lease.
     await ls.waitFor((e) => e.type === 'ttl-check' && e.model === 'comfy-gpu' && Number(e.detail?.idleMs) > TTL_S * 1000 + 1000 && Number(e.detail?.inFlight) > 0, mark);
     expect(since(mark, 'stop', 'comfy-gpu')).toHaveLength(0);
@@ -175,7 +181,7 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     await setFaults(fake.url, { hold: HOLD });
     const mark = ls.events.length;
     const render = post('/sdapi/v1/txt2img', { ...IMAGE, seed: 12 });
-    await waitRunning(fake.url, 180_000);
+    await waitHeld();
     // The manual unload is a SIGTERM to the front's whole process group, and does not wait for its requests.
     const unloading = fetch(`${ls.url}/api/models/unload/imagegen-flux-dev`, { method: 'POST' });
     await ls.waitFor((e) => e.type === 'stop' && e.model === 'imagegen-flux-dev', mark);

@@ -39,7 +39,11 @@ interface Runtime {
   state: State;
   child?: ChildProcess;
   inFlight: number;
+  /** Granted, about to be proxied: counted as in flight (llama-swap counts a request once it hands it out). */
+  granted: number;
   admitted: number;
+  /** Waiters that joined the entry's start. */
+  joiners: Waiter[];
   lastUsed: number;
   started?: Promise<void>;
   exited?: Promise<void>;
@@ -165,7 +169,7 @@ export class LlamaSwapStandin extends EventEmitter {
       this.entries.set(id, entry);
       this.aliasOf.set(id, id);
       for (const a of entry.aliases) this.aliasOf.set(a, id);
-      this.rt.set(id, { state: 'stopped', inFlight: 0, admitted: 0, lastUsed: 0, output: '' });
+      this.rt.set(id, { state: 'stopped', inFlight: 0, granted: 0, admitted: 0, joiners: [], lastUsed: 0, output: '' });
     }
     this.preload = (((raw.hooks as Record<string, Record<string, string[]>> | undefined)?.on_startup?.preload) ?? []).map((p) => this.aliasOf.get(p) ?? p);
   }
@@ -291,6 +295,7 @@ export class LlamaSwapStandin extends EventEmitter {
       if (!res.headersSent && !gone) res.writeHead(e.status ?? 502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: e.message } }));
       return;
     }
+    r.granted--;
     if (gone) {
       r.admitted--;
       this.pump();
@@ -395,20 +400,21 @@ export class LlamaSwapStandin extends EventEmitter {
     };
     if (r.state === 'ready' && evict.length === 0) {
       take();
+      r.granted++;
       w.grant();
       return true;
     }
     if (r.state === 'starting') {
       take();
-      r.started!.then(w.grant, (err: Error & { status?: number }) => w.fail(err.status ?? 502, err.message));
+      r.joiners.push(w);
       return true;
     }
     if (r.state === 'stopping') return false;
     // docs/llama-swap-facts.md:45-46 — never stop an entry with requests in flight, or one starting or stopping.
-    if (evict.some((e) => this.rt.get(e)!.inFlight > 0 || this.rt.get(e)!.state !== 'ready')) return false;
+    if (evict.some((e) => this.rt.get(e)!.inFlight + this.rt.get(e)!.granted > 0 || this.rt.get(e)!.state !== 'ready')) return false;
     take();
+    r.joiners.push(w);
     this.swap(w.model, evict);
-    r.started!.then(w.grant, (err: Error & { status?: number }) => w.fail(err.status ?? 502, err.message));
     return true;
   }
 
@@ -420,9 +426,20 @@ export class LlamaSwapStandin extends EventEmitter {
       await Promise.all(evict.map((e) => this.stop(e, this.healthCheckTimeoutMs)));
       await this.start(id);
     })();
+    // docs/llama-swap-facts.md:80-83 — a start's waiters are handed the entry first, then the queue is walked.
+    const settle = (err?: Error & { status?: number }): void => {
+      for (const j of r.joiners.splice(0)) {
+        if (err) j.fail(err.status ?? 502, err.message);
+        else {
+          r.granted++;
+          j.grant();
+        }
+      }
+      this.pump();
+    };
     r.started.then(
-      () => this.pump(),
-      () => this.pump(),
+      () => settle(),
+      (err: Error & { status?: number }) => settle(err),
     );
   }
 
@@ -497,7 +514,7 @@ export class LlamaSwapStandin extends EventEmitter {
       if (e.ttl <= 0 || r.state !== 'ready') continue;
       const idleMs = Date.now() - r.lastUsed;
       this.note('ttl-check', e.id, { inFlight: r.inFlight, idleMs });
-      if (r.inFlight === 0 && idleMs > e.ttl * 1000) void this.stop(e.id, e.unloadTimeout * 1000);
+      if (r.inFlight + r.granted === 0 && idleMs > e.ttl * 1000) void this.stop(e.id, e.unloadTimeout * 1000);
     }
   }
 }
