@@ -3,6 +3,7 @@
  * the routes and the server that registers them do not import each other.
  */
 import type { BlobStore } from '../blobs/store.ts';
+import type { GpuLease } from './gpu-lease-hook.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import type { RenderService } from '../renders/render-service.ts';
@@ -29,6 +30,8 @@ export interface ApiDeps {
   tracing?: boolean;
   /** The embedded Temporal UI to serve at /temporal/, behind this front's guards (temporal-ui-proxy.ts). */
   temporalUi?: { upstream: string };
+  /** The GPU lease held through a model-swapping proxy (gpu/lease-holder.ts), when GPU_LEASE_URL is set. */
+  gpuLease?: GpuLease;
 }
 
 export interface ApiContext extends ApiDeps {

@@ -28,14 +28,15 @@ import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 import { registerHttpTracing } from '../tracing/http.ts';
 import { registerTemporalUiProxy } from './temporal-ui-proxy.ts';
-import { isLoopbackHost } from '../config/loopback.ts';
+import { registerGpuLeaseHook } from './gpu-lease-hook.ts';
+import { isLoopbackHost, normalizeHostName } from '../config/loopback.ts';
 
 export { isLoopbackHost } from '../config/loopback.ts';
 
 export type { ApiContext, ApiDeps } from './context.ts';
 
 // The gallery page and its assets hold no data (it asks for the token itself), so a browser can load it.
-const OPEN_ROUTES = new Set(['/health', '/internal/ping', '/', '/gallery/app.js', '/gallery/style.css', '/gallery/favicon.svg']);
+const OPEN_ROUTES = new Set(['/health', '/ready', '/internal/ping', '/', '/gallery/app.js', '/gallery/style.css', '/gallery/favicon.svg']);
 
 export { authorized } from '../auth/api-token.ts';
 
@@ -122,10 +123,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // Bound to loopback (the default), only loopback host names are ours: a DNS-rebinding page that points its
   // own name at 127.0.0.1 sends its name in Host, and must not read renders or outputs.
   // ALLOWED_HOSTS: names a reverse proxy in front of this loopback front forwards in Host.
-  const extraHosts = new Set(deps.config.ALLOWED_HOSTS.map((h) => h.toLowerCase()));
+  // Names and IP addresses alike, compared in normalizeHostName's form.
+  const extraHosts = new Set(deps.config.ALLOWED_HOSTS.map((h) => normalizeHostName(h) ?? h.toLowerCase()));
   if (isLoopbackHost(deps.config.HOST)) {
     app.addHook('onRequest', async (req, reply) => {
-      const name = hostnameOf(req.headers.host).toLowerCase();
+      const name = normalizeHostName(hostnameOf(req.headers.host)) ?? '';
       if (!isLoopbackHost(name) && !extraHosts.has(name)) {
         return sendError(reply, 403, errorBody('HTTPException', `host ${req.headers.host ?? '(none)'} is not served here; use 127.0.0.1 or localhost`, { field: 'host' }));
       }
@@ -207,6 +209,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // FastAPI's own 404 body, which clients (and A1111's API tests) compare against.
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send({ detail: 'Not Found' }));
 
+  if (deps.gpuLease) registerGpuLeaseHook(app, deps.gpuLease);
   await registerOpenApi(app);
   registerA1111Discovery(app, ctx);
   registerA1111Render(app, ctx);

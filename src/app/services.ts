@@ -34,8 +34,11 @@ import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
 import { Client, Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
+import { freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
+import { gatedHealth } from '../gpu/lease-server.ts';
 
-export type Mode = 'start' | 'worker' | 'api';
+/** `gpu`: the GPU worker inside a model-swapping proxy's GPU entry (docs/llama-swap.md). */
+export type Mode = 'start' | 'worker' | 'api' | 'gpu';
 
 /**
  * Printed when TEMPORAL_UI is on. Through the front the UI has the front's guards; what remains is the UI
@@ -83,6 +86,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     throw new Error(`DEFAULT_VIDEO_MODEL=${config.DEFAULT_VIDEO_MODEL} is not a known video model`);
   }
 
+  // Mode `gpu` answers the proxy's readiness check (503 until the worker polls) from the start.
+  const leaseServer = mode === 'gpu' ? await startGpuEntryServer(config, logger) : undefined;
   let devServer: DevServer | undefined;
   let address = config.TEMPORAL_ADDRESS;
   if (!address) {
@@ -119,9 +124,10 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let workersDone: Promise<void> = new Promise(() => undefined);
   let stopProbing: (() => void) | undefined;
   let metricsServer: MetricsServer | undefined;
-  if (mode === 'start' || mode === 'worker') {
+  if (mode === 'start' || mode === 'worker' || mode === 'gpu') {
     const served = gpuBackends(backends, config.GPU_BACKENDS);
-    const pool = new GpuPool(served, health);
+    // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
+    const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
     const activities = createActivities(
       { config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE } },
       pool,
@@ -134,7 +140,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       backends: served,
       pool,
       activities,
-      workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)),
+      ...(mode === 'gpu' ? { general: false } : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
       ...(traced ? { tracing: traced } : {}),
       logger,
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
@@ -146,7 +152,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     );
     // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
     stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
-    if (mode === 'worker' && config.METRICS_PORT !== undefined) {
+    leaseServer?.setReady(true);
+    if (mode !== 'start' && config.METRICS_PORT !== undefined) {
       metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, token: config.API_TOKEN, logger });
     }
   }
@@ -155,6 +162,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let apiUrl: string | undefined;
   let uiUrl: string | undefined;
   let uiWarning: string | undefined;
+  const leaseHolder = mode === 'start' || mode === 'api' ? startLeaseHolder(config, client, logger) : undefined;
   if (mode === 'start' || mode === 'api') {
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
     api = await buildServer({
@@ -187,6 +195,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
       }),
       ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),
+      ...(leaseHolder ? { gpuLease: leaseHolder } : {}),
     });
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
     if (devServer?.uiUrl) {
@@ -206,9 +215,13 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       // Order matters: stop taking requests, drain workers (in-flight activities get the grace time and
       // are retried elsewhere if cut), then stop the embedded server.
       if (api) await closeFront(api);
+      await leaseHolder?.stop();
+      // The GPU entry: no new prompts from here on (the gate closes with the leases).
+      await leaseServer?.close();
       stopProbing?.();
       await workers?.shutdown();
       await workersDone.catch(() => undefined);
+      if (leaseServer) await freeVram(gpuBackends(backends, config.GPU_BACKENDS), clients, logger);
       await metricsServer?.close();
       await connection.close().catch(() => undefined);
       await devServer?.stop();

@@ -13,9 +13,10 @@ export function backendsFromUrls(urls: string[]): Backend[] {
   return urls.map((url, i) => ({ id: `comfyui-${i}`, url: trimTrailingSlashes(url) }));
 }
 
-/** The backends this worker serves prompts for: all by default, else the ids listed (unknown ids are an error). */
+/** The backends this worker serves prompts for: all by default, none for `none`, else the ids listed (unknown ids are an error). */
 export function gpuBackends(all: Backend[], ids: string[] | undefined): Backend[] {
   if (!ids) return all;
+  if (ids.length === 1 && ids[0] === 'none') return [];
   const unknown = ids.filter((id) => !all.some((b) => b.id === id));
   if (unknown.length > 0) {
     throw new Error(`GPU_BACKENDS names unknown backends ${unknown.join(', ')}; known: ${all.map((b) => `${b.id}=${b.url}`).join(', ')}`);

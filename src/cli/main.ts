@@ -8,11 +8,13 @@ import { createLogger } from '../log.ts';
 import { runServices, type Mode } from '../app/services.ts';
 import { sanitizeForTerminal } from './sanitize.ts';
 
-const USAGE = `usage: comfy-durable <start|worker|api|contract URL|renders …>
+const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders …>
 
   start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), worker and HTTP front
   worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   api        HTTP front only
+  gpu        the GPU worker inside a model-swapping proxy's GPU entry: serves /gpu/ready and /gpu/lease on
+             HOST:PORT, runs prompts only while a front holds the lease, asks ComfyUI to unload on stop
   contract   run the ComfyUI contract checks against URL (a real or fake ComfyUI)
   renders    operators: list, show, outputs, replay, cancel renders ('renders help' for details)
 `;
@@ -80,6 +82,7 @@ async function main(argv: string[]): Promise<void> {
     case 'start':
     case 'worker':
     case 'api':
+    case 'gpu':
       return runMode(command);
     case 'renders': {
       const { runRenders } = await import('./renders.ts');

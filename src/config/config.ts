@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { isLoopbackHost } from './loopback.ts';
+import { isLoopbackHost, normalizeHostName } from './loopback.ts';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -27,8 +27,9 @@ const envSchema = z.object({
     .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.url({ protocol: /^https?$/ })).min(1)),
   /**
-   * Backend ids (`comfyui-<index in COMFYUI_URL>`) whose prompts this worker runs; default all. Lets one worker
-   * per GPU box serve its own ComfyUI while every process shares the full COMFYUI_URL list.
+   * Backend ids (`comfyui-<index in COMFYUI_URL>`) whose prompts this worker runs; default all; `none` runs no
+   * prompts here (a front whose GPU worker runs elsewhere, e.g. in a model-swapping proxy's GPU entry). Lets one
+   * worker per GPU box serve its own ComfyUI while every process shares the full COMFYUI_URL list.
    */
   GPU_BACKENDS: z
     .string()
@@ -76,7 +77,15 @@ const envSchema = z.object({
   ALLOWED_HOSTS: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+    .transform((v, ctx) => {
+      const names = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      const bad = names.filter((n) => normalizeHostName(n) === undefined);
+      if (bad.length > 0) {
+        ctx.addIssue({ code: 'custom', message: `not a host name or IP address: ${bad.join(', ')}` });
+        return z.NEVER;
+      }
+      return names.map((n) => normalizeHostName(n)!);
+    }),
   /** Browser origins allowed cross-origin access (comma separated; `*` = any), like A1111's --cors-allow-origins. */
   CORS_ALLOW_ORIGINS: z
     .string()
@@ -86,6 +95,16 @@ const envSchema = z.object({
   API_TOKEN: optionalString,
   MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),
   MAX_IMAGE_PIXELS: positiveInt.default(4096 * 4096),
+  /**
+   * Sharing the GPU with a model-swapping proxy (docs/llama-swap.md): the URL, through the proxy, of the GPU
+   * entry's lease (`http://127.0.0.1:8080/upstream/<gpu entry>/gpu/lease`). When set, the front holds it open
+   * while renders wait or run, so the proxy starts the GPU entry for them and queues other groups behind them.
+   */
+  GPU_LEASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /** How often the front counts waiting renders for the lease (ms). */
+  GPU_LEASE_POLL_MS: positiveInt.default(1_000),
+  /** `Authorization` header value for the lease request, when the proxy has API keys (`Bearer <key>`). */
+  GPU_LEASE_AUTHORIZATION: optionalString,
   /** Most images per request (batch_size × n_iter). Open WebUI sends up to n=10. */
   MAX_BATCH: positiveInt.default(16),
   /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */

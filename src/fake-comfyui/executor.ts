@@ -51,6 +51,8 @@ export interface FakeStats {
   filesWritten: string[];
   interrupts: number;
   freeMemory: number;
+  /** `POST /free` calls asking to unload the models (the VRAM given back when the GPU changes hands). */
+  unloadModelsRequests: number;
   /**
    * How each run of a prompt ended, in order (`success`, `error`, `interrupted`): fault tests prove that a
    * render's item succeeded exactly once. A run abandoned by a reset or a dead worker has no entry.
@@ -64,7 +66,7 @@ export interface FakeStats {
 }
 
 export function emptyStats(): FakeStats {
-  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, outcomes: {}, runs: [] };
+  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, unloadModelsRequests: 0, outcomes: {}, runs: [] };
 }
 
 export interface RunOutcome {

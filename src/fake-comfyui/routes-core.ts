@@ -93,7 +93,10 @@ export function registerCoreRoutes(app: FastifyInstance, state: FakeState): void
       return internalError(reply);
     }
     if (isObject(body)) {
-      if (body.unload_models === true) state.queue.setFlag('unload_models', true);
+      if (body.unload_models === true) {
+        state.stats.unloadModelsRequests++;
+        state.queue.setFlag('unload_models', true);
+      }
       if (body.free_memory === true) state.freeMemory();
     }
     return reply.code(200).send();

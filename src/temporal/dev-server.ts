@@ -3,7 +3,7 @@
  * dir, so renders survive restarts of the whole service. A real server, never an in-memory fake.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -153,7 +153,10 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   }
   for (const key of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${SA_TYPE_NAMES[key.type] ?? 'Keyword'}`);
 
-  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own session and process group: a supervisor that stops this service with a SIGTERM to the whole process
+  // group (a model-swapping proxy does) must not kill Temporal before the worker has drained; this process
+  // stops it last (`stop`), or kills it when it exits (`killChild`).
+  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (child.pid !== undefined) writeServerPidFile(opts.dbFile, child.pid, opts.port);
   let output = '';
   const keep = (chunk: Buffer): void => {

@@ -76,6 +76,11 @@ export interface WorkerSetOptions {
   workflowBundlePath?: string;
   /** Tracing interceptors and the sink of workflow spans, when tracing is on. */
   tracing?: WorkerTracing;
+  /**
+   * false: no general worker (no workflows, no I/O activities), only the GPU queues. The GPU entry of a
+   * model-swapping proxy: its front runs the workflows, and it starts faster without a workflow bundle.
+   */
+  general?: boolean;
 }
 
 export interface WorkerSet {
@@ -90,7 +95,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
   const shutdownGraceTime = opts.shutdownGraceMs ?? 10_000;
   // Every worker runs activities: each gets the tracing activity interceptors (RunActivity spans).
   const activityInterceptors = opts.tracing ? { activity: opts.tracing.activity } : {};
-  const general = await Worker.create({
+  const general = opts.general === false ? [] : [await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
@@ -100,7 +105,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
     sinks: { ...renderOutcomeSinks(), ...opts.tracing?.sinks },
     interceptors: { workflowModules: workflowInterceptorModules(opts.tracing), ...activityInterceptors },
-  });
+  })];
   // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
   // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt
   // ComfyUI. One small RPC every 2 s per GPU is nothing.
@@ -126,7 +131,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
             interceptors: activityInterceptors,
           }),
         ];
-  const all = [general, ...shared];
+  const all = [...general, ...shared];
   opts.logger.info({ taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id) }, 'workers created');
   return {
     connection,

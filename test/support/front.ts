@@ -43,6 +43,8 @@ export interface TestFrontOptions {
   keyState?: (renderId: string) => 'attach' | 'new' | 'conflict';
   /** ComfyUI's LoRA file list, for requests with LoRA tags (default: no catalog, as when ComfyUI is down). */
   loras?: string[];
+  /** The GPU lease render-starting routes take (api/gpu-lease-hook.ts). */
+  gpuLease?: { poke(waitMs: number): Promise<void> };
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -101,6 +103,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
     waitingRenders: opts.waitingRenders ?? (async () => 0),
     ...(opts.loras ? { catalog: { loras: async () => opts.loras!, upscaleModels: async () => [] } as unknown as ComfyCatalog } : {}),
     inFlight,
+    ...(opts.gpuLease ? { gpuLease: opts.gpuLease } : {}),
   });
   await app.ready();
   Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, inFlight: () => inFlight, close: () => app.close() });

@@ -250,7 +250,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs commands the CLI accepts', () => {
-    expect(CLI_COMMANDS).toEqual(new Set(['start', 'worker', 'api', 'contract', 'renders']));
+    expect(CLI_COMMANDS).toEqual(new Set(['start', 'worker', 'api', 'gpu', 'contract', 'renders']));
     expect(list(service('worker').command)).toEqual(['worker']);
     expect(list(service('api').command)).toEqual(['api']);
     for (const n of APP_SERVICES) expect(CLI_COMMANDS).toContain(list(service(n).command)[0]);

@@ -1,0 +1,49 @@
+/**
+ * Wiring of the GPU-sharing pieces into a process (app/services.ts): the GPU entry's lease server and VRAM
+ * release (mode `gpu`), and a front's lease holder (GPU_LEASE_URL).
+ */
+import type { Client } from '@temporalio/client';
+import type { ComfyClient } from '../comfyui/client.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log.ts';
+import type { Backend } from '../render/types.ts';
+import { waitingRendersQuery } from '../renders/admission.ts';
+import { GpuLeaseHolder } from './lease-holder.ts';
+import { startLeaseServer, type LeaseServer } from './lease-server.ts';
+
+/** Mode `gpu` listens on HOST:PORT for the proxy's readiness check and the leases, before Temporal is reached. */
+export function startGpuEntryServer(config: Config, logger: Logger): Promise<LeaseServer> {
+  return startLeaseServer({ host: config.HOST, port: config.PORT, logger: logger.child({ component: 'gpu-lease' }) });
+}
+
+/**
+ * Give the VRAM back when the proxy takes the GPU away: ComfyUI keeps its models loaded after the worker stops,
+ * so the next group would load beside them. `/free` is acted on after the running prompt, if one outlived the
+ * drain. A ComfyUI that does not answer (stopped with the entry, or hung) is logged, not waited for.
+ */
+export async function freeVram(backends: Backend[], clients: Map<string, ComfyClient>, logger: Logger): Promise<void> {
+  await Promise.all(
+    backends.map(async (b) => {
+      try {
+        await clients.get(b.id)!.free({ unloadModels: true, freeMemory: true }, { timeoutMs: 5_000 });
+        logger.info({ backend: b.id }, 'GPU handed back: ComfyUI asked to unload its models');
+      } catch (err) {
+        logger.warn({ backend: b.id, err: (err as Error).message }, 'GPU handed back: ComfyUI did not take /free (stopped or unreachable)');
+      }
+    }),
+  );
+}
+
+/** The front's lease holder, counting running renders on the task queue in Temporal (every front's). */
+export function startLeaseHolder(config: Config, client: Client, logger: Logger): GpuLeaseHolder | undefined {
+  if (!config.GPU_LEASE_URL) return undefined;
+  const holder = new GpuLeaseHolder({
+    url: config.GPU_LEASE_URL,
+    pollMs: config.GPU_LEASE_POLL_MS,
+    ...(config.GPU_LEASE_AUTHORIZATION ? { authorization: config.GPU_LEASE_AUTHORIZATION } : {}),
+    pending: async () => (await client.workflow.count(waitingRendersQuery(config.TEMPORAL_TASK_QUEUE))).count,
+    logger: logger.child({ component: 'gpu-lease' }),
+  });
+  holder.start();
+  return holder;
+}

@@ -1,0 +1,124 @@
+/**
+ * The two halves of the GPU lease without a proxy in between: the GPU entry's lease server and gate, the front's
+ * lease holder, and which routes take the lease. Waits are on the gate's change events and HTTP answers.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
+import { LeaseGate, gatedHealth, startLeaseServer, type LeaseServer } from '../../src/gpu/lease-server.ts';
+import { createLogger } from '../../src/log.ts';
+import { startTestFront } from '../support/front.ts';
+import { freePort } from '../support/ports.ts';
+
+const logger = createLogger('silent');
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function nextChange(gate: LeaseGate, want: boolean): Promise<void> {
+  if (gate.held() === want) return Promise.resolve();
+  return new Promise((resolve) => {
+    const off = gate.onChange((held) => {
+      if (held !== want) return;
+      off();
+      resolve();
+    });
+  });
+}
+
+async function server(port = 0): Promise<LeaseServer> {
+  const s = await startLeaseServer({ host: '127.0.0.1', port, logger });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+describe('GPU entry lease server', () => {
+  it('is not ready (503) until its worker polls, and refuses leases until then', async () => {
+    const s = await server();
+    expect((await fetch(`${s.url}/gpu/ready`)).status).toBe(503);
+    expect((await fetch(`${s.url}/gpu/lease`)).status).toBe(503);
+    s.setReady(true);
+    expect((await fetch(`${s.url}/gpu/ready`)).status).toBe(200);
+    expect((await fetch(`${s.url}/v1/chat/completions`)).status).toBe(404);
+  });
+
+  it('holds the gate while a lease request is open, and the pool sees no usable backend without one', async () => {
+    const s = await server();
+    s.setReady(true);
+    const health = gatedHealth({ get: () => undefined }, s.gate);
+    expect(health.get({})).toMatch(/no GPU lease/);
+    const ac = new AbortController();
+    const res = await fetch(`${s.url}/gpu/lease`, { signal: ac.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    expect(s.gate.held()).toBe(true);
+    expect(health.get({})).toBeUndefined();
+    ac.abort();
+    await nextChange(s.gate, false);
+    expect(health.get({})).toMatch(/no GPU lease/);
+  });
+});
+
+describe('front lease holder', () => {
+  it('holds the lease while renders are pending and releases it when none are', async () => {
+    const s = await server();
+    s.setReady(true);
+    let pending = 0;
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => pending, pollMs: 50, logger });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    pending = 2;
+    await nextChange(s.gate, true);
+    pending = 0;
+    await nextChange(s.gate, false);
+    expect(holder.held()).toBe(false);
+  });
+
+  it('asks again when the GPU entry goes away while renders are pending (an unload), by itself', async () => {
+    const port = await freePort();
+    const first = await startLeaseServer({ host: '127.0.0.1', port, logger });
+    first.setReady(true);
+    const holder = new GpuLeaseHolder({ url: `${first.url}/gpu/lease`, pending: async () => 1, pollMs: 50, logger });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await nextChange(first.gate, true);
+    await first.close();
+    const second = await server(port);
+    second.setReady(true);
+    await nextChange(second.gate, true);
+  });
+
+  it('a poke takes the lease at once, before Temporal counts the render', async () => {
+    const s = await server();
+    s.setReady(true);
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 0, pollMs: 60_000, logger });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await holder.poke(5_000);
+    expect(holder.held()).toBe(true);
+    expect(s.gate.held()).toBe(true);
+  });
+});
+
+describe('routes and the lease', () => {
+  it('render-starting routes take the lease; status polls and discovery never do', async () => {
+    const pokes: string[] = [];
+    const front = await startTestFront({}, { gpuLease: { poke: async () => void pokes.push('poke') } });
+    cleanups.push(() => front.close());
+    await front.app.inject({ method: 'GET', url: '/v1/videos/render-x' });
+    await front.app.inject({ method: 'GET', url: '/sdapi/v1/progress' });
+    await front.app.inject({ method: 'GET', url: '/sdapi/v1/options' });
+    await front.app.inject({ method: 'GET', url: '/health' });
+    expect(pokes).toHaveLength(0);
+    await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'x', steps: 1, width: 64, height: 64 } });
+    expect(pokes).toHaveLength(1);
+  });
+
+  it('/ready does not need ComfyUI', async () => {
+    const front = await startTestFront();
+    cleanups.push(() => front.close());
+    const res = await front.app.inject({ method: 'GET', url: '/ready' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().checks.map((c: { name: string }) => c.name)).not.toContain('comfyui:comfyui-0');
+  });
+});
