@@ -35,7 +35,8 @@ import {
   promptReattached,
   promptStalls,
 } from '../metrics/metrics.ts';
-import type { Backend, PromptRun, StageTiming } from '../render/types.ts';
+import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/types.ts';
+import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles } from './collect-outputs.ts';
 import type { BackendHealth } from '../backends/health.ts';
@@ -117,8 +118,14 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   const ticker = setInterval(() => ctx.heartbeat(beat), HEARTBEAT_TICK_MS);
   // Live previews for /sdapi/v1/progress, at most a few per second, only when a client watches.
   const wantPreviews = previewsWanted(deps.config.dataDir);
+  // The last preview is also what an interrupted or skipped item answers with (partial-output.ts), so image
+  // renders always ask for previews.
+  const keepPartial = hasPartialImage(input.request);
+  let lastPreview: Buffer | undefined;
   let lastPreviewAt = 0;
   const onPreview = (image: Buffer): void => {
+    if (keepPartial) lastPreview = Buffer.from(image);
+    if (!wantPreviews) return;
     const now = Date.now();
     if (now - lastPreviewAt < PREVIEW_MIN_INTERVAL_MS) return;
     lastPreviewAt = now;
@@ -133,7 +140,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     stallTimeoutMs: input.stallTimeoutMs,
     pollIntervalMs: deps.config.POLL_INTERVAL_MS,
     onProgress,
-    ...(wantPreviews ? { onPreview } : {}),
+    ...(wantPreviews || keepPartial ? { onPreview } : {}),
     logger: log,
   };
 
@@ -186,7 +193,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         ...follow,
         graph: input.graph,
         promptId,
-        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt }, ...(wantPreviews ? { preview_method: 'auto' } : {}) },
+        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt }, ...(wantPreviews || keepPartial ? { preview_method: 'auto' } : {}) },
         // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
         cancelOnAbortOrStall: false,
         onSubmitted: ({ reattached }) => {
@@ -227,6 +234,15 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         // The render was cancelled: stop the GPU before the workflow is allowed to end.
         const stopped = await cancelAndWait(client, promptId, graceMs, log);
         log.info({ promptId, stopped }, 'render cancelled: prompt cancelled in ComfyUI');
+        // Interrupt and skip keep what was rendered: the workflow takes this result for the stopped item
+        // (and ends as cancelled when the whole render was).
+        if (lastPreview && hasPartialImage(input.request)) {
+          const partial = await partialRun(deps, lastPreview, input.request, input.item, { promptId, attempt, startedAt, backend: backend.id, timings, beat }).catch((e: unknown) => {
+            log.warn({ promptId, err: (e as Error).message }, 'could not keep the partial image of the stopped prompt');
+            return undefined;
+          });
+          if (partial) return partial;
+        }
       } else if (promptId !== '') {
         log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
       }
@@ -254,6 +270,29 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     clearInterval(ticker);
     if (wantPreviews) clearPreview(deps.config.dataDir, input.renderId);
   }
+}
+
+/** The stopped prompt's result: its last preview as the item's image, marked partial. */
+async function partialRun(
+  deps: ActivityDeps,
+  preview: Buffer,
+  request: RenderRequest,
+  item: number,
+  at: { promptId: string; attempt: number; startedAt: number; backend: string; timings: StageTiming[]; beat: PromptHeartbeat },
+): Promise<PromptRun> {
+  const ref = await storePartialImage(deps.blobs, preview, request, item);
+  const { beat } = at;
+  return {
+    promptId: at.promptId,
+    attempt: at.attempt,
+    files: [],
+    startedAt: at.startedAt,
+    finishedAt: Date.now(),
+    outputs: [ref],
+    backend: at.backend,
+    timings: at.timings,
+    partial: { ...(beat.value !== undefined ? { step: beat.value } : {}), ...(beat.max !== undefined ? { steps: beat.max } : {}) },
+  };
 }
 
 /** Names the backend in a failure's details, so the workflow knows where the attempt's prompt may live. */

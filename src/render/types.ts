@@ -190,6 +190,11 @@ export interface PromptRun {
   outputs?: BlobRef[];
   /** Current shape: where the attempt's time went (upload, prompt, outputs), in ms. */
   timings?: StageTiming[];
+  /**
+   * The prompt was stopped (interrupt, skip) after `step` of `steps` sampling steps: `outputs` is its last
+   * sampler preview brought to the output size, not a finished image.
+   */
+  partial?: { step?: number; steps?: number };
 }
 
 export interface StageTiming {
@@ -207,6 +212,15 @@ export interface RenderResult {
   timings: StageTiming[];
   /** `/sdapi/v1/interrupt` ended the render early: `outputs` are the images finished before it. */
   interrupted?: boolean;
-  /** Items `/sdapi/v1/skip` ended early (no image); `seeds` lists only the rendered items. */
+  /** Items `/sdapi/v1/skip` ended early; `seeds` lists only the items that answer with an image. */
   skipped?: number[];
+  /** Items stopped by interrupt or skip that answer with their partial image (see `PromptRun.partial`). */
+  partial?: PartialItem[];
+}
+
+export interface PartialItem {
+  item: number;
+  /** Sampling steps done of the total, when ComfyUI reported them. */
+  step?: number;
+  steps?: number;
 }

@@ -172,6 +172,54 @@ describe('interrupt and skip as A1111 does them', () => {
   });
 });
 
+/** Resolves once /sdapi/v1/progress reports item `jobNo` at least one sampling step in (a preview exists). */
+async function sampledOneStep(jobNo = 0): Promise<void> {
+  for (;;) {
+    const p = (await get('/sdapi/v1/progress?skip_current_image=true')).json;
+    if (p.state?.job_no === jobNo && p.state.sampling_step >= 1) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('interrupt and skip keep what was rendered', () => {
+  it('an item interrupted mid-sampling answers with its partial image at the output size, said in info', async () => {
+    fake.state.faults.apply({ slow: { stepMs: 500 } });
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'half done', width: 96, height: 64, steps: 20, seed: 3 });
+      await sampledOneStep();
+      expect((await raw('POST', '/sdapi/v1/interrupt', { 'content-type': 'application/json' })).status).toBe(200);
+      const r = await waiting;
+      expect(r.status).toBe(200);
+      expect(r.json.images).toHaveLength(1);
+      expect(sizeOf(r.json.images[0])).toEqual({ width: 96, height: 64 });
+      const info = JSON.parse(r.json.info);
+      expect(info).toMatchObject({ interrupted: true, partial: [0], all_seeds: [3] });
+      expect(info.warnings.join('\n')).toMatch(/image 0 is partial: interrupted after \d+\/20 sampling steps; it is the sampler's last preview/);
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+
+  it('skip during n_iter=3 returns three images, the skipped one partial', async () => {
+    onFinishedPrompt(1, () => fake.state.faults.apply({ slow: { stepMs: 500 } }));
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'skip mid', n_iter: 3, width: 64, height: 64, steps: 20, seed: 30 });
+      await sampledOneStep(1);
+      // Item 1 is sampling slowly now: skip it, then let item 2 run at full speed.
+      expect((await raw('POST', '/sdapi/v1/skip', { 'content-type': 'application/json' }, '')).status).toBe(200);
+      fake.state.faults.apply({ slow: null });
+      const r = await waiting;
+      expect(r.status).toBe(200);
+      expect(r.json.images).toHaveLength(3);
+      const info = JSON.parse(r.json.info);
+      expect(info).toMatchObject({ skipped: [1], partial: [1], all_seeds: [30, 31, 32] });
+      expect(info.warnings.join('\n')).toMatch(/image 1 is partial: skipped/);
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+});
+
 describe('lenient where A1111 is lenient', () => {
   it('body-less POST routes ignore an empty body whatever its content type', async () => {
     for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded']) {
