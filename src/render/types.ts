@@ -67,6 +67,8 @@ export interface RenderRequest {
   /** ComfyUI sampler and scheduler names (already mapped from A1111 names). */
   sampler: string;
   scheduler: string;
+  /** A sigma-node schedule (SamplerCustomAdvanced) replacing `scheduler` in the first pass. */
+  sigmas?: SigmaSchedule;
   width: number;
   height: number;
   /** Total number of output images = batchSize * nIter; each item is its own ComfyUI prompt. */
@@ -96,6 +98,11 @@ export interface RenderRequest {
   /** Present exactly when `kind` is `video`. */
   video?: VideoSpec;
 }
+
+/** A sigma schedule node feeding SamplerCustomAdvanced (instead of KSampler's scheduler enum). */
+export type SigmaSchedule =
+  | { node: 'PolyexponentialScheduler'; sigmaMax: number; sigmaMin: number; rho: number }
+  | { node: 'OptimalStepsScheduler'; modelType: 'FLUX' | 'Wan' | 'Chroma' };
 
 export interface LoraUse {
   /** ComfyUI's file name (as its LoraLoader lists it, subfolders included). */

@@ -127,6 +127,36 @@ describe('sizes', () => {
   });
 });
 
+describe('every sampler and scheduler A1111 offers renders', () => {
+  const A1111_SAMPLERS = ['DPM++ 2M', 'DPM++ SDE', 'DPM++ 2M SDE', 'DPM++ 2M SDE Heun', 'DPM++ 2S a', 'DPM++ 3M SDE', 'Euler a', 'Euler', 'LMS', 'Heun', 'DPM2', 'DPM2 a', 'DPM fast', 'DPM adaptive', 'Restart', 'DDIM', 'DDIM CFG++', 'PLMS', 'UniPC', 'LCM'];
+  const A1111_SCHEDULERS = ['Automatic', 'Uniform', 'Karras', 'Exponential', 'Polyexponential', 'SGM Uniform', 'KL Optimal', 'Align Your Steps', 'Simple', 'Normal', 'DDIM', 'Beta', 'Align Your Steps GITS', 'Turbo'];
+
+  it('GET /samplers and /schedulers list every one of them', async () => {
+    const samplers = (await get('/sdapi/v1/samplers')).json.map((s: { name: string }) => s.name);
+    expect(samplers).toEqual(expect.arrayContaining(A1111_SAMPLERS));
+    const schedulers = (await get('/sdapi/v1/schedulers')).json.map((s: { label: string }) => s.label);
+    expect(schedulers).toEqual(expect.arrayContaining(A1111_SCHEDULERS));
+  });
+
+  it('each sampler renders', async () => {
+    for (const sampler_name of A1111_SAMPLERS) {
+      const { images, info } = await render('txt2img', { prompt: 'a sampler', sampler_name, width: 64, height: 64, steps: 3 });
+      expect(images, sampler_name).toHaveLength(1);
+      if (['PLMS', 'Restart', 'DDIM CFG++'].includes(sampler_name)) expect(info.warnings.join('\n')).toMatch(/ComfyUI has no/);
+    }
+  }, 120_000);
+
+  it('each scheduler renders (the sigma-node ones through SamplerCustomAdvanced)', async () => {
+    for (const scheduler of A1111_SCHEDULERS) {
+      const { images, info } = await render('txt2img', { prompt: 'a schedule', scheduler, width: 64, height: 64, steps: 3 });
+      expect(images, scheduler).toHaveLength(1);
+      if (scheduler !== 'Automatic') expect(info.extra_generation_params['Schedule type'], scheduler).toBeTruthy();
+    }
+    const last = fake.state.queue.history;
+    expect([...last.values()].some((h: any) => JSON.stringify(h).includes('OptimalStepsScheduler'))).toBe(true);
+  }, 120_000);
+});
+
 describe('edit models from standard clients', () => {
   for (const model of ['imagegen-flux-kontext', 'imagegen-qwen-image-edit']) {
     it(`${model}: plain img2img edits from init_images, plain txt2img renders`, async () => {

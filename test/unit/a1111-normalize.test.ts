@@ -152,18 +152,34 @@ describe('samplers and schedulers', () => {
 
   it.each([
     [{ sampler_name: 'Wibble' }, 'sampler_name'],
-    [{ sampler_name: 'PLMS' }, 'sampler_name'],
-    [{ sampler_name: 'DDIM CFG++' }, 'sampler_name'],
-    [{ sample_method: 'tcd' }, 'sample_method'],
-    [{ sampler_index: 'Restart' }, 'sampler_index'],
-    [{ scheduler: 'align_your_steps' }, 'scheduler'],
     [{ scheduler: 'wobbly' }, 'scheduler'],
-    [{ sampler_name: 'Euler Align Your Steps' }, 'sampler_name'],
+    [{ sampler_name: 'Wibble Karras' }, 'sampler_name'],
   ])('%j → 400 naming %s and listing valid names', (body, field) => {
     const e = thrown(() => t2i(body));
     expect(e).toMatchObject({ status: 400, field });
     expect(e.message).toMatch(/valid (samplers|schedulers): /);
     expect(Array.isArray(e.extra?.valid)).toBe(true);
+  });
+
+  it.each([
+    [{ sampler_name: 'PLMS' }, 'ipndm', undefined, /sampler_name: PLMS: ComfyUI has no PLMS/],
+    [{ sampler_name: 'DDIM CFG++' }, 'euler_cfg_pp', undefined, /DDIM CFG\+\+/],
+    [{ sample_method: 'tcd' }, 'lcm', undefined, /sample_method: ComfyUI has no TCD/],
+    [{ sampler_index: 'Restart' }, 'heun', undefined, /Restart/],
+    [{ scheduler: 'align_your_steps' }, 'euler', { node: 'OptimalStepsScheduler', modelType: 'FLUX' }, /scheduler: Align Your Steps: .*OptimalStepsScheduler/],
+    [{ sampler_name: 'Euler Align Your Steps' }, 'euler', { node: 'OptimalStepsScheduler', modelType: 'FLUX' }, /OptimalStepsScheduler/],
+  ])('%j: every name A1111 offers renders (closest match said in warnings)', (body, sampler, sigmas, warning) => {
+    const r = t2i({ ...body, steps: 8 });
+    expect(r.request.sampler).toBe(sampler);
+    expect(r.request.sigmas).toEqual(sigmas);
+    expect(r.warnings.join('\n')).toMatch(warning);
+  });
+
+  it('Polyexponential is a real ComfyUI schedule: no warning, reported by its label', () => {
+    const r = t2i({ scheduler: 'Polyexponential', sampler_name: 'Euler' });
+    expect(r.request.sigmas).toEqual({ node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: 0.001, rho: 1 });
+    expect(r.request.report.scheduler).toBe('Polyexponential');
+    expect(r.warnings.join('\n')).not.toMatch(/olyexponential/);
   });
 
   it('numeric sampler_index (SD.Next) is ignored with a warning', () => {

@@ -9,7 +9,7 @@ import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { normalizeMask } from '../../images/mask.ts';
 import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
-import { samplerLabel, schedulerLabel } from '../../models/samplers.ts';
+import { samplerLabel, schedulerLabel, sigmaScheduleFor } from '../../models/samplers.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
@@ -72,12 +72,16 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
 
   rejectUnsupportedScripts(b);
   const profile = chooseModel(b, ctx);
-  const { sampler, scheduler } = chooseSampler(b, profile, warnings);
+  const { sampler, scheduler: chosenScheduler, custom } = chooseSampler(b, profile, warnings);
   const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
   const seed = chooseSeed(b, count, ctx.random);
   const size = chooseSize(b, profile, ctx.limits, warnings);
   // A1111 clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
   const steps = inRange(b.steps === undefined || b.steps === 0 ? profile.defaults.steps : b.steps, 1, MAX_STEPS, 'steps');
+  const schedule = custom ? sigmaScheduleFor(custom.kind, custom.label, steps) : undefined;
+  if (schedule?.approx) warnings.push(`scheduler: ${schedule.approx}`);
+  // A custom schedule has no KSampler name: `scheduler` stays the model's (the hires pass and fallbacks use it).
+  const scheduler = custom && !schedule?.sigmas ? 'simple' : chosenScheduler;
   const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
   collectIgnoredFieldWarnings(route, b, warnings);
 
@@ -136,6 +140,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     ...(guidance !== undefined ? { guidance } : {}),
     sampler,
     scheduler,
+    ...(schedule?.sigmas ? { sigmas: schedule.sigmas } : {}),
     width: size.width,
     height: size.height,
     batchSize,
@@ -150,7 +155,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     ...(output ? { output } : {}),
     report: {
       samplerName: samplerLabel(sampler),
-      scheduler: schedulerLabel(scheduler),
+      scheduler: custom ? custom.label : schedulerLabel(scheduler),
       requestedWidth: size.requestedWidth,
       requestedHeight: size.requestedHeight,
     },

@@ -158,7 +158,7 @@ export function chooseHires(
   const denoise = b.denoising_strength ?? 0.7;
   if (!(denoise >= 0 && denoise <= 1)) throw new RequestError(400, 'denoising_strength', `denoising_strength: ${denoise} is out of range 0..1`);
   const { upscaler, label } = resolveUpscaler(b.hr_upscaler, 'hr_upscaler', ctx.lists, { latent: true, dflt: 'Latent' });
-  const own = chooseHiresSampler(b, ctx.sampling);
+  const own = chooseHiresSampler(b, ctx.sampling, warnings);
   for (const f of ['hr_checkpoint_name', 'hr_prompt', 'hr_negative_prompt'] as const) {
     const v = b[f];
     if (present(v) && v !== 'Use same checkpoint') {

@@ -3,7 +3,7 @@
  * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
  */
 import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
-import type { RenderKind, RenderRequest } from '../../render/types.ts';
+import type { RenderKind, RenderRequest, SigmaSchedule } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
 
@@ -123,19 +123,54 @@ export interface SampleParts {
  */
 export function sampleDecodeSave(g: GraphBuilder, input: BuildInput, parts: SampleParts): void {
   const { request } = input;
-  const sampled = g.add('sampler', 'KSampler', 'Sample', {
-    model: parts.model,
-    positive: parts.positive,
-    negative: parts.negative,
-    latent_image: parts.latent,
-    seed: input.seed,
-    steps: request.steps,
-    cfg: request.cfg,
-    sampler_name: request.sampler,
-    scheduler: request.scheduler,
-    denoise: request.kind === 'img2img' ? request.denoise : 1,
-  });
+  const denoise = request.kind === 'img2img' ? request.denoise : 1;
+  const sampled = request.sigmas
+    ? sampleOnSigmas(g, input, parts, request.sigmas, denoise)
+    : g.add('sampler', 'KSampler', 'Sample', {
+        model: parts.model,
+        positive: parts.positive,
+        negative: parts.negative,
+        latent_image: parts.latent,
+        seed: input.seed,
+        steps: request.steps,
+        cfg: request.cfg,
+        sampler_name: request.sampler,
+        scheduler: request.scheduler,
+        denoise,
+      });
   const final = request.hires ? hiresPass(g, input, parts, sampled, request.hires) : sampled;
   const decoded = g.add('decode', 'VAEDecode', 'Decode', { samples: final, vae: parts.vae });
   g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: decoded, filename_prefix: input.filenamePrefix });
+}
+
+/**
+ * The first pass on a sigma-node schedule (A1111's Polyexponential, Align Your Steps): KSampler's parts
+ * spelled out for SamplerCustomAdvanced (RandomNoise, CFGGuider, KSamplerSelect, the schedule node). A
+ * partial denoise samples the last `denoise` share of a longer schedule, as KSampler does.
+ */
+function sampleOnSigmas(g: GraphBuilder, input: BuildInput, parts: SampleParts, schedule: SigmaSchedule, denoise: number): NodeLink {
+  const { request } = input;
+  let sigmas: NodeLink;
+  if (schedule.node === 'OptimalStepsScheduler') {
+    sigmas = g.add('sigmas', 'OptimalStepsScheduler', 'Schedule (Optimal Steps)', { model_type: schedule.modelType, steps: request.steps, denoise });
+  } else {
+    const total = denoise < 1 && denoise > 0 ? Math.round(request.steps / denoise) : request.steps;
+    sigmas = g.add('sigmas', 'PolyexponentialScheduler', 'Schedule (Polyexponential)', {
+      steps: total,
+      sigma_max: schedule.sigmaMax,
+      sigma_min: schedule.sigmaMin,
+      rho: schedule.rho,
+    });
+    if (total !== request.steps) {
+      g.add('sigmas_split', 'SplitSigmasDenoise', 'Keep the denoised share', { sigmas, denoise });
+      sigmas = ['sigmas_split', 1];
+    }
+  }
+  return g.add('sampler', 'SamplerCustomAdvanced', 'Sample', {
+    noise: g.add('noise', 'RandomNoise', 'Noise', { noise_seed: input.seed }),
+    guider: g.add('guider', 'CFGGuider', 'Guider', { model: parts.model, positive: parts.positive, negative: parts.negative, cfg: request.cfg }),
+    sampler: g.add('sampler_select', 'KSamplerSelect', 'Sampler', { sampler_name: request.sampler }),
+    sigmas,
+    latent_image: parts.latent,
+  });
 }
