@@ -113,10 +113,16 @@ describe('sizes', () => {
     expect(info.warnings.join('\n')).toMatch(/snapped/);
   });
 
-  it('a size beyond the pixel budget is a 400 naming the field', async () => {
-    const r = await post('/sdapi/v1/txt2img', { prompt: 'big', width: 2048, height: 2048 });
-    expect(r.status).toBe(400);
-    expect(r.json).toMatchObject({ error: 'HTTPException', field: 'width' });
+  it('a size beyond the pixel budget renders scaled down to fit, keeping the aspect, and says so', async () => {
+    const { images, info } = await render('txt2img', { prompt: 'big', width: 2048, height: 2048, steps: 1 });
+    expect(sizeOf(images[0]!)).toEqual({ width: 1536, height: 1536 });
+    expect(info.warnings.join('\n')).toMatch(/2048x2048 scaled down to 1536x1536/);
+  });
+
+  it("hires ×2 of 1024² (SillyTavern's default scale) renders at the fitted size with a warning", async () => {
+    const { images, info } = await render('txt2img', { prompt: 'hires', width: 1024, height: 1024, steps: 1, enable_hr: true, hr_scale: 2, hr_upscaler: 'Latent', hr_second_pass_steps: 1 });
+    expect(sizeOf(images[0]!)).toEqual({ width: 1536, height: 1536 });
+    expect(info.warnings.join('\n')).toMatch(/hr_scale.*2048x2048 scaled down to 1536x1536/);
   });
 
   it('steps 0 is the model default; a batch of 10 (Open WebUI n=10) renders', async () => {

@@ -42,10 +42,10 @@ describe('POST /v1/videos/sync', () => {
   });
 
   it('bad input: FastAPI detail plus an OpenAI-style error naming the field; unsupported body types 415', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: '10x10' } });
+    const res = await app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: 'huge' } });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: { param: 'size', type: 'invalid_request_error', code: 400 } });
-    expect(res.json().detail).toMatch(/^size: 10x10 is not a supported size/);
+    expect(res.json().detail).toMatch(/^size: must be WIDTHxHEIGHT/);
     const xml = await app.inject({ method: 'POST', url: '/v1/videos', payload: '<x/>', headers: { 'content-type': 'application/xml' } });
     expect(xml.statusCode).toBe(415);
     const urlencoded = await app.inject({ method: 'POST', url: '/v1/videos', payload: 'prompt=x&fps=500', headers: { 'content-type': 'application/x-www-form-urlencoded' } });

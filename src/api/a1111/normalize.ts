@@ -15,7 +15,7 @@ import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { inRange, present } from './fields.ts';
 import { chooseGuidance, chooseSampler } from './sampling.ts';
-import { checkPixelBudget, chooseResizeMode, chooseSize, snapSize } from './size.ts';
+import { chooseResizeMode, chooseSize, fitSize } from './size.ts';
 import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
@@ -102,8 +102,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
           steps,
           sampling: { sampler, scheduler },
           lists,
-          snap: (field, v) => snapSize(profile, field, v, warnings),
-          budget: (field, w, h) => checkPixelBudget(profile, ctx.limits, field, w, h),
+          fit: (field, w, h) => fitSize(profile, ctx.limits, { width: field, height: field }, { width: w, height: h }, warnings),
         }, warnings)
       : undefined;
   const output = chooseOutputFormat(b, options, warnings);

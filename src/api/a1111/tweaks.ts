@@ -127,8 +127,8 @@ export function chooseHires(
     /** The first pass's sampler and scheduler (ComfyUI names): the second pass's unless hr_* name others. */
     sampling: { sampler: string; scheduler: string };
     lists: CatalogLists;
-    snap: (field: string, v: number) => number;
-    budget: (field: string, w: number, h: number) => void;
+    /** The target size as rendered: snapped to the grid, scaled down into the budget (size.ts fitSize). */
+    fit: (field: string, w: number, h: number) => { width: number; height: number };
   },
   warnings: string[],
 ): HiresFix | undefined {
@@ -150,9 +150,8 @@ export function chooseHires(
     tw = Math.round(width * scale);
     th = Math.round(height * scale);
   }
-  const hw = ctx.snap(field, tw);
-  const hh = ctx.snap(field, th);
-  ctx.budget(field, hw, hh);
+  // A target over the budget (SillyTavern's default ×2 of 1024²) is scaled down to fit, said in warnings.
+  const { width: hw, height: hh } = ctx.fit(field, tw, th);
   const second = b.hr_second_pass_steps ?? 0;
   if (second < 0 || second > 150) throw new RequestError(400, 'hr_second_pass_steps', `hr_second_pass_steps: ${second} is out of range 0..150`);
   const denoise = b.denoising_strength ?? 0.7;
