@@ -266,6 +266,28 @@ describe('lenient where A1111 is lenient', () => {
     }
   });
 
+  it('an empty Content-Type header is no content type: the JSON body parses (A1111 does)', async () => {
+    const r = await raw('POST', '/sdapi/v1/txt2img', { 'content-type': '' }, JSON.stringify({ prompt: 'empty type', width: 64, height: 64, steps: 1 }));
+    expect(r.status, JSON.stringify(r.json).slice(0, 300)).toBe(200);
+    expect(r.json.images).toHaveLength(1);
+  });
+
+  it('any body on an unknown route is a 404, not a complaint about the body', async () => {
+    const bodies: Array<[Record<string, string>, string]> = [
+      [{ 'content-type': 'application/x-www-form-urlencoded' }, 'prompt=x&steps=1'],
+      [{ 'content-type': 'multipart/form-data; boundary=XyZ' }, '--XyZ\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nx\r\n--XyZ--\r\n'],
+      [{ 'content-type': 'application/json' }, '{not json'],
+      [{}, 'whatever'],
+    ];
+    for (const route of ['/sdapi/v1/txt2imgg', '/nope', '/sdapi/v1/interrogatee']) {
+      for (const [headers, body] of bodies) {
+        const r = await raw('POST', route, headers, body);
+        expect(r.status, `${route} ${JSON.stringify(headers)}`).toBe(404);
+        expect(r.json).toEqual({ detail: 'Not Found' });
+      }
+    }
+  });
+
   it('a JSON body without a content type is read as JSON', async () => {
     const r = await raw('POST', '/sdapi/v1/txt2img', {}, JSON.stringify({ prompt: 'no type', width: 64, height: 64, steps: 1 }));
     expect(r.status).toBe(200);
