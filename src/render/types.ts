@@ -79,6 +79,8 @@ export interface RenderRequest {
   initImage?: BlobRef;
   /** White = repaint. */
   mask?: BlobRef;
+  /** Inpaint (img2img with a mask): how the result is pasted into the original (A1111 `mask_blur`, px). */
+  inpaint?: { maskBlur: number };
   /** Reference images for edit models. */
   extraImages: BlobRef[];
   /** Labels to report back to A1111 clients (e.g. sampler "Euler a"), not used for rendering. */

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { loadObjectInfoFixture } from '../../src/fake-comfyui/fixture.ts';
 import { pngSize, redSquare } from '../support/fixtures.ts';
+import { makePngWith } from '../golden/helpers.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 
@@ -161,6 +162,22 @@ describe('every sampler and scheduler A1111 offers renders', () => {
     const last = fake.state.queue.history;
     expect([...last.values()].some((h: any) => JSON.stringify(h).includes('OptimalStepsScheduler'))).toBe(true);
   }, 120_000);
+});
+
+describe('inpaint as A1111 does it', () => {
+  it('the result is pasted into the original through the blurred mask; unapplied inpaint fields are named', async () => {
+    const init = redSquare(64).toString('base64');
+    const half = makePngWith(64, 64, (x) => (x < 32 ? [255, 255, 255, 255] : [0, 0, 0, 255])).toString('base64');
+    const { images, info } = await render('img2img', {
+      prompt: 'inpaint me', init_images: [init], mask: half, mask_blur: 8, inpainting_fill: 0, inpaint_full_res: true, inpaint_full_res_padding: 32, width: 64, height: 64, steps: 1,
+    });
+    expect(images).toHaveLength(1);
+    expect(info.warnings.join('\n')).toMatch(/inpainting_fill: 0 \(fill\) not applied/);
+    expect(info.warnings.join('\n')).toMatch(/inpaint_full_res: not applied/);
+    const graph = [...fake.state.queue.history.values()].map((h: any) => JSON.stringify(h)).find((h) => h.includes('inpaint me'))!;
+    expect(graph).toContain('"class_type":"ImageCompositeMasked"');
+    expect(graph).toMatch(/"paste_mask_blur":\{[^}]*"class_type":"ImageBlur"/);
+  });
 });
 
 describe('edit models from standard clients', () => {

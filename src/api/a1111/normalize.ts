@@ -16,6 +16,8 @@ import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { inRange, present } from './fields.ts';
 import { chooseGuidance, chooseSampler } from './sampling.ts';
 import { chooseResizeMode, chooseSize, fitSize } from './size.ts';
+import { chooseInpaint } from './inpaint.ts';
+import { unappliedFieldWarnings } from './unapplied.ts';
 import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
@@ -83,7 +85,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
   // A custom schedule has no KSampler name: `scheduler` stays the model's (the hires pass and fallbacks use it).
   const scheduler = custom && !schedule?.sigmas ? 'simple' : chosenScheduler;
   const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
-  collectIgnoredFieldWarnings(route, b, warnings);
+  unappliedFieldWarnings(b, { sampler }, warnings);
 
   const routing = chooseKind(route, b, profile, ctx.limits, warnings);
   const lists = ctx.catalog ?? {};
@@ -127,6 +129,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     );
   }
   const extraImages = routing.refs.map((r) => keep(decodeImageInput(r.value, r.field, ctx.limits)));
+  const inpaint = mask ? chooseInpaint(b, warnings) : undefined;
 
   const request: RenderRequest = {
     kind: routing.kind,
@@ -147,6 +150,7 @@ export function normalizeRequest(route: A1111Route, body: unknown, ctx: Normaliz
     denoise,
     ...(initImage ? { initImage } : {}),
     ...(mask ? { mask } : {}),
+    ...(inpaint ? { inpaint } : {}),
     extraImages,
     ...(loras.length > 0 ? { loras } : {}),
     ...(hires ? { hires } : {}),
@@ -242,19 +246,6 @@ function chooseSeed(b: A1111Body, count: number, random: () => number): number {
     throw new RequestError(400, 'seed', `seed: ${s} is too large; seed + ${count - 1} (the last image of the batch) must be at most ${MAX_SEED}`);
   }
   return s;
-}
-
-function collectIgnoredFieldWarnings(route: A1111Route, b: A1111Body, warnings: string[]): void {
-  const ignored = (cond: boolean | undefined, text: string) => {
-    if (cond) warnings.push(text);
-  };
-  ignored((b.subseed_strength ?? 0) !== 0, 'subseed_strength: variation seeds are not supported; ignored');
-  ignored(b.restore_faces === true, 'restore_faces: face restoration is not supported; ignored');
-  ignored(b.tiling === true, 'tiling: not supported; ignored');
-  ignored((b.styles?.length ?? 0) > 0, 'styles: prompt styles are not supported; ignored');
-  ignored(Object.keys(b.alwayson_scripts ?? {}).length > 0, 'alwayson_scripts: no scripts are available; ignored');
-  ignored(present(b.infotext), 'infotext: parsing parameters from an infotext is not supported; ignored');
-  ignored((b.clip_skip ?? 1) > 1, 'clip_skip: not supported by these models; ignored');
 }
 
 interface Routing {

@@ -140,7 +140,8 @@ export function sampleDecodeSave(g: GraphBuilder, input: BuildInput, parts: Samp
       });
   const final = request.hires ? hiresPass(g, input, parts, sampled, request.hires) : sampled;
   const decoded = g.add('decode', 'VAEDecode', 'Decode', { samples: final, vae: parts.vae });
-  g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: decoded, filename_prefix: input.filenamePrefix });
+  const result = request.kind === 'img2img' && input.images.mask && input.images.init ? pasteIntoOriginal(g, input, decoded) : decoded;
+  g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: result, filename_prefix: input.filenamePrefix });
 }
 
 /**
@@ -172,5 +173,41 @@ function sampleOnSigmas(g: GraphBuilder, input: BuildInput, parts: SampleParts, 
     sampler: g.add('sampler_select', 'KSamplerSelect', 'Sampler', { sampler_name: request.sampler }),
     sigmas,
     latent_image: parts.latent,
+  });
+}
+
+/**
+ * Inpaint as A1111 does it: the result is the original with the generated pixels pasted in through the mask
+ * (blurred by `mask_blur`), so everything outside the mask comes back unchanged (no VAE round trip there).
+ * The original is the init image as brought to the output size for the latent (resize_mode), the mask is
+ * scaled to that size, blurred as an image (ImageBlur: A1111's Gaussian of sigma = mask_blur) and read back.
+ */
+function pasteIntoOriginal(g: GraphBuilder, input: BuildInput, generated: NodeLink): NodeLink {
+  const { request } = input;
+  const { width, height } = request;
+  const nodes = g.graph();
+  const original: NodeLink = nodes.init_fill
+    ? ['init_fill', 0]
+    : nodes.init_scale
+      ? ['init_scale', 0]
+      : g.add('paste_original', 'ImageScale', 'Original at the output size', { image: ['init_image', 0], upscale_method: 'lanczos', width, height, crop: 'disabled' });
+  let maskImage = g.add('paste_mask_image', 'MaskToImage', 'Mask as an image', { mask: ['mask', 0] });
+  maskImage = g.add('paste_mask_scale', 'ImageScale', 'Mask at the output size', { image: maskImage, upscale_method: 'bilinear', width, height, crop: 'disabled' });
+  const blur = request.inpaint?.maskBlur ?? 0;
+  if (blur > 0) {
+    maskImage = g.add('paste_mask_blur', 'ImageBlur', `Mask blur ${blur}`, {
+      image: maskImage,
+      blur_radius: Math.min(31, Math.max(1, Math.floor(2.5 * blur + 0.5))),
+      sigma: Math.min(10, blur),
+    });
+  }
+  const mask = g.add('paste_mask', 'ImageToMask', 'Paste mask', { image: maskImage, channel: 'red' });
+  return g.add('paste', 'ImageCompositeMasked', 'Paste into the original (outside the mask unchanged)', {
+    destination: original,
+    source: generated,
+    x: 0,
+    y: 0,
+    resize_source: false,
+    mask,
   });
 }
