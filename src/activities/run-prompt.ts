@@ -37,6 +37,7 @@ import {
 } from '../metrics/metrics.ts';
 import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/types.ts';
 import { hasPartialImage, storePartialImage } from './partial-output.ts';
+import { ItemProgress } from './item-progress.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles } from './collect-outputs.ts';
 import type { BackendHealth } from '../backends/health.ts';
@@ -104,18 +105,23 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   const timings: StageTiming[] = [];
 
   let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt };
+  const stages = new ItemProgress(input.graph, input.request?.kind === 'video');
   const onProgress = (p: FollowProgress): void => {
     beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt };
     if (p.node !== undefined) beat.node = p.node;
     if (p.value !== undefined) beat.value = p.value;
     if (p.max !== undefined) beat.max = p.max;
+    Object.assign(beat, stages.update(p.node, p.value, p.max, Date.now()));
     ctx.heartbeat(beat);
   };
   // The first heartbeat names the backend at once: if this worker dies, the next attempt knows where to look.
   ctx.heartbeat(beat);
   // Silent stretches (a model loading, the escalation below) still need heartbeats, or Temporal would
   // think the worker died.
-  const ticker = setInterval(() => ctx.heartbeat(beat), HEARTBEAT_TICK_MS);
+  const ticker = setInterval(() => {
+    if (beat.phase !== undefined) Object.assign(beat, stages.tick(Date.now()));
+    ctx.heartbeat(beat);
+  }, HEARTBEAT_TICK_MS);
   // Live previews for /sdapi/v1/progress, at most a few per second, only when a client watches.
   const wantPreviews = previewsWanted(deps.config.dataDir);
   // The last preview is also what an interrupted or skipped item answers with (partial-output.ts), so image

@@ -57,6 +57,9 @@ export interface PromptHeartbeat {
   lastEventAt: number;
   /** Attempt that heartbeated (the prompt id derives from it). */
   attempt?: number;
+  /** How far the item is, 0..1, never decreasing within the attempt (item-progress.ts), and its stage. */
+  fraction?: number;
+  phase?: 'starting' | 'sampling' | 'decoding' | 'saving';
 }
 
 /** What `buildGraph` returns; built by the front instead in `start` mode (the workflow's second argument). */

@@ -40,6 +40,8 @@ export interface CurrentRender {
   etaSeconds: number;
   /** When the current item's prompt started (ms since the epoch). */
   itemStartedAt?: number;
+  /** The item's stage on the GPU (sampling, decoding, saving), when the attempt reports it. */
+  phase?: 'starting' | 'sampling' | 'decoding' | 'saving';
   /** The workflow's stage (rendering, collecting, ...), when its status query answered. */
   stage?: RenderStatus['stage'];
 }
@@ -162,7 +164,9 @@ export class LiveProgress {
     const item = Math.min(items - 1, Math.max(0, status?.item ?? 0));
     const value = typeof beat.value === 'number' && beat.value >= 0 ? beat.value : 0;
     const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
-    const fraction = max > 0 ? Math.min(1, value / max) : 0;
+    // The attempt's own rising fraction when it reports one (sampling, then decode and save as stages of
+    // their own); a decode's 0/1 bar would otherwise take the item back to 0.
+    const fraction = typeof beat.fraction === 'number' ? Math.min(1, Math.max(0, beat.fraction)) : max > 0 ? Math.min(1, value / max) : 0;
     const progress = Math.min(1, (item + fraction) / items);
     const itemStartedAt = tsMs(onGpu.activity!.lastStartedTime);
     let etaSeconds = 0;
@@ -176,6 +180,7 @@ export class LiveProgress {
     }
     const current: CurrentRender = { renderId: onGpu.d.workflowId, item, items, value, max, progress, etaSeconds };
     if (beat.node) current.node = beat.node;
+    if (beat.phase) current.phase = beat.phase;
     if (beat.promptId) current.promptId = beat.promptId;
     if (itemStartedAt !== undefined) current.itemStartedAt = itemStartedAt;
     if (status?.stage) current.stage = status.stage;

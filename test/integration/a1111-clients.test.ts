@@ -164,6 +164,30 @@ describe('every sampler and scheduler A1111 offers renders', () => {
   }, 120_000);
 });
 
+describe('progress only moves forward', () => {
+  it('polled through a txt2img of two images, the fraction never decreases and textinfo names the stage', async () => {
+    fake.state.faults.apply({ slow: { stepMs: 400 } });
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'watch me', n_iter: 2, width: 64, height: 64, steps: 8 });
+      let done = false;
+      void waiting.then(() => (done = true));
+      const seen: Array<{ progress: number; textinfo: string | null }> = [];
+      while (!done) {
+        const p = (await get('/sdapi/v1/progress?skip_current_image=true')).json;
+        if (p.state.job_count > 0) seen.push({ progress: p.progress, textinfo: p.textinfo });
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      expect((await waiting).status).toBe(200);
+      const values = seen.map((s) => s.progress);
+      for (let i = 1; i < values.length; i++) expect(values[i]!, JSON.stringify(seen)).toBeGreaterThanOrEqual(values[i - 1]!);
+      expect(seen.some((s) => /^Sampling step \d+\/8, image 2\/2$/.test(s.textinfo ?? '')), JSON.stringify(seen)).toBe(true);
+      expect(seen.every((s) => !/Sampling step 0\/1/.test(s.textinfo ?? '')), JSON.stringify(seen)).toBe(true);
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+});
+
 describe('inpaint as A1111 does it', () => {
   it('the result is pasted into the original through the blurred mask; unapplied inpaint fields are named', async () => {
     const init = redSquare(64).toString('base64');

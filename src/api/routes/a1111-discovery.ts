@@ -149,8 +149,9 @@ export function textinfo(s: ProgressSnapshot): string | null {
   const c = s.current;
   if (!c) return s.jobCount > 0 ? 'Waiting for a GPU' : null;
   const image = `image ${c.item + 1}/${c.items}`;
-  if (c.stage === 'collecting') return `Saving ${image}`;
-  if (c.max > 0) return `Sampling step ${c.value}/${c.max}, ${image}`;
+  if (c.stage === 'collecting' || c.phase === 'saving') return `Saving ${image}`;
+  if (c.phase === 'decoding') return `Decoding (VAE) ${image}`;
+  if (c.phase === 'sampling' || (c.phase === undefined && c.max > 0)) return `Sampling step ${c.value}/${c.max}, ${image}`;
   return c.node ? `Running node ${c.node}, ${image}` : `Starting ${image}`;
 }
 
