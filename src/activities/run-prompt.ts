@@ -228,6 +228,8 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         collectFiles(deps, client, files, request, input.item),
       );
       timings.push({ stage: 'collectOutputs', ms: Date.now() - t0 });
+      const blank = run.outputs.filter((o) => o.blank);
+      if (blank.length > 0) log.warn({ promptId, blank: blank.map((o) => o.blank) }, 'output image of one colour (a black one: NaNs in the VAE): flagged in the result');
       run.backend = backend.id;
       run.timings = timings;
     }

@@ -12,6 +12,11 @@ export interface BlobRef {
   mime: string;
   width?: number;
   height?: number;
+  /**
+   * An output image of one colour: `black` is what a VAE that produced NaNs decodes to (A1111 raises "A
+   * tensor with all NaNs was produced in VAE"); recorded in the render's result so operators find it.
+   */
+  blank?: 'black' | 'uniform';
 }
 
 /**

@@ -43,7 +43,7 @@ export interface InfoOptions {
  */
 export function buildInfo(
   request: RenderRequest,
-  result: Pick<RenderResult, 'seeds' | 'interrupted' | 'skipped' | 'partial'> | undefined,
+  result: Partial<Pick<RenderResult, 'seeds' | 'interrupted' | 'skipped' | 'partial' | 'outputs'>> | undefined,
   opts: InfoOptions,
 ): string {
   // After an interrupt or a skip, only the rendered items are reported (one entry per returned image).
@@ -89,10 +89,21 @@ export function buildInfo(
   };
   if (result?.interrupted) info.interrupted = true;
   if (result?.skipped && result.skipped.length > 0) info.skipped = result.skipped;
-  const warnings = [...(opts.warnings ?? []), ...partialWarnings(request, result)];
+  const warnings = [...(opts.warnings ?? []), ...partialWarnings(request, result), ...blankWarnings(result?.outputs)];
   if (result?.partial && result.partial.length > 0) info.partial = result.partial.map((p) => p.item);
   if (warnings.length > 0) info.warnings = warnings;
   return JSON.stringify(info);
+}
+
+/** Outputs of one colour are no silent success: a black one is what a VAE producing NaNs decodes to. */
+function blankWarnings(outputs: RenderResult['outputs'] | undefined): string[] {
+  return (outputs ?? []).flatMap((o, i) =>
+    o.blank === 'black'
+      ? [`image ${i} is uniformly black: the VAE most likely produced NaNs (A1111: "A tensor with all NaNs was produced in VAE"); try another seed, fewer steps or a different VAE`]
+      : o.blank === 'uniform'
+        ? [`image ${i} is a single uniform colour: the render most likely failed numerically`]
+        : [],
+  );
 }
 
 /** One line per item that answers with a partial image, saying what that image is. */
