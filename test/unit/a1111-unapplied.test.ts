@@ -77,3 +77,14 @@ describe('every A1111 request field is applied or said to be ignored', () => {
     expect(plain.warnings).toEqual([]);
   });
 });
+
+describe('upscaler names in the infotext', () => {
+  it('"Lanczos" is reported as Lanczos (not None) for the hires fix and extras', async () => {
+    const { resolveUpscaler } = await import('../../src/api/a1111/tweaks.ts');
+    expect(resolveUpscaler('Lanczos', 'hr_upscaler', {}, { latent: true, dflt: 'Latent' }).label).toBe('Lanczos');
+    expect(resolveUpscaler('lanczos', 'upscaler_1', {}, { latent: false, dflt: 'None' }).label).toBe('Lanczos');
+    expect(resolveUpscaler('None', 'upscaler_1', {}, { latent: false, dflt: 'None' }).label).toBe('None');
+    const r = normalizeRequest('txt2img', { ...base, enable_hr: true, hr_upscaler: 'Lanczos', hr_scale: 1.5 }, ctx());
+    expect(r.request.hires?.upscalerName).toBe('Lanczos');
+  });
+});

@@ -103,7 +103,10 @@ export function resolveUpscaler(name: string | undefined, field: string, lists: 
     const latent = Object.entries(LATENT_MODES).find(([k]) => k.toLowerCase() === lower);
     if (latent) return { upscaler: { kind: 'latent', method: latent[1] }, label: latent[0] };
   }
-  const pixel = Object.entries(PIXEL_UPSCALERS).find(([k, v]) => k.toLowerCase() === lower || v === lower);
+  // By A1111 name first: "Lanczos" is Lanczos, not "None" (which also resizes with lanczos).
+  const pixel =
+    Object.entries(PIXEL_UPSCALERS).find(([k]) => k.toLowerCase() === lower) ??
+    Object.entries(PIXEL_UPSCALERS).find(([k, v]) => k !== 'None' && v === lower);
   if (pixel) return { upscaler: { kind: 'pixel', method: pixel[1] }, label: pixel[0] };
   const model = lists.upscaleModels ? matchFile(lists.upscaleModels, wanted) : undefined;
   if (model) return { upscaler: { kind: 'model', model }, label: fileStem(model) };
