@@ -164,6 +164,17 @@ describe('every sampler and scheduler A1111 offers renders', () => {
   }, 120_000);
 });
 
+describe('what is not offered says what is missing', () => {
+  it('interrogate (webuiapi interrogate()) and the SD upscale script: a 422 naming what is missing', async () => {
+    const i = await post('/sdapi/v1/interrogate', { image: redSquare(16).toString('base64'), model: 'clip' });
+    expect(i.status).toBe(422);
+    expect(JSON.stringify(i.json)).toMatch(/captioning model/);
+    const s = await post('/sdapi/v1/img2img', { prompt: 'x', init_images: [redSquare(16).toString('base64')], script_name: 'SD upscale', script_args: [null, 64, '4x-UltraSharp', 2] });
+    expect(s.status).toBe(422);
+    expect(JSON.stringify(s.json)).toMatch(/SD upscale' is not available: it needs tiled img2img upscaling/);
+  });
+});
+
 describe('progress only moves forward', () => {
   it('polled through a txt2img of two images, the fraction never decreases and textinfo names the stage', async () => {
     fake.state.faults.apply({ slow: { stepMs: 400 } });

@@ -189,9 +189,15 @@ function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
 
 function rejectUnsupportedScripts(b: A1111Body): void {
   // A1111 answers an unknown script with 422; this service has none (GET /sdapi/v1/scripts lists none).
-  if (present(b.script_name)) {
-    throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (no scripts are available)`);
+  if (!present(b.script_name)) return;
+  if (b.script_name.trim().toLowerCase() === 'sd upscale') {
+    throw new RequestError(
+      422,
+      'script_name',
+      "script_name: 'SD upscale' is not available: it needs tiled img2img upscaling, which this service does not run; enlarge with the hires fix (enable_hr, hr_scale) or /sdapi/v1/extra-single-image",
+    );
   }
+  throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (no scripts are available)`);
 }
 
 function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {

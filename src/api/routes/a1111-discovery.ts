@@ -110,6 +110,15 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     }
     return {};
   });
+  // A1111's captioning (CLIP interrogator, DeepBooru) has no ComfyUI core node to run on: say so plainly
+  // instead of a bare 404, so clients (webuiapi's interrogate()) show why.
+  app.post('/sdapi/v1/interrogate', async () => {
+    throw new RequestError(
+      422,
+      'model',
+      'interrogate: not available; it needs an image-captioning model (A1111 "clip" or "deepdanbooru"), and this service renders through ComfyUI, which has no captioning node',
+    );
+  });
   app.post('/sdapi/v1/skip', async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
