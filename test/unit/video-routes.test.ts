@@ -41,6 +41,18 @@ describe('POST /v1/videos/sync', () => {
     expect(cancelled).toEqual(['render-stub']);
   });
 
+  it('thumbnail/spritesheet variants and remix: a 400 saying they are not offered', async () => {
+    for (const variant of ['thumbnail', 'spritesheet']) {
+      const res = await app.inject({ method: 'GET', url: `/v1/videos/render-x/content?variant=${variant}` });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: { param: 'variant', type: 'invalid_request_error' } });
+      expect(res.json().detail).toMatch(/is not offered; only "video"/);
+    }
+    const remix = await app.inject({ method: 'POST', url: '/v1/videos/render-x/remix', payload: { prompt: 'again' } });
+    expect(remix.statusCode).toBe(400);
+    expect(remix.json().detail).toMatch(/^remix is not offered/);
+  });
+
   it('bad input: FastAPI detail plus an OpenAI-style error naming the field; unsupported body types 415', async () => {
     const res = await app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: 'huge' } });
     expect(res.statusCode).toBe(400);
