@@ -52,6 +52,13 @@ export interface ProgressSnapshot {
   /** Output images of those renders (batch_size × n_iter each, from their memo); at least jobCount. */
   imageCount?: number;
   current?: CurrentRender;
+  /**
+   * With nothing on a GPU: what the oldest render does instead — `stopping` after an interrupt (its prompt is
+   * being stopped), `waiting` for a GPU, or an earlier stage. Absent when its status query did not answer.
+   */
+  pending?: 'stopping' | RenderStatus['stage'];
+  /** That render's finished items / items, while nothing of it is on a GPU. */
+  pendingProgress?: number;
 }
 
 export interface LiveProgressOptions {
@@ -154,7 +161,14 @@ export class LiveProgress {
       .map((d) => ({ d, activity: d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED) }))
       .filter((x) => x.activity !== undefined)
       .sort((a, b) => a.d.startTime.getTime() - b.d.startTime.getTime())[0];
-    if (!onGpu) return { jobCount, imageCount };
+    if (!onGpu) {
+      // Nothing on a GPU: say what the oldest render does, so "waiting" is said only when it waits.
+      const oldestRunning = [...running].sort((a, b) => a.startTime.getTime() - b.startTime.getTime())[0];
+      const st = oldestRunning ? await this.status(oldestRunning.workflowId) : undefined;
+      // Its items done so far keep the fraction where it was between items and after the last one.
+      const done = st ? Math.min(1, st.promptIds.length / Math.max(1, st.items)) : undefined;
+      return { jobCount, imageCount, ...(st ? { pending: st.interrupted ? 'stopping' : st.stage, pendingProgress: done } : {}) };
+    }
 
     const converter = client.options.loadedDataConverter.payloadConverter;
     const beat = (decodeFirst(converter, onGpu.activity!.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;

@@ -46,3 +46,18 @@ describe('item progress only rises and names its stage', () => {
     expect(b).toBeLessThan(0.95);
   });
 });
+
+describe('textinfo says what happens', () => {
+  it('waiting only when a render waits; stopping after an interrupt; decode and save as stages', async () => {
+    const { textinfo, a1111Progress } = await import('../../src/api/routes/a1111-discovery.ts');
+    expect(textinfo({ jobCount: 0 })).toBeNull();
+    expect(textinfo({ jobCount: 1, pending: 'waiting' })).toBe('Waiting for a GPU');
+    expect(textinfo({ jobCount: 1, pending: 'stopping' })).toBe('Stopping (interrupted)');
+    expect((a1111Progress({ jobCount: 1, pending: 'stopping' }).state as { interrupted: boolean }).interrupted).toBe(true);
+    expect(textinfo({ jobCount: 1, pending: 'building' })).toBe('Preparing');
+    const current = { renderId: 'r', item: 0, items: 2, value: 0, max: 1, progress: 0.45, etaSeconds: 1 };
+    expect(textinfo({ jobCount: 1, current: { ...current, phase: 'decoding' } })).toBe('Decoding (VAE) image 1/2');
+    expect(textinfo({ jobCount: 1, current: { ...current, phase: 'saving' } })).toBe('Saving image 1/2');
+    expect(textinfo({ jobCount: 1, current: { ...current, value: 3, max: 8, phase: 'sampling' } })).toBe('Sampling step 3/8, image 1/2');
+  });
+});

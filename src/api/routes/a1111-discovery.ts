@@ -134,11 +134,11 @@ export function a1111Progress(s: ProgressSnapshot, currentImage?: string): Recor
   const c = s.current;
   const started = c?.itemStartedAt !== undefined ? new Date(c.itemStartedAt).toISOString().replace(/[-:T]/g, '').slice(0, 14) : '0';
   return {
-    progress: c ? round(c.progress, 4) : 0,
+    progress: c ? round(c.progress, 4) : round(s.pendingProgress ?? 0, 4),
     eta_relative: c ? round(c.etaSeconds, 2) : 0,
     state: {
       skipped: false,
-      interrupted: false,
+      interrupted: s.pending === 'stopping',
       stopping_generation: false,
       job: c?.renderId ?? '',
       // A1111 counts images: batch_size × n_iter of each render.
@@ -156,7 +156,13 @@ export function a1111Progress(s: ProgressSnapshot, currentImage?: string): Recor
 /** A1111 shows what the job is doing in `textinfo`; null when idle, as A1111 does. */
 export function textinfo(s: ProgressSnapshot): string | null {
   const c = s.current;
-  if (!c) return s.jobCount > 0 ? 'Waiting for a GPU' : null;
+  if (!c) {
+    if (s.jobCount === 0) return null;
+    if (s.pending === 'stopping') return 'Stopping (interrupted)';
+    if (s.pending === 'done' || s.pending === 'collecting') return 'Finishing';
+    if (s.pending === 'building' || s.pending === 'uploading' || s.pending === 'choosing-backend') return 'Preparing';
+    return 'Waiting for a GPU';
+  }
   const image = `image ${c.item + 1}/${c.items}`;
   if (c.stage === 'collecting' || c.phase === 'saving') return `Saving ${image}`;
   if (c.phase === 'decoding') return `Decoding (VAE) ${image}`;
