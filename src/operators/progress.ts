@@ -166,8 +166,9 @@ export class LiveProgress {
       const oldestRunning = [...running].sort((a, b) => a.startTime.getTime() - b.startTime.getTime())[0];
       const st = oldestRunning ? await this.status(oldestRunning.workflowId) : undefined;
       // Its items done so far keep the fraction where it was between items and after the last one.
-      const done = st ? Math.min(1, st.promptIds.length / Math.max(1, st.items)) : undefined;
-      return { jobCount, imageCount, ...(st ? { pending: st.interrupted ? 'stopping' : st.stage, pendingProgress: done } : {}) };
+      if (!st || typeof st.stage !== 'string') return { jobCount, imageCount };
+      const done = Array.isArray(st.promptIds) && st.items > 0 ? Math.min(1, st.promptIds.length / st.items) : 0;
+      return { jobCount, imageCount, pending: st.interrupted ? 'stopping' : st.stage, pendingProgress: done };
     }
 
     const converter = client.options.loadedDataConverter.payloadConverter;
