@@ -35,7 +35,9 @@ import {
   promptReattached,
   promptStalls,
 } from '../metrics/metrics.ts';
-import type { Backend, PromptRun, StageTiming } from '../render/types.ts';
+import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/types.ts';
+import { hasPartialImage, storePartialImage } from './partial-output.ts';
+import { ItemProgress } from './item-progress.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles } from './collect-outputs.ts';
 import type { BackendHealth } from '../backends/health.ts';
@@ -106,22 +108,33 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   const timings: StageTiming[] = [];
 
   let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt };
+  const stages = new ItemProgress(input.graph, input.request?.kind === 'video');
   const onProgress = (p: FollowProgress): void => {
     beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt };
     if (p.node !== undefined) beat.node = p.node;
     if (p.value !== undefined) beat.value = p.value;
     if (p.max !== undefined) beat.max = p.max;
+    Object.assign(beat, stages.update(p.node, p.value, p.max, Date.now()));
     ctx.heartbeat(beat);
   };
   // The first heartbeat names the backend at once: if this worker dies, the next attempt knows where to look.
   ctx.heartbeat(beat);
   // Silent stretches (a model loading, the escalation below) still need heartbeats, or Temporal would
   // think the worker died.
-  const ticker = setInterval(() => ctx.heartbeat(beat), HEARTBEAT_TICK_MS);
+  const ticker = setInterval(() => {
+    if (beat.phase !== undefined) Object.assign(beat, stages.tick(Date.now()));
+    ctx.heartbeat(beat);
+  }, HEARTBEAT_TICK_MS);
   // Live previews for /sdapi/v1/progress, at most a few per second, only when a client watches.
   const wantPreviews = previewsWanted(deps.config.dataDir);
+  // The last preview is also what an interrupted or skipped item answers with (partial-output.ts), so image
+  // renders always ask for previews.
+  const keepPartial = hasPartialImage(input.request);
+  let lastPreview: Buffer | undefined;
   let lastPreviewAt = 0;
   const onPreview = (image: Buffer): void => {
+    if (keepPartial) lastPreview = Buffer.from(image);
+    if (!wantPreviews) return;
     const now = Date.now();
     if (now - lastPreviewAt < PREVIEW_MIN_INTERVAL_MS) return;
     lastPreviewAt = now;
@@ -137,7 +150,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     refusedDeadMs: deadBackendMs(input.stallTimeoutMs),
     pollIntervalMs: deps.config.POLL_INTERVAL_MS,
     onProgress,
-    ...(wantPreviews ? { onPreview } : {}),
+    ...(wantPreviews || keepPartial ? { onPreview } : {}),
     logger: log,
   };
 
@@ -190,7 +203,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         ...follow,
         graph: input.graph,
         promptId,
-        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt }, ...(wantPreviews ? { preview_method: 'auto' } : {}) },
+        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt }, ...(wantPreviews || keepPartial ? { preview_method: 'auto' } : {}) },
         // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
         cancelOnAbortOrStall: false,
         onSubmitted: ({ reattached }) => {
@@ -220,6 +233,8 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       outputs,
       timings,
     };
+    const blank = outputs.filter((o) => o.blank);
+    if (blank.length > 0) log.warn({ promptId, blank: blank.map((o) => o.blank) }, 'output image of one colour (a black one: NaNs in the VAE): flagged in the result');
     return run;
   } catch (err) {
     if (signal.aborted) {
@@ -229,6 +244,15 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         // The render was cancelled: stop the GPU before the workflow is allowed to end.
         const stopped = await cancelAndWait(client, promptId, graceMs, log);
         log.info({ promptId, stopped }, 'render cancelled: prompt cancelled in ComfyUI');
+        // Interrupt and skip keep what was rendered: the workflow takes this result for the stopped item
+        // (and ends as cancelled when the whole render was).
+        if (lastPreview && hasPartialImage(input.request)) {
+          const partial = await partialRun(deps, lastPreview, input.request, input.item, { promptId, attempt, startedAt, backend: backend.id, timings, beat }).catch((e: unknown) => {
+            log.warn({ promptId, err: (e as Error).message }, 'could not keep the partial image of the stopped prompt');
+            return undefined;
+          });
+          if (partial) return partial;
+        }
       } else if (promptId !== '') {
         log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
       }
@@ -268,6 +292,29 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     clearInterval(ticker);
     if (wantPreviews) clearPreview(deps.config.dataDir, input.renderId);
   }
+}
+
+/** The stopped prompt's result: its last preview as the item's image, marked partial. */
+async function partialRun(
+  deps: ActivityDeps,
+  preview: Buffer,
+  request: RenderRequest,
+  item: number,
+  at: { promptId: string; attempt: number; startedAt: number; backend: string; timings: StageTiming[]; beat: PromptHeartbeat },
+): Promise<PromptRun> {
+  const ref = await storePartialImage(deps.blobs, preview, request, item);
+  const { beat } = at;
+  return {
+    promptId: at.promptId,
+    attempt: at.attempt,
+    files: [],
+    startedAt: at.startedAt,
+    finishedAt: Date.now(),
+    outputs: [ref],
+    backend: at.backend,
+    timings: at.timings,
+    partial: { ...(beat.value !== undefined ? { step: beat.value } : {}), ...(beat.max !== undefined ? { steps: beat.max } : {}) },
+  };
 }
 
 /** Names the backend in a failure's details, so the workflow knows where the attempt's prompt may live. */

@@ -54,10 +54,28 @@ export async function storeOutputFile(
     if (request.output && request.output.format !== 'png') {
       // A1111 `samples_format`: the API answers in the configured format, the infotext in its EXIF.
       const enc = await encodeOutput(png, request.output, infotext);
-      return blobs.put(enc.data, { mime: enc.mime, width: enc.width, height: enc.height });
+      const ref = await blobs.put(enc.data, { mime: enc.mime, width: enc.width, height: enc.height });
+      const blank = await blankImage(png);
+      return blank ? { ...ref, blank } : ref;
     }
     const { width, height } = readPngSize(png);
-    return blobs.put(png, { mime, width, height });
+    const ref = await blobs.put(png, { mime, width, height });
+    const blank = await blankImage(png);
+    return blank ? { ...ref, blank } : ref;
   }
   return blobs.put(data, { mime });
+}
+
+let sharpModule: Promise<typeof import('sharp').default> | undefined;
+const loadSharp = (): Promise<typeof import('sharp').default> => (sharpModule ??= import('sharp').then((m) => m.default));
+
+/** Whether every pixel has the same colour (per-channel min = max, from libvips' stats off the event loop). */
+export async function blankImage(png: Buffer): Promise<'black' | 'uniform' | undefined> {
+  const sharp = await loadSharp();
+  const img = sharp(png);
+  // stats() describes the input as it is: leave its alpha channel out.
+  const [{ hasAlpha }, stats] = await Promise.all([img.metadata(), img.stats()]);
+  const colour = hasAlpha ? stats.channels.slice(0, -1) : stats.channels;
+  if (!colour.every((c) => c.min === c.max)) return undefined;
+  return colour.every((c) => c.max === 0) ? 'black' : 'uniform';
 }

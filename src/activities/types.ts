@@ -57,6 +57,9 @@ export interface PromptHeartbeat {
   lastEventAt: number;
   /** Attempt that heartbeated (the prompt id derives from it). */
   attempt?: number;
+  /** How far the item is, 0..1, never decreasing within the attempt (item-progress.ts), and its stage. */
+  fraction?: number;
+  phase?: 'starting' | 'sampling' | 'decoding' | 'saving';
 }
 
 /** The render's graphs and limits, built by the submitter (renders/build-render.ts): the workflow's second argument. */

@@ -4,6 +4,9 @@
  *   some clients send none at all);
  * - an empty body is no body, whatever the content type: webuiapi and others POST `/interrupt`, `/skip` and
  *   the `refresh-*` routes with `content-type: application/json` and nothing after it.
+ * - an empty `Content-Type:` header is no content type (A1111 parses the body as JSON; Fastify would 415);
+ * - a body sent to a route that does not exist is not parsed at all: the answer is the 404, not a 400 about
+ *   the body (a form or multipart body to a mistyped URL).
  * Invalid JSON still fails (400 naming the body) through the error handler.
  * A body of `offLoopFromChars` or more is first scanned in a byte worker (value count, nesting: json-scan.ts),
  * so the parse on the event loop is of a body with few values, however long.
@@ -14,6 +17,10 @@ import { scanJsonOffLoop } from '../bytes/off-loop.ts';
 export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoopFromBytes: number }): void {
   const json = app.getDefaultJsonParser('error', 'ignore');
   const parse = (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void): void => {
+    if (req.is404) {
+      done(null, undefined);
+      return;
+    }
     const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body);
     if (isBlank(bytes)) {
       done(null, undefined);
@@ -28,6 +35,11 @@ export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoop
       (err: Error) => done(err),
     );
   };
+  app.addHook('onRequest', (req, _reply, done) => {
+    const type = req.headers['content-type'];
+    if (type !== undefined && type.trim() === '') delete req.headers['content-type'];
+    done();
+  });
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'buffer' }, parse);
   // Any other content type, and none at all (Fastify hands a body without a content type to the catch-all).

@@ -243,6 +243,20 @@ const IMPLS: Record<string, NodeImpl> = {
     const img = need(n, 'image', 'image');
     return { outputs: [{ kind: 'mask', sig: n.outSig(0), width: img.width, height: img.height, count: img.count }] };
   },
+  MaskToImage: (n) => {
+    const m = need(n, 'mask', 'mask');
+    return { outputs: [image(n, 0, m.width, m.height, m.count)] };
+  },
+  ImageBlur: (n) => {
+    const img = need(n, 'image', 'image');
+    return { outputs: [image(n, 0, img.width, img.height, img.count)] };
+  },
+  // The destination's size: the source is pasted into it (resize_source false crops what overhangs).
+  ImageCompositeMasked: (n) => {
+    const dst = need(n, 'destination', 'image');
+    need(n, 'source', 'image');
+    return { outputs: [image(n, 0, dst.width, dst.height, dst.count)] };
+  },
   ImageScale: (n) => {
     const img = need(n, 'image', 'image');
     let w = int(n, 'width', 512);

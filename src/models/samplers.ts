@@ -1,10 +1,11 @@
 /**
  * Sampler and scheduler names: A1111 (and Forge) names and aliases, stable-diffusion.cpp names and ComfyUI's
- * own names all map to ComfyUI's KSampler enums. Names are matched case-insensitively with whitespace
- * collapsed. A name that is known but has no ComfyUI core equivalent (PLMS, Restart, DDIM CFG++, Align Your
- * Steps, ...) is reported as unsupported rather than silently replaced: A1111's silent fallback to
- * "DPM++ 2M" renders something the client did not ask for.
+ * own names all map to ComfyUI. Names are matched case-insensitively with whitespace collapsed. Every name
+ * A1111 offers runs: on ComfyUI's KSampler enums, on a custom sigma schedule (SamplerCustomAdvanced with a
+ * scheduler node, see `SigmaSchedule`), or, where ComfyUI has no equivalent (PLMS, Restart, DDIM CFG++), on
+ * the closest ComfyUI sampler, with the reason in `approx` so the client is told (info.warnings).
  */
+import type { SigmaSchedule } from '../render/types.ts';
 
 /** ComfyUI `KSampler.SAMPLERS` (v0.33 master; identical to v0.3.64 except the exp_heun_2_x0 pair). */
 export const COMFY_SAMPLERS = [
@@ -28,8 +29,10 @@ interface A1111SamplerDef {
   aliases: string[];
   /** A1111's sampler options (stringified as A1111's pydantic v1 `dict[str, str]` does). */
   options: Record<string, string>;
-  /** ComfyUI sampler, or null when ComfyUI core has no equivalent. */
-  comfy: string | null;
+  /** ComfyUI sampler. */
+  comfy: string;
+  /** Set when `comfy` is only the closest ComfyUI sampler: why, for info.warnings. */
+  approx?: string;
 }
 
 const T = 'True';
@@ -49,11 +52,11 @@ const A1111_SAMPLERS: A1111SamplerDef[] = [
   { name: 'DPM2 a', aliases: ['k_dpm_2_a'], options: { scheduler: 'karras', discard_next_to_last_sigma: T, uses_ensd: T, second_order: T }, comfy: 'dpm_2_ancestral' },
   { name: 'DPM fast', aliases: ['k_dpm_fast'], options: { uses_ensd: T }, comfy: 'dpm_fast' },
   { name: 'DPM adaptive', aliases: ['k_dpm_ad'], options: { uses_ensd: T }, comfy: 'dpm_adaptive' },
-  // Restart, DDIM CFG++ and PLMS are A1111-only algorithms: no ComfyUI KSampler equivalent.
-  { name: 'Restart', aliases: ['restart'], options: { scheduler: 'karras', second_order: T }, comfy: null },
+  // Restart, DDIM CFG++ and PLMS are A1111-only algorithms: the closest ComfyUI sampler runs, said in warnings.
+  { name: 'Restart', aliases: ['restart'], options: { scheduler: 'karras', second_order: T }, comfy: 'heun', approx: "ComfyUI has no Restart sampler; using heun (Restart's inner solver) without the restart noise jumps" },
   { name: 'DDIM', aliases: ['ddim'], options: { default_eta_is_0: T, uses_ensd: T }, comfy: 'ddim' },
-  { name: 'DDIM CFG++', aliases: ['ddim_cfgpp'], options: {}, comfy: null },
-  { name: 'PLMS', aliases: ['plms'], options: {}, comfy: null },
+  { name: 'DDIM CFG++', aliases: ['ddim_cfgpp'], options: {}, comfy: 'euler_cfg_pp', approx: 'ComfyUI has no DDIM CFG++; using euler_cfg_pp (DDIM at eta 0 is the Euler step, with the same CFG++ guidance)' },
+  { name: 'PLMS', aliases: ['plms'], options: {}, comfy: 'ipndm', approx: "ComfyUI has no PLMS; using ipndm (ComfyUI's improved pseudo-linear multistep sampler)" },
   { name: 'UniPC', aliases: ['unipc'], options: {}, comfy: 'uni_pc' },
   { name: 'LCM', aliases: ['k_lcm'], options: {}, comfy: 'lcm' },
   { name: 'HeunPP2', aliases: [], options: {}, comfy: 'heunpp2' },
@@ -65,22 +68,25 @@ const A1111_SAMPLERS: A1111SamplerDef[] = [
 
 /**
  * stable-diffusion.cpp `sample_method` names. `default` means "the engine's default", i.e. the profile's.
- * `dpm++2mv2` (a modified DPM++ 2M), `ddim_trailing` and `tcd` have no ComfyUI core equivalent.
+ * `dpm++2mv2` (a modified DPM++ 2M), `ddim_trailing` and `tcd` have no ComfyUI core equivalent: closest.
  */
-const SDCPP_SAMPLERS: Record<string, string | null> = {
-  euler: 'euler',
-  euler_a: 'euler_ancestral',
-  heun: 'heun',
-  dpm2: 'dpm_2',
-  'dpm++2s_a': 'dpmpp_2s_ancestral',
-  'dpm++2m': 'dpmpp_2m',
-  'dpm++2mv2': null,
-  ipndm: 'ipndm',
-  ipndm_v: 'ipndm_v',
-  lcm: 'lcm',
-  ddim_trailing: null,
-  tcd: null,
+const SDCPP_SAMPLERS: Record<string, { comfy: string; approx?: string }> = {
+  euler: { comfy: 'euler' },
+  euler_a: { comfy: 'euler_ancestral' },
+  heun: { comfy: 'heun' },
+  dpm2: { comfy: 'dpm_2' },
+  'dpm++2s_a': { comfy: 'dpmpp_2s_ancestral' },
+  'dpm++2m': { comfy: 'dpmpp_2m' },
+  'dpm++2mv2': { comfy: 'dpmpp_2m', approx: "ComfyUI has no dpm++2mv2; using dpmpp_2m, the method it modifies" },
+  ipndm: { comfy: 'ipndm' },
+  ipndm_v: { comfy: 'ipndm_v' },
+  lcm: { comfy: 'lcm' },
+  ddim_trailing: { comfy: 'ddim', approx: 'ComfyUI has no ddim_trailing; using ddim on the chosen scheduler' },
+  tcd: { comfy: 'lcm', approx: 'ComfyUI has no TCD sampler; using lcm, the consistency sampler it extends' },
 };
+
+/** Schedules that are no KSampler scheduler but a sigma node (SamplerCustomAdvanced). */
+export type CustomScheduleKind = 'polyexponential' | 'align_your_steps' | 'align_your_steps_gits' | 'align_your_steps_11' | 'align_your_steps_32';
 
 interface A1111SchedulerDef {
   name: string;
@@ -88,8 +94,10 @@ interface A1111SchedulerDef {
   aliases: string[] | null;
   default_rho: number;
   need_inner_model: boolean;
-  /** ComfyUI scheduler; `automatic` = the model's default; null = no ComfyUI core equivalent. */
-  comfy: string | 'automatic' | null;
+  /** ComfyUI scheduler; `automatic` = the model's default; `custom` = a sigma node (`custom` says which). */
+  comfy: string | 'automatic' | 'custom';
+  custom?: CustomScheduleKind;
+  approx?: string;
   /** Further accepted spellings that A1111 does not list (sd.cpp, ComfyUI). */
   extra: string[];
 }
@@ -103,64 +111,109 @@ interface A1111SchedulerDef {
  *   (A1111's `uniform` is `inner_model.get_sigmas(n)`; ComfyUI's `normal` is the same linspace over
  *   timesteps). sd.cpp's `discrete` is the same schedule.
  * - `ddim` → `ddim_uniform` (A1111 copied ComfyUI's ddim scheduler).
- * - `polyexponential` and `align_your_steps` exist only as ComfyUI custom-sampling nodes, not as KSampler
- *   schedulers: unsupported.
+ * - `polyexponential` and the Align Your Steps family exist only as ComfyUI sigma nodes, not as KSampler
+ *   schedulers: they run through SamplerCustomAdvanced (`sigmaScheduleFor`).
+ * - Forge's `turbo` → `sgm_uniform` with a warning (SDTurboScheduler is for SD-Turbo models only).
  */
 const A1111_SCHEDULERS: A1111SchedulerDef[] = [
   { name: 'automatic', label: 'Automatic', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'automatic', extra: ['default'] },
   { name: 'uniform', label: 'Uniform', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'normal', extra: [] },
   { name: 'karras', label: 'Karras', aliases: null, default_rho: 7, need_inner_model: false, comfy: 'karras', extra: [] },
   { name: 'exponential', label: 'Exponential', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'exponential', extra: [] },
-  { name: 'polyexponential', label: 'Polyexponential', aliases: null, default_rho: 1, need_inner_model: false, comfy: null, extra: [] },
+  { name: 'polyexponential', label: 'Polyexponential', aliases: null, default_rho: 1, need_inner_model: false, comfy: 'custom', custom: 'polyexponential', extra: [] },
   { name: 'sgm_uniform', label: 'SGM Uniform', aliases: ['SGMUniform'], default_rho: -1, need_inner_model: true, comfy: 'sgm_uniform', extra: [] },
   { name: 'kl_optimal', label: 'KL Optimal', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'kl_optimal', extra: [] },
-  { name: 'align_your_steps', label: 'Align Your Steps', aliases: null, default_rho: -1, need_inner_model: false, comfy: null, extra: ['ays', 'align_your_steps_GITS', 'align_your_steps_11', 'align_your_steps_32'] },
+  { name: 'align_your_steps', label: 'Align Your Steps', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps', extra: ['ays'] },
   { name: 'simple', label: 'Simple', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'simple', extra: [] },
   { name: 'normal', label: 'Normal', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'normal', extra: ['discrete'] },
   { name: 'ddim', label: 'DDIM', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'ddim_uniform', extra: ['ddim_uniform'] },
   { name: 'beta', label: 'Beta', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'beta', extra: [] },
+  // Forge's additions.
+  { name: 'turbo', label: 'Turbo', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'sgm_uniform', approx: "ComfyUI's SDTurboScheduler only suits SD-Turbo models; using sgm_uniform", extra: [] },
+  { name: 'align_your_steps_GITS', label: 'Align Your Steps GITS', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps_gits', extra: ['gits'] },
+  { name: 'align_your_steps_11', label: 'Align Your Steps 11', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps_11', extra: [] },
+  { name: 'align_your_steps_32', label: 'Align Your Steps 32', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps_32', extra: [] },
   // ComfyUI-only, listed so clients can pick it.
   { name: 'linear_quadratic', label: 'Linear Quadratic', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'linear_quadratic', extra: [] },
 ];
 
-/** Known scheduler spellings without a ComfyUI core equivalent (sd.cpp, Forge). */
-const UNSUPPORTED_SCHEDULERS = ['gits', 'smoothstep', 'lcm', 'turbo'];
+/** sd.cpp scheduler spellings without a ComfyUI core equivalent: the closest one, and why. */
+const SDCPP_SCHEDULERS: Record<string, { comfy: string; approx: string }> = {
+  smoothstep: { comfy: 'simple', approx: 'ComfyUI has no smoothstep scheduler; using simple' },
+  lcm: { comfy: 'sgm_uniform', approx: 'ComfyUI has no lcm scheduler; using sgm_uniform, the spacing LCM models use' },
+};
 
 const key = (name: string): string => name.trim().replace(/\s+/g, ' ').toLowerCase();
 
-const samplerTable = new Map<string, string | null>();
-for (const s of COMFY_SAMPLERS) samplerTable.set(key(s), s);
-for (const [name, comfy] of Object.entries(SDCPP_SAMPLERS)) samplerTable.set(key(name), comfy);
-for (const s of A1111_SAMPLERS) for (const n of [s.name, ...s.aliases]) samplerTable.set(key(n), s.comfy);
+interface SamplerEntry {
+  comfy: string;
+  approx?: string;
+}
+const samplerTable = new Map<string, SamplerEntry>();
+for (const s of COMFY_SAMPLERS) samplerTable.set(key(s), { comfy: s });
+for (const [name, e] of Object.entries(SDCPP_SAMPLERS)) samplerTable.set(key(name), e);
+for (const s of A1111_SAMPLERS) {
+  for (const n of [s.name, ...s.aliases]) samplerTable.set(key(n), { comfy: s.comfy, ...(s.approx ? { approx: `${s.name}: ${s.approx}` } : {}) });
+}
 
-const schedulerTable = new Map<string, string | null>();
-for (const s of COMFY_SCHEDULERS) schedulerTable.set(key(s), s);
-for (const n of UNSUPPORTED_SCHEDULERS) schedulerTable.set(key(n), null);
+interface SchedulerEntry {
+  comfy: string | 'automatic' | 'custom';
+  custom?: CustomScheduleKind;
+  approx?: string;
+  label: string;
+}
+const schedulerTable = new Map<string, SchedulerEntry>();
+for (const s of COMFY_SCHEDULERS) schedulerTable.set(key(s), { comfy: s, label: s });
+for (const [name, e] of Object.entries(SDCPP_SCHEDULERS)) schedulerTable.set(key(name), { ...e, approx: `${name}: ${e.approx}`, label: name });
 for (const s of A1111_SCHEDULERS) {
-  for (const n of [s.name, s.label, ...(s.aliases ?? []), ...s.extra]) schedulerTable.set(key(n), s.comfy);
+  const entry: SchedulerEntry = { comfy: s.comfy, label: s.label, ...(s.custom ? { custom: s.custom } : {}), ...(s.approx ? { approx: `${s.label}: ${s.approx}` } : {}) };
+  for (const n of [s.name, s.label, ...(s.aliases ?? []), ...s.extra]) schedulerTable.set(key(n), entry);
 }
 
 /**
  * Result of a name lookup. `comfy: null` = "the model's default" (A1111 `automatic`, sd.cpp `default`).
- * `unsupported` = a real name elsewhere that ComfyUI core cannot run.
+ * `approx`: the name has no ComfyUI equivalent and `comfy` is the closest (the text says why). Schedulers:
+ * `custom` = a sigma node schedule (`comfy` is then null: the KSampler scheduler stays the model's).
  */
-export type NameLookup = { status: 'ok'; comfy: string | null } | { status: 'unsupported' } | { status: 'unknown' };
+export type NameLookup =
+  | { status: 'ok'; comfy: string | null; approx?: string; custom?: CustomScheduleKind; label?: string }
+  | { status: 'unknown' };
 
 export function lookupSampler(name: string): NameLookup {
   const k = key(name);
   if (k === 'default' || k === 'automatic') return { status: 'ok', comfy: null };
-  if (!samplerTable.has(k)) return { status: 'unknown' };
-  const comfy = samplerTable.get(k);
-  return comfy ? { status: 'ok', comfy } : { status: 'unsupported' };
+  const e = samplerTable.get(k);
+  if (!e) return { status: 'unknown' };
+  return { status: 'ok', comfy: e.comfy, ...(e.approx ? { approx: e.approx } : {}) };
 }
 
 export function lookupScheduler(name: string): NameLookup {
-  const k = key(name);
-  if (!schedulerTable.has(k)) return { status: 'unknown' };
-  const comfy = schedulerTable.get(k);
-  if (comfy === 'automatic') return { status: 'ok', comfy: null };
-  return comfy ? { status: 'ok', comfy } : { status: 'unsupported' };
+  const e = schedulerTable.get(key(name));
+  if (!e) return { status: 'unknown' };
+  if (e.comfy === 'automatic') return { status: 'ok', comfy: null };
+  if (e.comfy === 'custom') return { status: 'ok', comfy: null, custom: e.custom!, label: e.label };
+  return { status: 'ok', comfy: e.comfy, ...(e.approx ? { approx: e.approx } : {}) };
 }
+
+/**
+ * The sigma node of a custom schedule on a flow-matching model (every image family here is one: sigmas run
+ * from 1 to 0, not over the 14.6–0.03 range of SD's tables).
+ * - Polyexponential: PolyexponentialScheduler over the flow range (rho 1, A1111's default).
+ * - The Align Your Steps family: ComfyUI's AlignYourStepsScheduler and GITSScheduler only hold SD1/SDXL/SVD
+ *   noise levels, which a flow model cannot sample; OptimalStepsScheduler (FLUX), the same idea fitted to
+ *   flow models, is the closest (said in `approx`). It needs 3 steps or more: below, `simple` with a warning.
+ */
+export function sigmaScheduleFor(kind: CustomScheduleKind, label: string, steps: number): { sigmas?: SigmaSchedule; approx?: string } {
+  if (kind === 'polyexponential') return { sigmas: { node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: FLOW_SIGMA_MIN, rho: 1 } };
+  if (steps < 3) return { approx: `${label}: OptimalStepsScheduler needs at least 3 steps; using the simple scheduler for ${steps}` };
+  return {
+    sigmas: { node: 'OptimalStepsScheduler', modelType: 'FLUX' },
+    approx: `${label}: ComfyUI's Align Your Steps/GITS schedules are for SD1/SDXL/SVD noise levels; this flow-matching model runs OptimalStepsScheduler (FLUX), their flow-model counterpart`,
+  };
+}
+
+/** The smallest non-zero sigma of a flow-matching schedule (ComfyUI's flow models: timestep 1/1000). */
+const FLOW_SIGMA_MIN = 0.001;
 
 /**
  * A1111's `"DPM++ 2M Karras"` convention: a trailing scheduler label (or alias/name) after a space names the
@@ -184,13 +237,13 @@ export function splitSamplerScheduler(name: string): { sampler: string; schedule
 
 /** A1111 display name of a ComfyUI sampler (for `info` and infotexts), else the ComfyUI name. */
 export function samplerLabel(comfy: string): string {
-  return A1111_SAMPLERS.find((s) => s.comfy === comfy)?.name ?? comfy;
+  return A1111_SAMPLERS.find((s) => s.comfy === comfy && !s.approx)?.name ?? comfy;
 }
 
 /** A1111 label of a ComfyUI scheduler ("Schedule type" in infotexts). `normal` → "Normal", not "Uniform". */
 export function schedulerLabel(comfy: string): string {
   if (comfy === 'normal') return 'Normal';
-  return A1111_SCHEDULERS.find((s) => s.comfy === comfy)?.label ?? comfy;
+  return A1111_SCHEDULERS.find((s) => s.comfy === comfy && !s.approx)?.label ?? comfy;
 }
 
 /** `GET /sdapi/v1/samplers` item. */
@@ -217,21 +270,23 @@ export function listSamplers(): A1111SamplerInfo[] {
   const out: A1111SamplerInfo[] = [];
   const covered = new Set<string>();
   for (const s of A1111_SAMPLERS) {
-    if (!s.comfy) continue;
-    covered.add(s.comfy);
-    const sdcpp = Object.entries(SDCPP_SAMPLERS)
-      .filter(([, c]) => c === s.comfy)
-      .map(([n]) => n);
-    const aliases = [...new Set([...s.aliases, s.comfy, ...sdcpp])].filter((a) => a !== s.name);
+    const exact = !s.approx;
+    if (exact) covered.add(s.comfy);
+    const sdcpp = exact
+      ? Object.entries(SDCPP_SAMPLERS)
+          .filter(([, c]) => c.comfy === s.comfy && !c.approx)
+          .map(([n]) => n)
+      : [];
+    const aliases = [...new Set([...s.aliases, ...(exact ? [s.comfy] : []), ...sdcpp])].filter((a) => a !== s.name);
     out.push({ name: s.name, aliases, options: { ...s.options } });
   }
   for (const c of COMFY_SAMPLERS) if (!covered.has(c)) out.push({ name: c, aliases: [], options: {} });
   return out;
 }
 
-/** Every scheduler this service accepts (unsupported A1111 schedulers left out). */
+/** Every scheduler A1111 and Forge list (all of them run), then ComfyUI's own. */
 export function listSchedulers(): A1111SchedulerInfo[] {
-  return A1111_SCHEDULERS.filter((s) => s.comfy !== null).map((s) => ({
+  return A1111_SCHEDULERS.map((s) => ({
     name: s.name,
     label: s.label,
     aliases: s.aliases ? [...s.aliases] : null,

@@ -40,6 +40,8 @@ export interface CurrentRender {
   etaSeconds: number;
   /** When the current item's prompt started (ms since the epoch). */
   itemStartedAt?: number;
+  /** The item's stage on the GPU (sampling, decoding, saving), when the attempt reports it. */
+  phase?: 'starting' | 'sampling' | 'decoding' | 'saving';
   /** The workflow's stage (waiting, done), when its status query answered. */
   stage?: RenderStatus['stage'];
 }
@@ -50,6 +52,13 @@ export interface ProgressSnapshot {
   /** Output images of those renders (batch_size × n_iter each, from their memo); at least jobCount. */
   imageCount?: number;
   current?: CurrentRender;
+  /**
+   * With nothing on a GPU: what the oldest render does instead — `stopping` after an interrupt (its prompt is
+   * being stopped), `waiting` for a GPU, or an earlier stage. Absent when its status query did not answer.
+   */
+  pending?: 'stopping' | RenderStatus['stage'];
+  /** That render's finished items / items, while nothing of it is on a GPU. */
+  pendingProgress?: number;
 }
 
 export interface LiveProgressOptions {
@@ -152,7 +161,15 @@ export class LiveProgress {
       .map((d) => ({ d, activity: d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED) }))
       .filter((x) => x.activity !== undefined)
       .sort((a, b) => a.d.startTime.getTime() - b.d.startTime.getTime())[0];
-    if (!onGpu) return { jobCount, imageCount };
+    if (!onGpu) {
+      // Nothing on a GPU: say what the oldest render does, so "waiting" is said only when it waits.
+      const oldestRunning = [...running].sort((a, b) => a.startTime.getTime() - b.startTime.getTime())[0];
+      const st = oldestRunning ? await this.status(oldestRunning.workflowId) : undefined;
+      // Its items done so far keep the fraction where it was between items and after the last one.
+      if (!st || typeof st.stage !== 'string') return { jobCount, imageCount };
+      const done = Array.isArray(st.promptIds) && st.items > 0 ? Math.min(1, st.promptIds.length / st.items) : 0;
+      return { jobCount, imageCount, pending: st.interrupted ? 'stopping' : st.stage, pendingProgress: done };
+    }
 
     const converter = client.options.loadedDataConverter.payloadConverter;
     const beat = (decodeFirst(converter, onGpu.activity!.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
@@ -162,7 +179,9 @@ export class LiveProgress {
     const item = Math.min(items - 1, Math.max(0, status?.item ?? 0));
     const value = typeof beat.value === 'number' && beat.value >= 0 ? beat.value : 0;
     const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
-    const fraction = max > 0 ? Math.min(1, value / max) : 0;
+    // The attempt's own rising fraction when it reports one (sampling, then decode and save as stages of
+    // their own); a decode's 0/1 bar would otherwise take the item back to 0.
+    const fraction = typeof beat.fraction === 'number' ? Math.min(1, Math.max(0, beat.fraction)) : max > 0 ? Math.min(1, value / max) : 0;
     const progress = Math.min(1, (item + fraction) / items);
     const itemStartedAt = tsMs(onGpu.activity!.lastStartedTime);
     let etaSeconds = 0;
@@ -176,6 +195,7 @@ export class LiveProgress {
     }
     const current: CurrentRender = { renderId: onGpu.d.workflowId, item, items, value, max, progress, etaSeconds };
     if (beat.node) current.node = beat.node;
+    if (beat.phase) current.phase = beat.phase;
     if (beat.promptId) current.promptId = beat.promptId;
     if (itemStartedAt !== undefined) current.itemStartedAt = itemStartedAt;
     if (status?.stage) current.stage = status.stage;

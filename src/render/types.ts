@@ -12,6 +12,11 @@ export interface BlobRef {
   mime: string;
   width?: number;
   height?: number;
+  /**
+   * An output image of one colour: `black` is what a VAE that produced NaNs decodes to (A1111 raises "A
+   * tensor with all NaNs was produced in VAE"); recorded in the render's result so operators find it.
+   */
+  blank?: 'black' | 'uniform';
 }
 
 /**
@@ -67,6 +72,8 @@ export interface RenderRequest {
   /** ComfyUI sampler and scheduler names (already mapped from A1111 names). */
   sampler: string;
   scheduler: string;
+  /** A sigma-node schedule (SamplerCustomAdvanced) replacing `scheduler` in the first pass. */
+  sigmas?: SigmaSchedule;
   width: number;
   height: number;
   /** Total number of output images = batchSize * nIter; each item is its own ComfyUI prompt. */
@@ -77,6 +84,8 @@ export interface RenderRequest {
   initImage?: BlobRef;
   /** White = repaint. */
   mask?: BlobRef;
+  /** Inpaint (img2img with a mask): how the result is pasted into the original (A1111 `mask_blur`, px). */
+  inpaint?: { maskBlur: number };
   /** Reference images for edit models. */
   extraImages: BlobRef[];
   /** Labels to report back to A1111 clients (e.g. sampler "Euler a"), not used for rendering. */
@@ -96,6 +105,11 @@ export interface RenderRequest {
   /** Present exactly when `kind` is `video`. */
   video?: VideoSpec;
 }
+
+/** A sigma schedule node feeding SamplerCustomAdvanced (instead of KSampler's scheduler enum). */
+export type SigmaSchedule =
+  | { node: 'PolyexponentialScheduler'; sigmaMax: number; sigmaMin: number; rho: number }
+  | { node: 'OptimalStepsScheduler'; modelType: 'FLUX' | 'Wan' | 'Chroma' };
 
 export interface LoraUse {
   /** ComfyUI's file name (as its LoraLoader lists it, subfolders included). */
@@ -188,6 +202,11 @@ export interface PromptRun {
   outputs: BlobRef[];
   /** Where the attempt's time went (upload, prompt, outputs), in ms. */
   timings: StageTiming[];
+  /**
+   * The prompt was stopped (interrupt, skip) after `step` of `steps` sampling steps: `outputs` is its last
+   * sampler preview brought to the output size, not a finished image.
+   */
+  partial?: { step?: number; steps?: number };
 }
 
 export interface StageTiming {
@@ -205,6 +224,15 @@ export interface RenderResult {
   timings: StageTiming[];
   /** `/sdapi/v1/interrupt` ended the render early: `outputs` are the images finished before it. */
   interrupted?: boolean;
-  /** Items `/sdapi/v1/skip` ended early (no image); `seeds` lists only the rendered items. */
+  /** Items `/sdapi/v1/skip` ended early; `seeds` lists only the items that answer with an image. */
   skipped?: number[];
+  /** Items stopped by interrupt or skip that answer with their partial image (see `PromptRun.partial`). */
+  partial?: PartialItem[];
+}
+
+export interface PartialItem {
+  item: number;
+  /** Sampling steps done of the total, when ComfyUI reported them. */
+  step?: number;
+  steps?: number;
 }

@@ -3,6 +3,7 @@
  * render.ts so the front can import the definitions without the workflow body).
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, defineQuery, defineSignal } from '@temporalio/workflow';
+import type { PartialItem } from '../render/types.ts';
 import { NON_RETRYABLE_TYPES } from './failure-types.ts';
 
 /** One runPrompt attempt as the status query reports it (history has the full failure). */
@@ -28,8 +29,10 @@ export interface RenderStatus {
   attempts: PromptAttempt[];
   /** Set once `/sdapi/v1/interrupt` stopped the render: it ends with the images finished so far. */
   interrupted?: boolean;
-  /** Items `/sdapi/v1/skip` ended early (they have no image). */
+  /** Items `/sdapi/v1/skip` ended early (those in `partial` answer with their partial image). */
   skipped?: number[];
+  /** Items stopped by interrupt or skip that answer with their last preview (not a finished image). */
+  partial?: PartialItem[];
 }
 
 export const renderStatusQuery = defineQuery<RenderStatus>('status');

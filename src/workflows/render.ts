@@ -171,6 +171,13 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
       }
       // The prompt finished: nothing of this item is left running in ComfyUI.
       started.attempts = 0;
+      // A stopped prompt answers with its partial image (runPrompt): kept for interrupt and skip, not when
+      // the whole render was cancelled.
+      if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('render cancelled');
+      if (run.partial) {
+        (status.partial ??= []).push({ item: item.index, ...run.partial });
+        if (skipCurrent) (status.skipped ??= []).push(item.index);
+      }
       status.promptIds.push(run.promptId);
       if (run.backend) {
         status.backend = run.backend;
@@ -210,6 +217,7 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
     seeds: rendered.map((i) => i.seed),
     ...(status.interrupted ? { interrupted: true } : {}),
     ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
+    ...(status.partial && status.partial.length > 0 ? { partial: status.partial } : {}),
     request,
     backend: used.join(','),
     promptIds: status.promptIds,

@@ -58,16 +58,18 @@ def main():
     emit("idle_actions", interrupt=api.interrupt(), skip=api.skip())
 
     emit("interrupt_phase")
-    sys.stdin.readline()  # the test has made the next prompt hang in its sampler
+    sys.stdin.readline()  # the test has made the sampler slow
     result = {}
-    worker = threading.Thread(target=lambda: result.update(r=api.txt2img(prompt="stop me", width=64, height=64, steps=4)))
+    worker = threading.Thread(target=lambda: result.update(r=api.txt2img(prompt="stop me", width=64, height=64, steps=20)))
     worker.start()
-    while api.get_progress()["state"]["job_count"] == 0:
+    # A user presses Interrupt once the preview shows something: at least one sampling step done.
+    while api.get_progress()["state"]["sampling_step"] < 1:
         time.sleep(0.05)
     api.interrupt()
     worker.join()
     stopped = result["r"]
-    emit("interrupted", images=len(stopped.images), interrupted=stopped.info.get("interrupted"))
+    # webuiapi's `result.image` is images[0]: it must exist.
+    emit("interrupted", images=len(stopped.images), size=list(stopped.image.size), interrupted=stopped.info.get("interrupted"), partial=stopped.info.get("partial"))
     api.util_wait_for_ready(check_interval=0.2)
     emit("done")
 

@@ -67,6 +67,11 @@ cases.push({ name: 'imagegen-qwen-image-hires-model', route: 'txt2img', body: { 
 for (const mode of [1, 2, 3]) {
   cases.push({ name: `imagegen-flux-dev-img2img-resize-${mode}`, route: 'img2img', body: { ...base, model: 'imagegen-flux-dev', init_images: [init], resize_mode: mode, denoising_strength: 0.6 } });
 }
+// A1111 schedulers that are sigma nodes in ComfyUI (SamplerCustomAdvanced), and a partial denoise on one.
+cases.push({ name: 'imagegen-flux-dev-txt2img-polyexponential', route: 'txt2img', body: { ...base, model: 'imagegen-flux-dev', sampler_name: 'DPM++ 2M', scheduler: 'Polyexponential' } });
+cases.push({ name: 'imagegen-flux-dev-img2img-polyexponential', route: 'img2img', body: { ...base, model: 'imagegen-flux-dev', init_images: [init], denoising_strength: 0.5, scheduler: 'polyexponential' } });
+cases.push({ name: 'imagegen-qwen-image-txt2img-align-your-steps', route: 'txt2img', body: { ...base, model: 'imagegen-qwen-image', scheduler: 'Align Your Steps' } });
+cases.push({ name: 'imagegen-flux-schnell-txt2img-ays-gits', route: 'txt2img', body: { ...base, model: 'imagegen-flux-schnell', sampler_name: 'PLMS', scheduler: 'Align Your Steps GITS' } });
 cases.push({ name: 'upscale-lanczos-by-2', route: 'extra-single-image', body: { image: init, upscaler_1: 'Lanczos', upscaling_resize: 2 } });
 cases.push({ name: 'upscale-model-to-size', route: 'extra-single-image', body: { image: init, upscaler_1: '4x-UltraSharp', resize_mode: 1, upscaling_resize_w: 300, upscaling_resize_h: 200 } });
 
@@ -147,12 +152,26 @@ describe('graph facts (DESIGN §5)', () => {
   const byName = (name: string) => graphFor(cases.find((c) => c.name === name)!);
   const ofClass = (g: ComfyGraph, cls: string) => Object.values(g).filter((n) => n.class_type === cls);
 
+  it('A1111 sigma-node schedulers: SamplerCustomAdvanced on the schedule node, denoise as KSampler does it', () => {
+    const poly = byName('imagegen-flux-dev-txt2img-polyexponential');
+    expect(poly.sampler).toMatchObject({ class_type: 'SamplerCustomAdvanced', inputs: { sigmas: ['sigmas', 0], sampler: ['sampler_select', 0] } });
+    expect(poly.sigmas).toMatchObject({ class_type: 'PolyexponentialScheduler', inputs: { steps: 20, sigma_max: 1, rho: 1 } });
+    expect(poly.sampler_select!.inputs.sampler_name).toBe('dpmpp_2m');
+    const img = byName('imagegen-flux-dev-img2img-polyexponential');
+    expect(img.sigmas!.inputs.steps).toBe(40);
+    expect(img.sigmas_split).toMatchObject({ class_type: 'SplitSigmasDenoise', inputs: { denoise: 0.5 } });
+    expect(img.sampler!.inputs.sigmas).toEqual(['sigmas_split', 1]);
+    expect(byName('imagegen-qwen-image-txt2img-align-your-steps').sigmas).toMatchObject({ class_type: 'OptimalStepsScheduler', inputs: { model_type: 'FLUX' } });
+    expect(byName('imagegen-flux-schnell-txt2img-ays-gits').sampler_select!.inputs.sampler_name).toBe('ipndm');
+  });
+
   it('every graph ends in SaveImage with a per-job prefix; one image per prompt with the request seed', () => {
     for (const c of cases) {
       const g = graphFor(c);
       expect(g.save).toMatchObject({ class_type: 'SaveImage', inputs: { filename_prefix: 'comfy-durable/render-golden/0' } });
       if (c.route === 'extra-single-image') continue;
-      expect(g.sampler!.inputs.seed).toBe(1234);
+      // A sigma-node schedule samples through SamplerCustomAdvanced: the seed is its RandomNoise's.
+      expect(g.sampler!.class_type === 'SamplerCustomAdvanced' ? g.noise!.inputs.noise_seed : g.sampler!.inputs.seed).toBe(1234);
       for (const l of ofClass(g, 'EmptySD3LatentImage')) expect(l.inputs).toMatchObject({ batch_size: 1 });
     }
   });

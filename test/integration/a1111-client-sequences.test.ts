@@ -142,6 +142,14 @@ async function sillyTavern(base: string, auth: string): Promise<void> {
   expect(gen.status, JSON.stringify(gen.json).slice(0, 400)).toBe(200);
   expect(pngSize(gen.json.images[0])).toMatchObject({ width: 960, height: 544 });
   expect(JSON.parse(gen.json.info).sd_model_name).toBe('imagegen-flux-schnell');
+  // A user with Align Your Steps saved and the hires fix on at SillyTavern's default ×2 of 1024²: before, a
+  // 400 for the scheduler and another for the size, both shown as "Internal Server Error".
+  const ays = await call(base, 'POST', '/sdapi/v1/txt2img', json, { ...generateBody, scheduler: 'Align Your Steps', sampler_name: 'Euler', width: 1024, height: 1024, steps: 3, enable_hr: true, hr_second_pass_steps: 1 });
+  expect(ays.status, JSON.stringify(ays.json).slice(0, 400)).toBe(200);
+  expect(pngSize(ays.json.images[0])).toMatchObject({ width: 1536, height: 1536 });
+  const aysInfo = JSON.parse(ays.json.info);
+  expect(aysInfo.extra_generation_params['Schedule type']).toBe('Align Your Steps');
+  expect(aysInfo.warnings.join('\n')).toMatch(/scaled down to 1536x1536/);
 
   // The user closes the chat while it renders: the proxy aborts and sends a bare interrupt.
   fake.state.faults.apply({ hang: { count: 1, nodeClass: 'KSampler' } });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
 import { loadObjectInfoFixture } from '../../src/fake-comfyui/fixture.ts';
 import { pngSize, redSquare } from '../support/fixtures.ts';
+import { makePngWith } from '../golden/helpers.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 
@@ -113,10 +114,16 @@ describe('sizes', () => {
     expect(info.warnings.join('\n')).toMatch(/snapped/);
   });
 
-  it('a size beyond the pixel budget is a 400 naming the field', async () => {
-    const r = await post('/sdapi/v1/txt2img', { prompt: 'big', width: 2048, height: 2048 });
-    expect(r.status).toBe(400);
-    expect(r.json).toMatchObject({ error: 'HTTPException', field: 'width' });
+  it('a size beyond the pixel budget renders scaled down to fit, keeping the aspect, and says so', async () => {
+    const { images, info } = await render('txt2img', { prompt: 'big', width: 2048, height: 2048, steps: 1 });
+    expect(sizeOf(images[0]!)).toEqual({ width: 1536, height: 1536 });
+    expect(info.warnings.join('\n')).toMatch(/2048x2048 scaled down to 1536x1536/);
+  });
+
+  it("hires ×2 of 1024² (SillyTavern's default scale) renders at the fitted size with a warning", async () => {
+    const { images, info } = await render('txt2img', { prompt: 'hires', width: 1024, height: 1024, steps: 1, enable_hr: true, hr_scale: 2, hr_upscaler: 'Latent', hr_second_pass_steps: 1 });
+    expect(sizeOf(images[0]!)).toEqual({ width: 1536, height: 1536 });
+    expect(info.warnings.join('\n')).toMatch(/hr_scale.*2048x2048 scaled down to 1536x1536/);
   });
 
   it('steps 0 is the model default; a batch of 10 (Open WebUI n=10) renders', async () => {
@@ -124,6 +131,87 @@ describe('sizes', () => {
     expect(images).toHaveLength(10);
     expect(info.steps).toBe(4);
     expect(info.all_seeds).toHaveLength(10);
+  });
+});
+
+describe('every sampler and scheduler A1111 offers renders', () => {
+  const A1111_SAMPLERS = ['DPM++ 2M', 'DPM++ SDE', 'DPM++ 2M SDE', 'DPM++ 2M SDE Heun', 'DPM++ 2S a', 'DPM++ 3M SDE', 'Euler a', 'Euler', 'LMS', 'Heun', 'DPM2', 'DPM2 a', 'DPM fast', 'DPM adaptive', 'Restart', 'DDIM', 'DDIM CFG++', 'PLMS', 'UniPC', 'LCM'];
+  const A1111_SCHEDULERS = ['Automatic', 'Uniform', 'Karras', 'Exponential', 'Polyexponential', 'SGM Uniform', 'KL Optimal', 'Align Your Steps', 'Simple', 'Normal', 'DDIM', 'Beta', 'Align Your Steps GITS', 'Turbo'];
+
+  it('GET /samplers and /schedulers list every one of them', async () => {
+    const samplers = (await get('/sdapi/v1/samplers')).json.map((s: { name: string }) => s.name);
+    expect(samplers).toEqual(expect.arrayContaining(A1111_SAMPLERS));
+    const schedulers = (await get('/sdapi/v1/schedulers')).json.map((s: { label: string }) => s.label);
+    expect(schedulers).toEqual(expect.arrayContaining(A1111_SCHEDULERS));
+  });
+
+  it('each sampler renders', async () => {
+    for (const sampler_name of A1111_SAMPLERS) {
+      const { images, info } = await render('txt2img', { prompt: 'a sampler', sampler_name, width: 64, height: 64, steps: 3 });
+      expect(images, sampler_name).toHaveLength(1);
+      if (['PLMS', 'Restart', 'DDIM CFG++'].includes(sampler_name)) expect(info.warnings.join('\n')).toMatch(/ComfyUI has no/);
+    }
+  }, 120_000);
+
+  it('each scheduler renders (the sigma-node ones through SamplerCustomAdvanced)', async () => {
+    for (const scheduler of A1111_SCHEDULERS) {
+      const { images, info } = await render('txt2img', { prompt: 'a schedule', scheduler, width: 64, height: 64, steps: 3 });
+      expect(images, scheduler).toHaveLength(1);
+      if (scheduler !== 'Automatic') expect(info.extra_generation_params['Schedule type'], scheduler).toBeTruthy();
+    }
+    const last = fake.state.queue.history;
+    expect([...last.values()].some((h: any) => JSON.stringify(h).includes('OptimalStepsScheduler'))).toBe(true);
+  }, 120_000);
+});
+
+describe('what is not offered says what is missing', () => {
+  it('interrogate (webuiapi interrogate()) and the SD upscale script: a 422 naming what is missing', async () => {
+    const i = await post('/sdapi/v1/interrogate', { image: redSquare(16).toString('base64'), model: 'clip' });
+    expect(i.status).toBe(422);
+    expect(JSON.stringify(i.json)).toMatch(/captioning model/);
+    const s = await post('/sdapi/v1/img2img', { prompt: 'x', init_images: [redSquare(16).toString('base64')], script_name: 'SD upscale', script_args: [null, 64, '4x-UltraSharp', 2] });
+    expect(s.status).toBe(422);
+    expect(JSON.stringify(s.json)).toMatch(/SD upscale' is not available: it needs tiled img2img upscaling/);
+  });
+});
+
+describe('progress only moves forward', () => {
+  it('polled through a txt2img of two images, the fraction never decreases and textinfo names the stage', async () => {
+    fake.state.faults.apply({ slow: { stepMs: 400 } });
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'watch me', n_iter: 2, width: 64, height: 64, steps: 8 });
+      let done = false;
+      void waiting.then(() => (done = true));
+      const seen: Array<{ progress: number; textinfo: string | null }> = [];
+      while (!done) {
+        const p = (await get('/sdapi/v1/progress?skip_current_image=true')).json;
+        if (p.state.job_count > 0) seen.push({ progress: p.progress, textinfo: p.textinfo });
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      expect((await waiting).status).toBe(200);
+      const values = seen.map((s) => s.progress);
+      for (let i = 1; i < values.length; i++) expect(values[i]!, JSON.stringify(seen)).toBeGreaterThanOrEqual(values[i - 1]!);
+      expect(seen.some((s) => /^Sampling step \d+\/8, image 2\/2$/.test(s.textinfo ?? '')), JSON.stringify(seen)).toBe(true);
+      expect(seen.every((s) => !/Sampling step 0\/1/.test(s.textinfo ?? '')), JSON.stringify(seen)).toBe(true);
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+});
+
+describe('inpaint as A1111 does it', () => {
+  it('the result is pasted into the original through the blurred mask; unapplied inpaint fields are named', async () => {
+    const init = redSquare(64).toString('base64');
+    const half = makePngWith(64, 64, (x) => (x < 32 ? [255, 255, 255, 255] : [0, 0, 0, 255])).toString('base64');
+    const { images, info } = await render('img2img', {
+      prompt: 'inpaint me', init_images: [init], mask: half, mask_blur: 8, inpainting_fill: 0, inpaint_full_res: true, inpaint_full_res_padding: 32, width: 64, height: 64, steps: 1,
+    });
+    expect(images).toHaveLength(1);
+    expect(info.warnings.join('\n')).toMatch(/inpainting_fill: 0 \(fill\) not applied/);
+    expect(info.warnings.join('\n')).toMatch(/inpaint_full_res: not applied/);
+    const graph = [...fake.state.queue.history.values()].map((h: any) => JSON.stringify(h)).find((h) => h.includes('inpaint me'))!;
+    expect(graph).toContain('"class_type":"ImageCompositeMasked"');
+    expect(graph).toMatch(/"paste_mask_blur":\{[^}]*"class_type":"ImageBlur"/);
   });
 });
 
@@ -172,12 +260,82 @@ describe('interrupt and skip as A1111 does them', () => {
   });
 });
 
+/** Resolves once /sdapi/v1/progress reports item `jobNo` at least one sampling step in (a preview exists). */
+async function sampledOneStep(jobNo = 0): Promise<void> {
+  for (;;) {
+    const p = (await get('/sdapi/v1/progress?skip_current_image=true')).json;
+    if (p.state?.job_no === jobNo && p.state.sampling_step >= 1) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('interrupt and skip keep what was rendered', () => {
+  it('an item interrupted mid-sampling answers with its partial image at the output size, said in info', async () => {
+    fake.state.faults.apply({ slow: { stepMs: 500 } });
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'half done', width: 96, height: 64, steps: 20, seed: 3 });
+      await sampledOneStep();
+      expect((await raw('POST', '/sdapi/v1/interrupt', { 'content-type': 'application/json' })).status).toBe(200);
+      const r = await waiting;
+      expect(r.status).toBe(200);
+      expect(r.json.images).toHaveLength(1);
+      expect(sizeOf(r.json.images[0])).toEqual({ width: 96, height: 64 });
+      const info = JSON.parse(r.json.info);
+      expect(info).toMatchObject({ interrupted: true, partial: [0], all_seeds: [3] });
+      expect(info.warnings.join('\n')).toMatch(/image 0 is partial: interrupted after \d+\/20 sampling steps; it is the sampler's last preview/);
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+
+  it('skip during n_iter=3 returns three images, the skipped one partial', async () => {
+    onFinishedPrompt(1, () => fake.state.faults.apply({ slow: { stepMs: 500 } }));
+    try {
+      const waiting = post('/sdapi/v1/txt2img', { prompt: 'skip mid', n_iter: 3, width: 64, height: 64, steps: 20, seed: 30 });
+      await sampledOneStep(1);
+      // Item 1 is sampling slowly now: skip it, then let item 2 run at full speed.
+      expect((await raw('POST', '/sdapi/v1/skip', { 'content-type': 'application/json' }, '')).status).toBe(200);
+      fake.state.faults.apply({ slow: null });
+      const r = await waiting;
+      expect(r.status).toBe(200);
+      expect(r.json.images).toHaveLength(3);
+      const info = JSON.parse(r.json.info);
+      expect(info).toMatchObject({ skipped: [1], partial: [1], all_seeds: [30, 31, 32] });
+      expect(info.warnings.join('\n')).toMatch(/image 1 is partial: skipped/);
+    } finally {
+      fake.state.faults.apply({ slow: null });
+    }
+  });
+});
+
 describe('lenient where A1111 is lenient', () => {
   it('body-less POST routes ignore an empty body whatever its content type', async () => {
     for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded']) {
       for (const route of ['/sdapi/v1/interrupt', '/sdapi/v1/skip', '/sdapi/v1/refresh-checkpoints']) {
         const r = await raw('POST', route, { 'content-type': type }, '');
         expect(r.status, `${route} ${type}`).toBe(200);
+      }
+    }
+  });
+
+  it('an empty Content-Type header is no content type: the JSON body parses (A1111 does)', async () => {
+    const r = await raw('POST', '/sdapi/v1/txt2img', { 'content-type': '' }, JSON.stringify({ prompt: 'empty type', width: 64, height: 64, steps: 1 }));
+    expect(r.status, JSON.stringify(r.json).slice(0, 300)).toBe(200);
+    expect(r.json.images).toHaveLength(1);
+  });
+
+  it('any body on an unknown route is a 404, not a complaint about the body', async () => {
+    const bodies: Array<[Record<string, string>, string]> = [
+      [{ 'content-type': 'application/x-www-form-urlencoded' }, 'prompt=x&steps=1'],
+      [{ 'content-type': 'multipart/form-data; boundary=XyZ' }, '--XyZ\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nx\r\n--XyZ--\r\n'],
+      [{ 'content-type': 'application/json' }, '{not json'],
+      [{}, 'whatever'],
+    ];
+    for (const route of ['/sdapi/v1/txt2imgg', '/nope', '/sdapi/v1/interrogatee']) {
+      for (const [headers, body] of bodies) {
+        const r = await raw('POST', route, headers, body);
+        expect(r.status, `${route} ${JSON.stringify(headers)}`).toBe(404);
+        expect(r.json).toEqual({ detail: 'Not Found' });
       }
     }
   });

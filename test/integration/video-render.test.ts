@@ -217,6 +217,17 @@ describe('async jobs', () => {
     }
   });
 
+  it("the OpenAI SDK's videos.create(size='1280x720') on videogen-wan22-5b renders at the nearest grid size inside the budget", async () => {
+    // The SDK's body: JSON with model, prompt, seconds (a string) and size.
+    const created = await postJson('/v1/videos', { model: 'videogen-wan22-5b', prompt: 'a kite', seconds: '4', size: '1280x720', num_inference_steps: 1, num_frames: 5 });
+    expect(created.status, created.body.toString()).toBe(200);
+    expect(created.json).toMatchObject({ object: 'video', size: '1280x704' });
+    await follow(created.json.id);
+    const content = await call('GET', `/v1/videos/${created.json.id}/content`);
+    expect(content.status).toBe(200);
+    expect(videoStream(await probe(content.body, 'sdk-size.mp4'))).toMatchObject({ width: 1280, height: 704 });
+  });
+
   it('a failed render: GET answers the job with its error status, /content 422', async () => {
     await setFaults(fake.url, { executionError: { type: 'exception', node: 'first-sampler', message: 'mat1 and mat2 shapes cannot be multiplied' } });
     const r = await postJson('/v1/videos', { ...WAN, seed: 99 });

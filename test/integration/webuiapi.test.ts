@@ -35,7 +35,7 @@ afterAll(async () => {
   await temporal?.stop();
 });
 
-/** Runs the driver; answers its interrupt phase by making the next prompt hang in its sampler. */
+/** Runs the driver; answers its interrupt phase by making the sampler slow, so the interrupt lands mid-sampling. */
 function runDriver(port: number, password?: string): Promise<Record<string, any>> {
   return new Promise((resolve, reject) => {
     const child = spawn(python, [driver, String(port), ...(password ? [password] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -47,7 +47,7 @@ function runDriver(port: number, password?: string): Promise<Record<string, any>
       const fact = JSON.parse(line) as { step: string };
       steps[fact.step] = fact;
       if (fact.step === 'interrupt_phase') {
-        fake.state.faults.apply({ hang: { count: 1, nodeClass: 'KSampler' } });
+        fake.state.faults.apply({ slow: { stepMs: 300 } });
         child.stdin.write('go\n');
       }
     });
@@ -78,10 +78,11 @@ describe.skipIf(!available)('webuiapi (real client)', () => {
         expect(s.kontext_img2img.size).toEqual([96, 64]);
         expect(s.kontext_img2img.warnings.join('\n')).toMatch(/edit source/);
         expect(s.idle_actions).toMatchObject({ interrupt: {}, skip: null });
-        expect(s.interrupted).toMatchObject({ images: 0, interrupted: true });
+        expect(s.interrupted).toMatchObject({ images: 1, size: [64, 64], interrupted: true, partial: [0] });
         expect(s.done).toBeDefined();
       } finally {
         await svc.kill('SIGKILL');
+        fake.state.faults.apply({ slow: null });
       }
     }, 240_000);
   }

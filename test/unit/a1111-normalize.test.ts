@@ -152,18 +152,34 @@ describe('samplers and schedulers', () => {
 
   it.each([
     [{ sampler_name: 'Wibble' }, 'sampler_name'],
-    [{ sampler_name: 'PLMS' }, 'sampler_name'],
-    [{ sampler_name: 'DDIM CFG++' }, 'sampler_name'],
-    [{ sample_method: 'tcd' }, 'sample_method'],
-    [{ sampler_index: 'Restart' }, 'sampler_index'],
-    [{ scheduler: 'align_your_steps' }, 'scheduler'],
     [{ scheduler: 'wobbly' }, 'scheduler'],
-    [{ sampler_name: 'Euler Align Your Steps' }, 'sampler_name'],
+    [{ sampler_name: 'Wibble Karras' }, 'sampler_name'],
   ])('%j → 400 naming %s and listing valid names', (body, field) => {
     const e = thrown(() => t2i(body));
     expect(e).toMatchObject({ status: 400, field });
     expect(e.message).toMatch(/valid (samplers|schedulers): /);
     expect(Array.isArray(e.extra?.valid)).toBe(true);
+  });
+
+  it.each([
+    [{ sampler_name: 'PLMS' }, 'ipndm', undefined, /sampler_name: PLMS: ComfyUI has no PLMS/],
+    [{ sampler_name: 'DDIM CFG++' }, 'euler_cfg_pp', undefined, /DDIM CFG\+\+/],
+    [{ sample_method: 'tcd' }, 'lcm', undefined, /sample_method: ComfyUI has no TCD/],
+    [{ sampler_index: 'Restart' }, 'heun', undefined, /Restart/],
+    [{ scheduler: 'align_your_steps' }, 'euler', { node: 'OptimalStepsScheduler', modelType: 'FLUX' }, /scheduler: Align Your Steps: .*OptimalStepsScheduler/],
+    [{ sampler_name: 'Euler Align Your Steps' }, 'euler', { node: 'OptimalStepsScheduler', modelType: 'FLUX' }, /OptimalStepsScheduler/],
+  ])('%j: every name A1111 offers renders (closest match said in warnings)', (body, sampler, sigmas, warning) => {
+    const r = t2i({ ...body, steps: 8 });
+    expect(r.request.sampler).toBe(sampler);
+    expect(r.request.sigmas).toEqual(sigmas);
+    expect(r.warnings.join('\n')).toMatch(warning);
+  });
+
+  it('Polyexponential is a real ComfyUI schedule: no warning, reported by its label', () => {
+    const r = t2i({ scheduler: 'Polyexponential', sampler_name: 'Euler' });
+    expect(r.request.sigmas).toEqual({ node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: 0.001, rho: 1 });
+    expect(r.request.report.scheduler).toBe('Polyexponential');
+    expect(r.warnings.join('\n')).not.toMatch(/olyexponential/);
   });
 
   it('numeric sampler_index (SD.Next) is ignored with a warning', () => {
@@ -231,24 +247,33 @@ describe('sizes', () => {
   it('a configured pixel budget replaces the model one', () => {
     const c = { ...ctx(), limits: { ...LIMITS, maxRenderPixels: 512 * 512 } };
     expect(t2i({ width: 512, height: 512 }, c).request.width).toBe(512);
-    expect(thrown(() => t2i({ width: 1024, height: 512 }, c))).toMatchObject({ status: 400, field: 'width' });
+    const fitted = t2i({ width: 1024, height: 512 }, c);
+    expect(fitted.request).toMatchObject({ width: 720, height: 352 });
+    expect(fitted.warnings.join('\n')).toMatch(/1024x512 scaled down to 720x352 \(keeping the aspect ratio\)/);
+    // Refused only when not even the smallest grid size fits.
+    const tiny = { ...ctx(), limits: { ...LIMITS, maxRenderPixels: 100 } };
+    expect(thrown(() => t2i({ width: 64, height: 64 }, tiny))).toMatchObject({ status: 400, field: 'width' });
   });
 
   it.each([
-    [{ width: 4096 }, 'width'],
     [{ height: 0 }, 'height'],
     [{ height: -512 }, 'height'],
   ])('%j → 400 %s', (body, field) => {
     expect(thrown(() => t2i(body))).toMatchObject({ status: 400, field });
   });
 
-  it('too many pixels → 400; the pixel limit itself is allowed', () => {
+  it('too many pixels or too long a side: scaled down keeping the aspect, said; the pixel limit itself is allowed', () => {
     expect(t2i({ width: 2048, height: 1152 }).request).toMatchObject({ width: 2048, height: 1152 });
     expect(t2i({ width: 1536, height: 1536 }).request).toMatchObject({ width: 1536, height: 1536 });
-    const e = thrown(() => t2i({ width: 2048, height: 2048 }));
-    expect(e).toMatchObject({ status: 400, field: 'width' });
-    expect(e.message).toMatch(/pixels exceeds/);
-    expect(thrown(() => t2i({ height: 2048, width: 1536 }))).toMatchObject({ status: 400, field: 'width' });
+    const square = t2i({ width: 2048, height: 2048 });
+    expect(square.request).toMatchObject({ width: 1536, height: 1536 });
+    expect(square.warnings.join('\n')).toMatch(/2048x2048 scaled down to 1536x1536/);
+    const tall = t2i({ height: 2048, width: 1536 }).request;
+    expect(tall.width * tall.height).toBeLessThanOrEqual(2048 * 1152);
+    expect(tall.height / tall.width).toBeCloseTo(2048 / 1536, 1);
+    const wide = t2i({ width: 4096, height: 512 }).request;
+    expect(wide.width).toBeLessThanOrEqual(2048);
+    expect(wide.width / wide.height).toBeCloseTo(8, 0);
   });
 });
 
@@ -359,7 +384,13 @@ describe('what users tweak', () => {
     expect(b.hires).toMatchObject({ width: 1008, height: 512, upscaler: { kind: 'model', model: '4x-UltraSharp.pth' }, steps: 7, denoise: 0.7 });
     expect(t2i({ enable_hr: true, hr_upscaler: 'Lanczos' }, c()).request.hires?.upscaler).toEqual({ kind: 'pixel', method: 'lanczos' });
     expect(thrown(() => t2i({ enable_hr: true, hr_upscaler: 'SwinIR 9x' }, c()))).toMatchObject({ status: 400, field: 'hr_upscaler' });
-    expect(thrown(() => t2i({ enable_hr: true, hr_scale: 4, width: 1024, height: 1024 }, c()))).toMatchObject({ status: 400, field: 'hr_scale' });
+    // Over the budget (SillyTavern's ×2 of 1024²): fitted keeping the aspect, said.
+    const big = t2i({ enable_hr: true, hr_scale: 2, width: 1024, height: 1024 }, c());
+    expect(big.request.hires).toMatchObject({ width: 1536, height: 1536 });
+    expect(big.warnings.join('\n')).toMatch(/hr_scale\/hr_scale: 2048x2048 scaled down to 1536x1536/);
+    const wide = t2i({ enable_hr: true, hr_scale: 2, width: 1344, height: 768 }, c()).request.hires!;
+    expect(wide.width * wide.height).toBeLessThanOrEqual(2048 * 1152);
+    expect(wide.width / wide.height).toBeCloseTo(1344 / 768, 1);
   });
 
   it('resize_mode 0-3 on img2img; anything else is a 400', () => {
@@ -431,7 +462,7 @@ describe('img2img and inpaint', () => {
   });
 
   it('cheap checks fail before images are decoded', () => {
-    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 5000 }))).toMatchObject({ field: 'width' });
+    expect(thrown(() => i2i({ init_images: ['garbage!'], width: 0 }))).toMatchObject({ field: 'width' });
   });
 
   it('txt2img ignores init_images and mask (A1111 has no such fields there)', () => {

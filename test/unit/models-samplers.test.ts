@@ -6,6 +6,7 @@ import {
   listSchedulers,
   lookupSampler,
   lookupScheduler,
+  sigmaScheduleFor,
   samplerLabel,
   schedulerLabel,
   splitSamplerScheduler,
@@ -58,12 +59,20 @@ describe('sampler names → ComfyUI', () => {
     for (const s of COMFY_SAMPLERS) expect(lookupSampler(s)).toEqual({ status: 'ok', comfy: s });
   });
 
-  it.each(['PLMS', 'plms', 'Restart', 'DDIM CFG++', 'ddim_cfgpp', 'dpm++2mv2', 'ddim_trailing', 'tcd'])(
-    '%s has no ComfyUI equivalent',
-    (name) => {
-      expect(lookupSampler(name)).toEqual({ status: 'unsupported' });
-    },
-  );
+  it.each([
+    ['PLMS', 'ipndm'],
+    ['plms', 'ipndm'],
+    ['Restart', 'heun'],
+    ['DDIM CFG++', 'euler_cfg_pp'],
+    ['ddim_cfgpp', 'euler_cfg_pp'],
+    ['dpm++2mv2', 'dpmpp_2m'],
+    ['ddim_trailing', 'ddim'],
+    ['tcd', 'lcm'],
+  ])('%s has no ComfyUI equivalent: the closest, %s, with the reason', (name, comfy) => {
+    const found = lookupSampler(name);
+    expect(found).toMatchObject({ status: 'ok', comfy });
+    expect((found as { approx?: string }).approx).toMatch(/ComfyUI has no/);
+  });
 
   it('unknown names are unknown; default/automatic mean the model default', () => {
     expect(lookupSampler('Turbo Deluxe')).toEqual({ status: 'unknown' });
@@ -108,8 +117,31 @@ describe('scheduler names → ComfyUI', () => {
     expect(lookupScheduler('Automatic')).toEqual({ status: 'ok', comfy: null });
   });
 
-  it.each(['align_your_steps', 'Align Your Steps', 'polyexponential', 'ays', 'gits', 'turbo'])('%s is unsupported', (n) => {
-    expect(lookupScheduler(n)).toEqual({ status: 'unsupported' });
+  it.each([
+    ['align_your_steps', 'align_your_steps'],
+    ['Align Your Steps', 'align_your_steps'],
+    ['ays', 'align_your_steps'],
+    ['Align Your Steps GITS', 'align_your_steps_gits'],
+    ['gits', 'align_your_steps_gits'],
+    ['Align Your Steps 32', 'align_your_steps_32'],
+    ['polyexponential', 'polyexponential'],
+    ['Polyexponential', 'polyexponential'],
+  ])('%s is a sigma-node schedule (%s)', (n, custom) => {
+    expect(lookupScheduler(n)).toMatchObject({ status: 'ok', comfy: null, custom });
+  });
+
+  it('sigma-node schedules on flow models: Polyexponential over the flow range; AYS as OptimalSteps, said', () => {
+    expect(sigmaScheduleFor('polyexponential', 'Polyexponential', 20)).toEqual({ sigmas: { node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: 0.001, rho: 1 } });
+    const ays = sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20);
+    expect(ays.sigmas).toEqual({ node: 'OptimalStepsScheduler', modelType: 'FLUX' });
+    expect(ays.approx).toMatch(/OptimalStepsScheduler/);
+    expect(sigmaScheduleFor('align_your_steps', 'Align Your Steps', 2)).toEqual({ approx: expect.stringMatching(/at least 3 steps/) });
+  });
+
+  it('turbo, smoothstep, lcm: the closest KSampler scheduler, with the reason', () => {
+    expect(lookupScheduler('turbo')).toMatchObject({ status: 'ok', comfy: 'sgm_uniform', approx: expect.stringMatching(/SD-Turbo/) });
+    expect(lookupScheduler('smoothstep')).toMatchObject({ status: 'ok', comfy: 'simple' });
+    expect(lookupScheduler('lcm')).toMatchObject({ status: 'ok', comfy: 'sgm_uniform' });
   });
 
   it('unknown is unknown', () => {
@@ -149,9 +181,8 @@ describe('GET /samplers and /schedulers lists', () => {
     expect(names.slice(0, 3)).toEqual(['DPM++ 2M', 'DPM++ SDE', 'DPM++ 2M SDE']);
     expect(names).toContain('Euler a');
     expect(names).toContain('res_multistep');
-    expect(names).not.toContain('PLMS');
-    expect(names).not.toContain('Restart');
-    expect(names).not.toContain('DDIM CFG++');
+    // Every sampler A1111 lists is listed (and runs), the closest-match ones too.
+    for (const n of ['PLMS', 'Restart', 'DDIM CFG++', 'DDIM', 'UniPC', 'LCM']) expect(names).toContain(n);
     for (const s of list) {
       expect(Object.keys(s).sort()).toEqual(['aliases', 'name', 'options']);
       for (const v of Object.values(s.options)) expect(typeof v).toBe('string');
@@ -170,7 +201,7 @@ describe('GET /samplers and /schedulers lists', () => {
     expect(list[0]).toEqual({ name: 'automatic', label: 'Automatic', aliases: null, default_rho: -1, need_inner_model: false });
     expect(list.find((s) => s.name === 'karras')!.default_rho).toBe(7);
     expect(list.find((s) => s.name === 'sgm_uniform')!.aliases).toEqual(['SGMUniform']);
-    expect(list.map((s) => s.name)).not.toContain('align_your_steps');
+    for (const n of ['align_your_steps', 'polyexponential', 'align_your_steps_GITS', 'turbo']) expect(list.map((s) => s.name)).toContain(n);
     for (const s of list) {
       expect(lookupScheduler(s.name).status).toBe('ok');
       expect(lookupScheduler(s.label).status).toBe('ok');

@@ -181,7 +181,6 @@ describe('POST /v1/images/generations', () => {
     expectOpenAiError(await post({ model: 'imagegen-flux-schnell' }), 400, 'prompt', 'invalid_request_error', /^prompt: required/);
     expectOpenAiError(await post({ prompt: '   ' }), 400, 'prompt', 'invalid_request_error', /prompt: required/);
     expectOpenAiError(await post({ prompt: 'x', size: 'huge' }), 400, 'size', 'invalid_request_error', /not WIDTHxHEIGHT/);
-    expectOpenAiError(await post({ prompt: 'x', size: '4096x4096' }), 400, 'size', 'invalid_request_error', /^size \(width\): 4096 is out of range/);
     expectOpenAiError(await post({ prompt: 'x', n: 99 }), 400, 'n', 'invalid_request_error', /n: must be 1\.\.16/);
     expectOpenAiError(await post({ prompt: 'x', n: 'two' }), 400, 'n', 'invalid_request_error', /expected an integer/);
     expectOpenAiError(await post({ prompt: 'x', response_format: 'jpeg' }), 400, 'response_format', 'invalid_request_error');
@@ -194,6 +193,10 @@ describe('POST /v1/images/generations', () => {
     const bad = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: '{"prompt":', headers: { 'content-type': 'application/json' } });
     expectOpenAiError(bad, 400, 'body', 'invalid_request_error', /not valid JSON/);
     expect(front.starts.length).toBe(before);
+    // Over the pixel budget is fitted, not refused (keeping the aspect), with a warning naming the OpenAI field.
+    const fitted = await post({ prompt: 'x', size: '4096x4096' });
+    expect(fitted.statusCode, fitted.body).not.toBe(400);
+    expect(front.starts.at(-1)!.request.width).toBeLessThan(4096);
   });
 });
 
@@ -330,7 +333,7 @@ describe('POST /v1/images/edits', () => {
 describe("OpenAI's error envelope on every /v1/* error", () => {
   it('unknown /v1 routes, and video errors keep their envelope', async () => {
     expectOpenAiError(await front.app.inject({ method: 'POST', url: '/v1/images/variations', payload: {} }), 404, null, 'not_found_error', /no route POST \/v1\/images\/variations/);
-    const video = await front.app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: '10x10' } });
+    const video = await front.app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: 'huge' } });
     expect(video.statusCode).toBe(400);
     expect(video.json().error).toMatchObject({ param: 'size', type: 'invalid_request_error' });
     // Outside /v1 nothing changes: A1111's envelope.

@@ -53,6 +53,16 @@ describe('defaults and grids', () => {
     expect(s.report).toMatchObject({ requestedWidth: 650, requestedHeight: 350 });
   });
 
+  it("the OpenAI SDK's sizes fit: the nearest grid size inside the budget (1280x720 → 1280x704), larger ones scaled down; said in warnings", () => {
+    for (const [size, w, h] of [['1280x720', 1280, 704], ['720x1280', 704, 1280], ['1920x1080', 1280, 704], ['1024x1792', 704, 1280]] as const) {
+      const r = norm({ prompt: 'x', size });
+      expect([r.request.width, r.request.height], size).toEqual([w, h]);
+      expect(r.request.width * r.request.height).toBeLessThanOrEqual(1280 * 720);
+      expect(r.warnings.join('\n')).toMatch(new RegExp(`size: ${size} .*rendering ${w}x${h}`));
+    }
+    expect(norm({ prompt: 'x', size: '832x480' }).warnings).toEqual([]);
+  });
+
   it('H3 counts steps in sigma points (vLLM-Omni): 9 → 8 sampler steps; flow_shift and audio_flow_shift set the sigma shift', () => {
     const r = norm({ model: H3, prompt: 'x', num_inference_steps: '9', flow_shift: '12', extra_params: { audio_flow_shift: 3 } }).request;
     expect(r.steps).toBe(8);
@@ -100,7 +110,6 @@ describe('bad input: 4xx naming the field', () => {
     ['fps out of range', { prompt: 'x', fps: 120 }, 'fps', /1\.\.60/],
     ['H3 fps other than 24', { model: H3, prompt: 'x', fps: 30 }, 'fps', /24 fps/],
     ['size not WxH', { prompt: 'x', size: 'big' }, 'size', /WIDTHxHEIGHT/],
-    ['unsupported size', { prompt: 'x', size: '1920x1080' }, 'size', /not a supported size/],
     ['width without height', { prompt: 'x', width: 640 }, 'height', /together/],
     ['steps out of range', { prompt: 'x', num_inference_steps: 500 }, 'num_inference_steps', /1\.\.200/],
     ['guidance out of range', { prompt: 'x', guidance_scale: 50 }, 'guidance_scale', /0\.\.20/],

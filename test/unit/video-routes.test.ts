@@ -35,12 +35,25 @@ describe('POST /v1/videos/sync', () => {
     expect(f.cancelled).toEqual([renderId]);
   });
 
+  it('thumbnail/spritesheet variants and remix: a 400 saying they are not offered', async () => {
+    const f = await front();
+    for (const variant of ['thumbnail', 'spritesheet']) {
+      const res = await f.app.inject({ method: 'GET', url: `/v1/videos/render-x/content?variant=${variant}` });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: { param: 'variant', type: 'invalid_request_error' } });
+      expect(res.json().detail).toMatch(/is not offered; only "video"/);
+    }
+    const remix = await f.app.inject({ method: 'POST', url: '/v1/videos/render-x/remix', payload: { prompt: 'again' } });
+    expect(remix.statusCode).toBe(400);
+    expect(remix.json().detail).toMatch(/^remix is not offered/);
+  });
+
   it('bad input: FastAPI detail plus an OpenAI-style error naming the field; a body no parser reads is a 400 on `body`', async () => {
     const f = await front();
-    const res = await f.app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: '10x10' } });
+    const res = await f.app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: 'huge' } });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: { param: 'size', type: 'invalid_request_error', code: 400 } });
-    expect(res.json().detail).toMatch(/^size: 10x10 is not a supported size/);
+    expect(res.json().detail).toMatch(/^size: must be WIDTHxHEIGHT/);
     const xml = await f.app.inject({ method: 'POST', url: '/v1/videos', payload: '<x/>', headers: { 'content-type': 'application/xml' } });
     // The front reads any content type as JSON (A1111 clients send text/plain or none): XML is invalid JSON.
     expect(xml.statusCode).toBe(400);

@@ -10,14 +10,16 @@ import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../
 import { decodeImageSetOffLoop } from '../../bytes/off-loop.ts';
 import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
-import { samplerLabel, schedulerLabel } from '../../models/samplers.ts';
+import { samplerLabel, schedulerLabel, sigmaScheduleFor } from '../../models/samplers.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { inRange, present } from './fields.ts';
 import { chooseGuidance, chooseSampler } from './sampling.ts';
-import { checkPixelBudget, chooseResizeMode, chooseSize, snapSize } from './size.ts';
+import { chooseResizeMode, chooseSize, fitSize } from './size.ts';
+import { chooseInpaint } from './inpaint.ts';
+import { unappliedFieldWarnings } from './unapplied.ts';
 import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
@@ -91,14 +93,18 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
 
   rejectUnsupportedScripts(b);
   const profile = chooseModel(b, ctx);
-  const { sampler, scheduler } = chooseSampler(b, profile, warnings);
+  const { sampler, scheduler: chosenScheduler, custom } = chooseSampler(b, profile, warnings);
   const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
   const seed = chooseSeed(b, count, ctx.random);
   const size = chooseSize(b, profile, ctx.limits, warnings);
   // A1111 clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
   const steps = inRange(b.steps === undefined || b.steps === 0 ? profile.defaults.steps : b.steps, 1, MAX_STEPS, 'steps');
+  const schedule = custom ? sigmaScheduleFor(custom.kind, custom.label, steps) : undefined;
+  if (schedule?.approx) warnings.push(`scheduler: ${schedule.approx}`);
+  // A custom schedule has no KSampler name: `scheduler` stays the model's (the hires pass and fallbacks use it).
+  const scheduler = custom && !schedule?.sigmas ? 'simple' : chosenScheduler;
   const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
-  collectIgnoredFieldWarnings(route, b, warnings);
+  unappliedFieldWarnings(b, { sampler }, warnings);
 
   const routing = chooseKind(route, b, profile, ctx.limits, warnings);
   const lists = ctx.catalog ?? {};
@@ -117,8 +123,7 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
           steps,
           sampling: { sampler, scheduler },
           lists,
-          snap: (field, v) => snapSize(profile, field, v, warnings),
-          budget: (field, w, h) => checkPixelBudget(profile, ctx.limits, field, w, h),
+          fit: (field, w, h) => fitSize(profile, ctx.limits, { width: field, height: field }, { width: w, height: h }, warnings),
         }, warnings)
       : undefined;
   const output = chooseOutputFormat(b, options, warnings);
@@ -135,11 +140,11 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
       : {}),
     refs: routing.refs,
   };
-  return { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, imageInputs };
+  return { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, imageInputs, schedule, custom };
 }
 
 function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeContext): NormalizedRequest {
-  const { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise } = plan;
+  const { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, schedule, custom } = plan;
   const images = new Map<string, DecodedImage>();
   const keep = (d: DecodedImage): BlobRef => {
     if (!images.has(d.ref.sha256)) images.set(d.ref.sha256, d);
@@ -148,6 +153,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
   const initImage = decoded.init && keep(decoded.init);
   const mask = decoded.mask && keep(decoded.mask);
   const extraImages = decoded.refs.map(keep);
+  const inpaint = mask ? chooseInpaint(b, warnings) : undefined;
 
   const request: RenderRequest = {
     kind: routing.kind,
@@ -160,6 +166,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
     ...(guidance !== undefined ? { guidance } : {}),
     sampler,
     scheduler,
+    ...(schedule?.sigmas ? { sigmas: schedule.sigmas } : {}),
     width: size.width,
     height: size.height,
     batchSize,
@@ -167,6 +174,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
     denoise,
     ...(initImage ? { initImage } : {}),
     ...(mask ? { mask } : {}),
+    ...(inpaint ? { inpaint } : {}),
     extraImages,
     ...(loras.length > 0 ? { loras } : {}),
     ...(hires ? { hires } : {}),
@@ -174,7 +182,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
     ...(output ? { output } : {}),
     report: {
       samplerName: samplerLabel(sampler),
-      scheduler: schedulerLabel(scheduler),
+      scheduler: custom ? custom.label : schedulerLabel(scheduler),
       requestedWidth: size.requestedWidth,
       requestedHeight: size.requestedHeight,
     },
@@ -191,9 +199,15 @@ function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body 
 
 function rejectUnsupportedScripts(b: A1111Body): void {
   // A1111 answers an unknown script with 422; this service has none (GET /sdapi/v1/scripts lists none).
-  if (present(b.script_name)) {
-    throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (no scripts are available)`);
+  if (!present(b.script_name)) return;
+  if (b.script_name.trim().toLowerCase() === 'sd upscale') {
+    throw new RequestError(
+      422,
+      'script_name',
+      "script_name: 'SD upscale' is not available: it needs tiled img2img upscaling, which this service does not run; enlarge with the hires fix (enable_hr, hr_scale) or /sdapi/v1/extra-single-image",
+    );
   }
+  throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (no scripts are available)`);
 }
 
 function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {
@@ -248,19 +262,6 @@ function chooseSeed(b: A1111Body, count: number, random: () => number): number {
     throw new RequestError(400, 'seed', `seed: ${s} is too large; seed + ${count - 1} (the last image of the batch) must be at most ${MAX_SEED}`);
   }
   return s;
-}
-
-function collectIgnoredFieldWarnings(route: A1111Route, b: A1111Body, warnings: string[]): void {
-  const ignored = (cond: boolean | undefined, text: string) => {
-    if (cond) warnings.push(text);
-  };
-  ignored((b.subseed_strength ?? 0) !== 0, 'subseed_strength: variation seeds are not supported; ignored');
-  ignored(b.restore_faces === true, 'restore_faces: face restoration is not supported; ignored');
-  ignored(b.tiling === true, 'tiling: not supported; ignored');
-  ignored((b.styles?.length ?? 0) > 0, 'styles: prompt styles are not supported; ignored');
-  ignored(Object.keys(b.alwayson_scripts ?? {}).length > 0, 'alwayson_scripts: no scripts are available; ignored');
-  ignored(present(b.infotext), 'infotext: parsing parameters from an infotext is not supported; ignored');
-  ignored((b.clip_skip ?? 1) > 1, 'clip_skip: not supported by these models; ignored');
 }
 
 interface Routing {

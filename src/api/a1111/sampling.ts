@@ -4,6 +4,7 @@
  */
 import type { ModelProfile } from '../../models/profile.ts';
 import {
+  type CustomScheduleKind,
   lookupSampler,
   lookupScheduler,
   samplerLabel,
@@ -16,30 +17,40 @@ import { RequestError } from './errors.ts';
 import { inRange, present } from './fields.ts';
 import type { A1111Body } from './schema.ts';
 
-/** ComfyUI's name for an A1111 sampler name (null: the model's default), and a scheduler named inside it; 400 naming `field` otherwise. */
-function resolveSampler(name: string, field: string): { comfy: string | null; scheduler?: string } {
+/** ComfyUI's name for a sampler name (null: the model's default), and a scheduler named inside it; 400 naming `field` for an unknown name. */
+function resolveSampler(name: string, field: string, warnings: string[]): { comfy: string | null; scheduler?: string } {
   const split = splitSamplerScheduler(name);
   const found = lookupSampler(split.sampler);
   if (found.status !== 'ok') {
     const valid = validSamplerNames();
-    const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known sampler';
-    throw new RequestError(400, field, `${field}: "${name}" ${why}; valid samplers: ${valid.join(', ')}`, { valid });
+    throw new RequestError(400, field, `${field}: "${name}" is not a known sampler; valid samplers: ${valid.join(', ')}`, { valid });
   }
+  if (found.approx) warnings.push(`${field}: ${found.approx}`);
   return { comfy: found.comfy, ...(split.scheduler !== undefined ? { scheduler: split.scheduler } : {}) };
 }
 
-/** ComfyUI's name for an A1111 scheduler name (null: the model's default); 400 naming `field` otherwise. */
-function resolveScheduler(name: string, field: string): string | null {
+/** A scheduler choice: a KSampler scheduler (null: the model's default) or a sigma-node schedule. */
+export interface SchedulerChoice {
+  comfy: string | null;
+  custom?: { kind: CustomScheduleKind; label: string };
+}
+
+/** ComfyUI's name for a scheduler name; 400 naming `field` for an unknown name. */
+function resolveScheduler(name: string, field: string, warnings: string[]): SchedulerChoice {
   const found = lookupScheduler(name);
   if (found.status !== 'ok') {
     const valid = validSchedulerNames();
-    const why = found.status === 'unsupported' ? 'has no ComfyUI equivalent' : 'is not a known scheduler';
-    throw new RequestError(400, field, `${field}: scheduler "${name}" ${why}; valid schedulers: ${valid.join(', ')}`, { valid });
+    throw new RequestError(400, field, `${field}: scheduler "${name}" is not a known scheduler; valid schedulers: ${valid.join(', ')}`, { valid });
   }
-  return found.comfy;
+  if (found.approx) warnings.push(`${field}: ${found.approx}`);
+  return { comfy: found.comfy, ...(found.custom ? { custom: { kind: found.custom, label: found.label ?? name } } : {}) };
 }
 
-export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: string[]): { sampler: string; scheduler: string } {
+export function chooseSampler(
+  b: A1111Body,
+  profile: ModelProfile,
+  warnings: string[],
+): { sampler: string; scheduler: string; custom?: { kind: CustomScheduleKind; label: string } } {
   let samplerName: string | undefined;
   let samplerField = 'sampler_name';
   if (present(b.sampler_name)) samplerName = b.sampler_name;
@@ -56,7 +67,7 @@ export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: str
   let sampler = profile.defaults.sampler;
   let suffixScheduler: string | undefined;
   if (samplerName !== undefined) {
-    const found = resolveSampler(samplerName, samplerField);
+    const found = resolveSampler(samplerName, samplerField, warnings);
     if (found.comfy) sampler = found.comfy;
     suffixScheduler = found.scheduler;
   }
@@ -77,11 +88,13 @@ export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: str
     schedulerName = suffixScheduler;
     schedulerField = samplerField;
   }
+  let custom: SchedulerChoice['custom'];
   if (schedulerName !== undefined) {
-    const comfy = resolveScheduler(schedulerName, schedulerField);
-    if (comfy) scheduler = comfy;
+    const choice = resolveScheduler(schedulerName, schedulerField, warnings);
+    if (choice.comfy) scheduler = choice.comfy;
+    custom = choice.custom;
   }
-  return { sampler, scheduler };
+  return { sampler, scheduler, ...(custom ? { custom } : {}) };
 }
 
 /**
@@ -93,6 +106,7 @@ export function chooseSampler(b: A1111Body, profile: ModelProfile, warnings: str
 export function chooseHiresSampler(
   b: A1111Body,
   first: { sampler: string; scheduler: string },
+  warnings: string[],
 ): { sampler?: string; samplerLabel?: string; scheduler?: string; schedulerLabel?: string } {
   const named = (v: string | undefined, same: string): string | undefined => (present(v) && v !== same ? v : undefined);
   const samplerName = named(b.hr_sampler_name, 'Use same sampler');
@@ -100,7 +114,7 @@ export function chooseHiresSampler(
   let schedulerName = named(b.hr_scheduler, 'Use same scheduler');
   let schedulerField = 'hr_scheduler';
   if (samplerName !== undefined) {
-    const found = resolveSampler(samplerName, 'hr_sampler_name');
+    const found = resolveSampler(samplerName, 'hr_sampler_name', warnings);
     if (found.comfy) sampler = found.comfy;
     if (found.scheduler !== undefined) {
       schedulerName = found.scheduler;
@@ -108,7 +122,13 @@ export function chooseHiresSampler(
     }
   }
   let scheduler = first.scheduler;
-  if (schedulerName !== undefined) scheduler = resolveScheduler(schedulerName, schedulerField) ?? scheduler;
+  if (schedulerName !== undefined) {
+    const choice = resolveScheduler(schedulerName, schedulerField, warnings);
+    scheduler = choice.comfy ?? scheduler;
+    if (choice.custom) {
+      warnings.push(`${schedulerField}: "${choice.custom.label}" is not applied to the second pass (a sigma-node schedule); it uses the ${schedulerLabel(scheduler)} scheduler`);
+    }
+  }
   return {
     ...(sampler !== first.sampler ? { sampler, samplerLabel: samplerLabel(sampler) } : {}),
     ...(scheduler !== first.scheduler ? { scheduler, schedulerLabel: schedulerLabel(scheduler) } : {}),

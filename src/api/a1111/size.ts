@@ -1,9 +1,10 @@
 /**
  * Output size of an A1111 request: the requested width and height snapped to the model's latent grid, the
  * pixel budget, and img2img's resize mode (split from normalize.ts; the hires fix in tweaks.ts snaps its
- * target size with the same snapSize).
+ * target size with the same fitSize).
  */
 import type { ModelProfile } from '../../models/profile.ts';
+import { fitOnGrid } from '../../models/fit-size.ts';
 import { RequestError } from './errors.ts';
 import type { A1111Body } from './schema.ts';
 
@@ -46,21 +47,48 @@ export function pixelBudget(profile: ModelProfile, limits: PixelLimits): number 
   return limits.maxRenderPixels ?? profile.maxPixels;
 }
 
-export function checkPixelBudget(profile: ModelProfile, limits: PixelLimits, field: string, width: number, height: number): void {
-  const budget = pixelBudget(profile, limits);
-  if (width * height > budget) {
-    throw new RequestError(400, field, `${field}: ${width}x${height} = ${width * height} pixels exceeds the budget of ${budget} pixels for ${profile.id}`, {
-      maxPixels: budget,
-    });
+/**
+ * A requested width × height as rendered: each side snapped to the grid (snapSize, said in warnings); when
+ * that breaks the pixel budget or a side is over the model's maximum, the size is scaled down keeping its
+ * aspect ratio to the nearest grid size that fits (said in warnings). Refused only when nothing fits.
+ */
+export function fitSize(
+  profile: ModelProfile,
+  limits: PixelLimits,
+  fields: { width: string; height: string },
+  requested: { width: number; height: number },
+  warnings: string[],
+): { width: number; height: number } {
+  for (const side of ['width', 'height'] as const) {
+    if (!(requested[side] >= 1)) {
+      throw new RequestError(400, fields[side], `${fields[side]}: ${requested[side]} is out of range 1..${profile.maxSide} for ${profile.id}`, { min: 1, max: profile.maxSide });
+    }
   }
+  const budget = pixelBudget(profile, limits);
+  const inSide = requested.width <= profile.maxSide && requested.height <= profile.maxSide;
+  if (inSide) {
+    const snapped = { width: snapSize(profile, fields.width, requested.width, []), height: snapSize(profile, fields.height, requested.height, []) };
+    if (snapped.width * snapped.height <= budget) {
+      // Within limits: only the grid snap, said per field as before.
+      snapSize(profile, fields.width, requested.width, warnings);
+      snapSize(profile, fields.height, requested.height, warnings);
+      return snapped;
+    }
+  }
+  const fit = fitOnGrid(requested.width, requested.height, { grid: profile.grid, minSide: profile.minSide, maxSide: profile.maxSide, maxPixels: budget });
+  if (!fit) {
+    throw new RequestError(400, fields.width, `${fields.width}: no ${profile.grid} px grid size of ${profile.id} fits the budget of ${budget} pixels`, { maxPixels: budget });
+  }
+  warnings.push(
+    `${fields.width}/${fields.height}: ${requested.width}x${requested.height} scaled down to ${fit.width}x${fit.height} (keeping the aspect ratio) to fit ${profile.id}'s budget of ${budget} pixels and ${profile.maxSide} px sides`,
+  );
+  return { width: fit.width, height: fit.height };
 }
 
 export function chooseSize(b: A1111Body, profile: ModelProfile, limits: PixelLimits, warnings: string[]): Size {
   const requestedWidth = b.width ?? profile.defaults.width;
   const requestedHeight = b.height ?? profile.defaults.height;
-  const width = snapSize(profile, 'width', requestedWidth, warnings);
-  const height = snapSize(profile, 'height', requestedHeight, warnings);
-  checkPixelBudget(profile, limits, b.width !== undefined ? 'width' : 'height', width, height);
+  const { width, height } = fitSize(profile, limits, { width: 'width', height: 'height' }, { width: requestedWidth, height: requestedHeight }, warnings);
   return { width, height, requestedWidth, requestedHeight };
 }
 

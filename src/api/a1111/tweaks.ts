@@ -104,7 +104,10 @@ export function resolveUpscaler(name: string | undefined, field: string, lists: 
     const latent = Object.entries(LATENT_MODES).find(([k]) => k.toLowerCase() === lower);
     if (latent) return { upscaler: { kind: 'latent', method: latent[1] }, label: latent[0] };
   }
-  const pixel = Object.entries(PIXEL_UPSCALERS).find(([k, v]) => k.toLowerCase() === lower || v === lower);
+  // By A1111 name first: "Lanczos" is Lanczos, not "None" (which also resizes with lanczos).
+  const pixel =
+    Object.entries(PIXEL_UPSCALERS).find(([k]) => k.toLowerCase() === lower) ??
+    Object.entries(PIXEL_UPSCALERS).find(([k, v]) => k !== 'None' && v === lower);
   if (pixel) return { upscaler: { kind: 'pixel', method: pixel[1] }, label: pixel[0] };
   const model = lists.upscaleModels ? matchFile(lists.upscaleModels, wanted) : undefined;
   if (model) return { upscaler: { kind: 'model', model }, label: fileStem(model) };
@@ -128,8 +131,8 @@ export function chooseHires(
     /** The first pass's sampler and scheduler (ComfyUI names): the second pass's unless hr_* name others. */
     sampling: { sampler: string; scheduler: string };
     lists: CatalogLists;
-    snap: (field: string, v: number) => number;
-    budget: (field: string, w: number, h: number) => void;
+    /** The target size as rendered: snapped to the grid, scaled down into the budget (size.ts fitSize). */
+    fit: (field: string, w: number, h: number) => { width: number; height: number };
   },
   warnings: string[],
 ): HiresFix | undefined {
@@ -151,15 +154,14 @@ export function chooseHires(
     tw = Math.round(width * scale);
     th = Math.round(height * scale);
   }
-  const hw = ctx.snap(field, tw);
-  const hh = ctx.snap(field, th);
-  ctx.budget(field, hw, hh);
+  // A target over the budget (SillyTavern's default ×2 of 1024²) is scaled down to fit, said in warnings.
+  const { width: hw, height: hh } = ctx.fit(field, tw, th);
   const second = b.hr_second_pass_steps ?? 0;
   if (second < 0 || second > 150) throw new RequestError(400, 'hr_second_pass_steps', `hr_second_pass_steps: ${second} is out of range 0..150`);
   const denoise = b.denoising_strength ?? 0.7;
   if (!(denoise >= 0 && denoise <= 1)) throw new RequestError(400, 'denoising_strength', `denoising_strength: ${denoise} is out of range 0..1`);
   const { upscaler, label } = resolveUpscaler(b.hr_upscaler, 'hr_upscaler', ctx.lists, { latent: true, dflt: 'Latent' });
-  const own = chooseHiresSampler(b, ctx.sampling);
+  const own = chooseHiresSampler(b, ctx.sampling, warnings);
   for (const f of ['hr_checkpoint_name', 'hr_prompt', 'hr_negative_prompt'] as const) {
     const v = b[f];
     if (present(v) && v !== 'Use same checkpoint') {

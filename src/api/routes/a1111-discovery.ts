@@ -110,6 +110,15 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     }
     return {};
   });
+  // A1111's captioning (CLIP interrogator, DeepBooru) has no ComfyUI core node to run on: say so plainly
+  // instead of a bare 404, so clients (webuiapi's interrogate()) show why.
+  app.post('/sdapi/v1/interrogate', async () => {
+    throw new RequestError(
+      422,
+      'model',
+      'interrogate: not available; it needs an image-captioning model (A1111 "clip" or "deepdanbooru"), and this service renders through ComfyUI, which has no captioning node',
+    );
+  });
   app.post('/sdapi/v1/skip', async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
@@ -125,11 +134,11 @@ export function a1111Progress(s: ProgressSnapshot, currentImage?: string): Recor
   const c = s.current;
   const started = c?.itemStartedAt !== undefined ? new Date(c.itemStartedAt).toISOString().replace(/[-:T]/g, '').slice(0, 14) : '0';
   return {
-    progress: c ? round(c.progress, 4) : 0,
+    progress: c ? round(c.progress, 4) : round(s.pendingProgress ?? 0, 4),
     eta_relative: c ? round(c.etaSeconds, 2) : 0,
     state: {
       skipped: false,
-      interrupted: false,
+      interrupted: s.pending === 'stopping',
       stopping_generation: false,
       job: c?.renderId ?? '',
       // A1111 counts images: batch_size × n_iter of each render.
@@ -147,9 +156,16 @@ export function a1111Progress(s: ProgressSnapshot, currentImage?: string): Recor
 /** A1111 shows what the job is doing in `textinfo`; null when idle, as A1111 does. */
 export function textinfo(s: ProgressSnapshot): string | null {
   const c = s.current;
-  if (!c) return s.jobCount > 0 ? 'Waiting for a GPU' : null;
+  if (!c) {
+    if (s.jobCount === 0) return null;
+    if (s.pending === 'stopping') return 'Stopping (interrupted)';
+    if (s.pending === 'done') return 'Finishing';
+    return 'Waiting for a GPU';
+  }
   const image = `image ${c.item + 1}/${c.items}`;
-  if (c.max > 0) return `Sampling step ${c.value}/${c.max}, ${image}`;
+  if (c.phase === 'saving') return `Saving ${image}`;
+  if (c.phase === 'decoding') return `Decoding (VAE) ${image}`;
+  if (c.phase === 'sampling' || (c.phase === undefined && c.max > 0)) return `Sampling step ${c.value}/${c.max}, ${image}`;
   return c.node ? `Running node ${c.node}, ${image}` : `Starting ${image}`;
 }
 

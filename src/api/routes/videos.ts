@@ -181,11 +181,23 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
 
     scope.get('/v1/videos/:id/content', async (req, reply) => {
       const { id } = parse(idParams, req.params);
+      // The OpenAI API's `variant` (video, thumbnail, spritesheet): only the video is rendered here.
+      const variant = (req.query as Record<string, unknown> | undefined)?.variant;
+      if (variant !== undefined && variant !== 'video') {
+        return send(reply, 400, videoError(400, `variant: ${JSON.stringify(variant)} is not offered; only "video" (the MP4) is, no thumbnail or spritesheet is rendered`, 'variant'));
+      }
       const view = await readOr404(reply, id);
       if (!view) return reply;
       if (view.job.status === 'failed') return send(reply, 422, videoError(422, `Video generation failed: ${view.job.error?.message ?? ''}`.trim(), 'id'));
       if (!view.result) return send(reply, 404, videoError(404, 'Generation is still in-progress', 'id', { status: view.job.status, progress: view.job.progress }));
       return sendVideo(reply, view.result, id);
+    });
+
+    // Remix (the OpenAI API's new video from an earlier one with a changed prompt) is not offered: a clear
+    // 4xx rather than a bare 404, so clients can tell it from an unknown video.
+    scope.post('/v1/videos/:id/remix', async (req, reply) => {
+      const { id } = parse(idParams, req.params);
+      return send(reply, 400, videoError(400, `remix is not offered: create a new video (POST /v1/videos) with the new prompt; video ${id} is unchanged`, 'id'));
     });
 
     scope.delete('/v1/videos/:id', async (req, reply) => {

@@ -80,7 +80,12 @@ function gpuProgress(d: WorkflowExecutionDescription, client: Client): { started
     const name = a.activityType?.name ?? '';
     if (BOOKKEEPING.has(name) || a.state !== STARTED) continue;
     started = true;
-    const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as { value?: unknown; max?: unknown; node?: unknown };
+    const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as { value?: unknown; max?: unknown; node?: unknown; fraction?: unknown };
+    if (typeof beat.fraction === 'number') {
+      // The attempt's rising fraction: sampling, then the (long) video decode and the save as stages.
+      progress = Math.max(progress, 1 + Math.floor(95 * Math.min(1, Math.max(0, beat.fraction))));
+      continue;
+    }
     const value = typeof beat.value === 'number' ? beat.value : 0;
     const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
     const after = typeof beat.node === 'string' ? AFTER_SAMPLER[beat.node] : undefined;

@@ -7,7 +7,8 @@
 import { checkImageBytes, decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import type { ModelProfile, VideoCapabilities } from '../../models/profile.ts';
 import { knownModelNames, resolveModel } from '../../models/registry.ts';
-import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames, snapSide, videoCaps } from '../../models/video.ts';
+import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames, videoCaps } from '../../models/video.ts';
+import { fitOnGrid } from '../../models/fit-size.ts';
 import type { BlobRef, RenderRequest, VideoSpec, VideoTask } from '../../render/types.ts';
 import { RequestError, describeValue, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { MAX_SEED } from '../a1111/normalize.ts';
@@ -87,7 +88,7 @@ function* videoSteps(body: unknown, files: UploadedFile[], ctx: VideoNormalizeCo
   const decoded = yield inputs;
   const roles = assignRoles(task, extra, decoded, inputs);
   const sizeSource = roles.firstFrame ?? roles.lastFrame;
-  const size = chooseSize(f, profile, sizeSource);
+  const size = chooseSize(f, profile, sizeSource, warnings);
 
   const video: VideoSpec = {
     task,
@@ -362,6 +363,7 @@ function chooseSize(
   f: VideoFields,
   profile: ModelProfile,
   image: BlobRef | undefined,
+  warnings: string[],
 ): { width: number; height: number; requested?: { width: number; height: number } } {
   let requested: { width: number; height: number } | undefined;
   let field = 'size';
@@ -382,15 +384,20 @@ function chooseSize(
     if (image?.width && image.height) return sizeFromImage(profile, { width: image.width, height: image.height });
     return { width: profile.defaults.width, height: profile.defaults.height };
   }
-  const width = snapSide(requested.width, profile.grid);
-  const height = snapSide(requested.height, profile.grid);
-  const sideOk = (v: number) => v >= profile.minSide && v <= profile.maxSide;
-  if (!sideOk(width) || !sideOk(height) || width * height > profile.maxPixels) {
+  // The nearest grid size inside the budget (the OpenAI SDK's 1280x720 is 1280x704 on a 32 px grid);
+  // larger sizes shrink keeping their aspect. Refused only when nothing fits.
+  const fit = fitOnGrid(requested.width, requested.height, profile);
+  if (!fit) {
     throw new RequestError(
       400,
       field,
-      `${field}: ${requested.width}x${requested.height} is not a supported size for ${profile.id}: sides ${profile.minSide}..${profile.maxSide} px on a ${profile.grid} px grid, at most ${profile.maxPixels} pixels (e.g. ${profile.defaults.width}x${profile.defaults.height})`,
+      `${field}: ${requested.width}x${requested.height} cannot be rendered by ${profile.id}: sides ${profile.minSide}..${profile.maxSide} px on a ${profile.grid} px grid, at most ${profile.maxPixels} pixels (e.g. ${profile.defaults.width}x${profile.defaults.height})`,
     );
+  }
+  const { width, height } = fit;
+  if (width !== requested.width || height !== requested.height) {
+    const why = fit.scaledDown ? `scaled down to fit ${profile.id}'s ${profile.maxPixels} pixel budget and ${profile.maxSide} px sides` : `snapped to ${profile.id}'s ${profile.grid} px grid within its ${profile.maxPixels} pixel budget`;
+    warnings.push(`${field}: ${requested.width}x${requested.height} ${why}: rendering ${width}x${height}`);
   }
   return { width, height, requested };
 }

@@ -2,8 +2,8 @@
  * Pieces every image family shares: a small graph builder that gives each node a readable id and a
  * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
  */
-import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import type { RenderKind } from '../../render/types.ts';
+import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
+import type { RenderKind, RenderRequest, SigmaSchedule } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 import { isGguf, requireFile } from './engine.ts';
@@ -73,19 +73,91 @@ export function sourceLatent(g: GraphBuilder, input: BuildInput, vae: NodeLink):
  */
 export function sampleDecodeSave(g: GraphBuilder, input: BuildInput, parts: SampleParts): void {
   const { request } = input;
-  const sampled = g.add('sampler', 'KSampler', 'Sample', {
-    model: parts.model,
-    positive: parts.positive,
-    negative: parts.negative,
-    latent_image: parts.latent,
-    seed: input.seed,
-    steps: request.steps,
-    cfg: request.cfg,
-    sampler_name: request.sampler,
-    scheduler: request.scheduler,
-    denoise: request.kind === 'img2img' ? request.denoise : 1,
-  });
+  const denoise = request.kind === 'img2img' ? request.denoise : 1;
+  const sampled = request.sigmas
+    ? sampleOnSigmas(g, input, parts, request.sigmas, denoise)
+    : g.add('sampler', 'KSampler', 'Sample', {
+        model: parts.model,
+        positive: parts.positive,
+        negative: parts.negative,
+        latent_image: parts.latent,
+        seed: input.seed,
+        steps: request.steps,
+        cfg: request.cfg,
+        sampler_name: request.sampler,
+        scheduler: request.scheduler,
+        denoise,
+      });
   const final = request.hires ? hiresPass(g, input, parts, sampled, request.hires) : sampled;
   const decoded = g.add('decode', 'VAEDecode', 'Decode', { samples: final, vae: parts.vae });
-  g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: decoded, filename_prefix: input.filenamePrefix });
+  const result = request.kind === 'img2img' && input.images.mask && input.images.init ? pasteIntoOriginal(g, input, decoded) : decoded;
+  g.add(OUTPUT_NODE, 'SaveImage', 'Save image', { images: result, filename_prefix: input.filenamePrefix });
+}
+
+/**
+ * The first pass on a sigma-node schedule (A1111's Polyexponential, Align Your Steps): KSampler's parts
+ * spelled out for SamplerCustomAdvanced (RandomNoise, CFGGuider, KSamplerSelect, the schedule node). A
+ * partial denoise samples the last `denoise` share of a longer schedule, as KSampler does.
+ */
+function sampleOnSigmas(g: GraphBuilder, input: BuildInput, parts: SampleParts, schedule: SigmaSchedule, denoise: number): NodeLink {
+  const { request } = input;
+  let sigmas: NodeLink;
+  if (schedule.node === 'OptimalStepsScheduler') {
+    sigmas = g.add('sigmas', 'OptimalStepsScheduler', 'Schedule (Optimal Steps)', { model_type: schedule.modelType, steps: request.steps, denoise });
+  } else {
+    const total = denoise < 1 && denoise > 0 ? Math.round(request.steps / denoise) : request.steps;
+    sigmas = g.add('sigmas', 'PolyexponentialScheduler', 'Schedule (Polyexponential)', {
+      steps: total,
+      sigma_max: schedule.sigmaMax,
+      sigma_min: schedule.sigmaMin,
+      rho: schedule.rho,
+    });
+    if (total !== request.steps) {
+      g.add('sigmas_split', 'SplitSigmasDenoise', 'Keep the denoised share', { sigmas, denoise });
+      sigmas = ['sigmas_split', 1];
+    }
+  }
+  return g.add('sampler', 'SamplerCustomAdvanced', 'Sample', {
+    noise: g.add('noise', 'RandomNoise', 'Noise', { noise_seed: input.seed }),
+    guider: g.add('guider', 'CFGGuider', 'Guider', { model: parts.model, positive: parts.positive, negative: parts.negative, cfg: request.cfg }),
+    sampler: g.add('sampler_select', 'KSamplerSelect', 'Sampler', { sampler_name: request.sampler }),
+    sigmas,
+    latent_image: parts.latent,
+  });
+}
+
+/**
+ * Inpaint as A1111 does it: the result is the original with the generated pixels pasted in through the mask
+ * (blurred by `mask_blur`), so everything outside the mask comes back unchanged (no VAE round trip there).
+ * The original is the init image as brought to the output size for the latent (resize_mode), the mask is
+ * scaled to that size, blurred as an image (ImageBlur: A1111's Gaussian of sigma = mask_blur) and read back.
+ */
+function pasteIntoOriginal(g: GraphBuilder, input: BuildInput, generated: NodeLink): NodeLink {
+  const { request } = input;
+  const { width, height } = request;
+  const nodes = g.graph();
+  const original: NodeLink = nodes.init_fill
+    ? ['init_fill', 0]
+    : nodes.init_scale
+      ? ['init_scale', 0]
+      : g.add('paste_original', 'ImageScale', 'Original at the output size', { image: ['init_image', 0], upscale_method: 'lanczos', width, height, crop: 'disabled' });
+  let maskImage = g.add('paste_mask_image', 'MaskToImage', 'Mask as an image', { mask: ['mask', 0] });
+  maskImage = g.add('paste_mask_scale', 'ImageScale', 'Mask at the output size', { image: maskImage, upscale_method: 'bilinear', width, height, crop: 'disabled' });
+  const blur = request.inpaint?.maskBlur ?? 0;
+  if (blur > 0) {
+    maskImage = g.add('paste_mask_blur', 'ImageBlur', `Mask blur ${blur}`, {
+      image: maskImage,
+      blur_radius: Math.min(31, Math.max(1, Math.floor(2.5 * blur + 0.5))),
+      sigma: Math.min(10, blur),
+    });
+  }
+  const mask = g.add('paste_mask', 'ImageToMask', 'Paste mask', { image: maskImage, channel: 'red' });
+  return g.add('paste', 'ImageCompositeMasked', 'Paste into the original (outside the mask unchanged)', {
+    destination: original,
+    source: generated,
+    x: 0,
+    y: 0,
+    resize_source: false,
+    mask,
+  });
 }
