@@ -34,6 +34,8 @@ export interface ServiceOptions {
    * JavaScript through scripts/run.sh, as `npm start` runs it (build it first: scripts/build.sh).
    */
   runtime?: 'tsx' | 'dist';
+  /** Extra node flags before the script (`tsx` runtime), e.g. the V8 heap flags npm start uses. */
+  nodeArgs?: string[];
 }
 
 export interface TestService {
@@ -61,7 +63,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
     const [cmd, args] =
       opts.runtime === 'dist'
         ? ['bash', [path.join(root, 'scripts', 'run.sh')]]
-        : [process.execPath, ['--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')]];
+        : [process.execPath, [...(opts.nodeArgs ?? []), '--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')]];
     child = spawn(cmd, [...args, mode], {
       cwd: root,
       env: {

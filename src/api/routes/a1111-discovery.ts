@@ -4,6 +4,7 @@
  * `ref/a1111-contract.md`; routes that A1111 answers with `null` or `{}` answer the same, since clients
  * call `.json()` on them.
  */
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { RequestError } from '../a1111/errors.ts';
@@ -106,7 +107,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     const current = ctx.inFlight.list()[0];
     if (current) {
       req.log.info({ renderId: current.renderId }, 'interrupt: stopping render');
-      await current.interrupt();
+      await signalUnlessEnded(current.interrupt(), req.log);
     }
     return {};
   });
@@ -123,10 +124,23 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     const current = ctx.inFlight.list()[0];
     if (current) {
       req.log.info({ renderId: current.renderId }, 'skip: ending the current image');
-      await current.skip();
+      await signalUnlessEnded(current.skip(), req.log);
     }
     return null;
   });
+}
+
+/**
+ * A render can end between the listing and the signal (its waiting request has not answered yet): there is
+ * nothing left to interrupt or skip then, which is A1111's answer too when no job runs.
+ */
+async function signalUnlessEnded(signal: Promise<void>, log: { info(obj: object, msg: string): void }): Promise<void> {
+  try {
+    await signal;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    log.info({ err: err.message }, 'the render ended before the signal reached it');
+  }
 }
 
 /** A1111's `/sdapi/v1/progress` body. `job_timestamp` is A1111's `YYYYMMDDhhmmss` of the job start. */

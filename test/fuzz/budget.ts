@@ -1,0 +1,69 @@
+/**
+ * The fuzzer's budgets, watched from outside the service: its own event-loop delay (prom-client's
+ * monitorEventLoopDelay histogram behind `/metrics`, whose max resets at every scrape) and its resident
+ * memory (/proc). A sampler scrapes both on a short period; the worst window is what counts.
+ */
+import { readFileSync } from 'node:fs';
+
+export interface BudgetSample {
+  lagMs: number;
+  rssBytes: number;
+}
+
+export function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+export async function scrapeLagMs(baseUrl: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text);
+  return m ? Number(m[1]) * 1000 : 0;
+}
+
+export class BudgetWatch {
+  maxLagMs = 0;
+  maxRssGrowth = 0;
+  /** Windows whose stall went over the budget, with what was in flight then. */
+  readonly stalls: string[] = [];
+  private baselineRss = 0;
+  private timer?: NodeJS.Timeout;
+  private scraping?: Promise<void>;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly pid: number,
+    private readonly stallBudgetMs: number,
+    private readonly inFlight: () => string[],
+  ) {}
+
+  /** Resets the service's lag histogram and takes the memory baseline; sampling starts now. */
+  async start(periodMs = 200): Promise<void> {
+    await scrapeLagMs(this.baseUrl);
+    this.baselineRss = rssOf(this.pid);
+    this.timer = setInterval(() => {
+      if (this.scraping) return;
+      const during = this.inFlight();
+      this.scraping = this.sample(during).finally(() => (this.scraping = undefined));
+    }, periodMs);
+  }
+
+  private async sample(during: string[]): Promise<void> {
+    let lag: number;
+    try {
+      lag = await scrapeLagMs(this.baseUrl);
+    } catch {
+      return;
+    }
+    const rss = rssOf(this.pid);
+    this.maxLagMs = Math.max(this.maxLagMs, lag);
+    this.maxRssGrowth = Math.max(this.maxRssGrowth, rss - this.baselineRss);
+    if (lag > this.stallBudgetMs) this.stalls.push(`${Math.round(lag)} ms stall while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.scraping;
+    await this.sample(this.inFlight());
+  }
+}

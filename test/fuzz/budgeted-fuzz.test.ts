@@ -1,0 +1,168 @@
+/**
+ * The budgeted fuzzer: at least 10 000 requests (FUZZ_REQUESTS) against the real service (start mode,
+ * child process, real Temporal, fake ComfyUI), first every reproduction of the hostile-input report, then
+ * grammar-generated traffic over every route and content type. It fails on:
+ * - any 5xx, or a request that hangs;
+ * - an error without the route family's envelope (A1111 `detail`, OpenAI `error.message`);
+ * - a sync A1111 render id on an answer that is not a 200 (a render started for input that did not render);
+ * - an event-loop stall of the service over 100 ms (its own monitorEventLoopDelay, scraped);
+ * - resident memory growing more than 100 MB over its warmed-up baseline.
+ * The traffic is deterministic for a seed (FUZZ_SEED, printed); the totals are printed at the end.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
+import { BudgetWatch } from './budget.ts';
+import { generators } from './generators.ts';
+import { makeBaseImages, type BaseImages } from './grammar/containers.ts';
+import { validPng } from './grammar/png.ts';
+import { b64, json, type FuzzRequest } from './requests.ts';
+import { RENDERABLE, reproductions } from './seeds.ts';
+
+const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
+const SEED = Number(process.env.FUZZ_SEED ?? 20_261_201);
+const CONCURRENCY = 4;
+const STALL_BUDGET_MS = 100;
+const RSS_BUDGET_BYTES = 100 * 1024 * 1024;
+/** A request still unanswered after this long counts as a hang. */
+const HANG_MS = 60_000;
+
+let temporal: TestTemporal;
+let fake: FakeComfyUI;
+let svc: TestService;
+let images: BaseImages;
+
+const problems: string[] = [];
+const statuses = new Map<number, number>();
+const inFlight = new Set<string>();
+let sent = 0;
+
+beforeAll(async () => {
+  [temporal, fake, images] = await Promise.all([
+    startTestTemporal(),
+    startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fuzz-comfy-')), logLevel: 'silent' }),
+    makeBaseImages(),
+  ]);
+  svc = await startService({
+    temporalAddress: temporal.address,
+    comfyUrl: fake.url,
+    // The heap flags npm start runs with: the memory budget is about the service as it is deployed.
+    nodeArgs: ['--heap-growing-percent=30', '--max-semi-space-size=2'],
+    env: { MAX_BATCH: '4', DEFAULT_MODEL: 'imagegen-flux-schnell', MAX_WAITING_RENDERS: '5000' },
+  });
+}, 240_000);
+
+afterAll(async () => {
+  await svc?.kill('SIGKILL');
+  await fake?.close();
+  await temporal?.stop();
+});
+
+function envelopeProblem(req: FuzzRequest, status: number, text: string): string | undefined {
+  if (status < 400) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const p = parsed as { detail?: unknown; error?: { message?: unknown } } | undefined;
+  if (req.path.startsWith('/sdapi/')) {
+    if (typeof p?.detail !== 'string' || p.detail === '') return `A1111 error without a detail text`;
+  } else if (req.path.startsWith('/v1/')) {
+    if (typeof p?.error?.message !== 'string' || p.error.message === '') return `OpenAI-style error without error.message`;
+  }
+  return undefined;
+}
+
+async function send(req: FuzzRequest): Promise<void> {
+  sent++;
+  const tag = `#${sent} ${req.label} ${req.method} ${req.path}`;
+  inFlight.add(tag);
+  const body = req.body?.();
+  const streamed = body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body);
+  const init: RequestInit & { duplex?: 'half' } = {
+    method: req.method,
+    headers: req.headers,
+    signal: AbortSignal.timeout(HANG_MS),
+    ...(body === undefined ? {} : { body: streamed ? (ReadableStream.from(body as AsyncIterable<Uint8Array>) as unknown as string) : (body as string) }),
+    ...(streamed ? { duplex: 'half' as const } : {}),
+  };
+  try {
+    const res = await fetch(`${svc.url}${req.path}`, init);
+    const text = await res.text();
+    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    const sample = typeof body === 'string' ? body.slice(0, 200) : Buffer.isBuffer(body) ? `<${body.length} bytes>` : '<stream>';
+    if (res.status >= 500) problems.push(`${tag}: ${res.status} ${text.slice(0, 300)} for ${sample}`);
+    const env = envelopeProblem(req, res.status, text);
+    if (env) problems.push(`${tag}: ${res.status} ${env}: ${text.slice(0, 200)}`);
+    const renderId = res.headers.get('x-render-id');
+    if (renderId && /^\/sdapi\/v1\/(txt2img|img2img)$/.test(req.path) && res.status !== 200) {
+      problems.push(`${tag}: render ${renderId} started for input answered ${res.status}: ${text.slice(0, 200)}`);
+    }
+  } catch (err) {
+    // A streamed body the server refused early may end the upload with a reset: an answer, not a fault.
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    if (!(streamed && (cause === 'ECONNRESET' || cause === 'UND_ERR_SOCKET' || cause === 'EPIPE'))) {
+      problems.push(`${tag}: no answer (${(err as Error).name}: ${(err as Error).message}${cause ? ` ${cause}` : ''})`);
+    }
+  } finally {
+    inFlight.delete(tag);
+  }
+}
+
+async function sendAll(requests: Iterable<FuzzRequest>): Promise<void> {
+  const it = requests[Symbol.iterator]();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let next = it.next(); !next.done; next = it.next()) await send(next.value);
+    }),
+  );
+}
+
+/** One request of each route family, valid, so lazy modules and first-render paths load before budgets count. */
+function warmUp(): FuzzRequest[] {
+  const png = b64(validPng(64, 64));
+  return [
+    json('warm txt2img', '/sdapi/v1/txt2img', RENDERABLE),
+    json('warm img2img', '/sdapi/v1/img2img', { ...RENDERABLE, init_images: [png], mask: png }),
+    json('warm png-info png', '/sdapi/v1/png-info', { image: png }),
+    json('warm png-info jpeg', '/sdapi/v1/png-info', { image: b64(images.jpeg) }),
+    json('warm png-info webp', '/sdapi/v1/png-info', { image: b64(images.webp) }),
+    json('warm extras', '/sdapi/v1/extra-single-image', { image: png, upscaling_resize: 2 }),
+    json('warm jpeg render', '/sdapi/v1/txt2img', { ...RENDERABLE, override_settings: { samples_format: 'jpg' } }),
+    json('warm video', '/v1/videos/sync', { prompt: 'warm', model: 'videogen-wan22-5b', size: '64x64', num_frames: 5, num_inference_steps: 1 }),
+    json('warm openai', '/v1/images/generations', { prompt: 'warm', model: 'imagegen-flux-schnell', size: '64x64', seed: 1 }),
+  ];
+}
+
+describe('budgeted fuzzer', () => {
+  it(`${REQUESTS} generated requests plus every reproduction: no 5xx, no stall over ${STALL_BUDGET_MS} ms, no RSS growth over 100 MB`, async () => {
+    await sendAll(warmUp());
+    problems.length = 0;
+    const loras = (await (await fetch(`${svc.url}/sdapi/v1/loras`)).json()) as Array<{ name: string }>;
+    const watch = new BudgetWatch(svc.url, svc.child.pid!, STALL_BUDGET_MS, () => [...inFlight]);
+    await watch.start();
+    const seeds = reproductions(images, loras.map((l) => l.name));
+    await sendAll(seeds);
+    const generated = fc.sample(generators(images), { seed: SEED, numRuns: REQUESTS });
+    await sendAll(generated);
+    await watch.stop();
+
+    expect(svc.child.exitCode, 'the service exited').toBeNull();
+    const byStatus = [...statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
+    process.stdout.write(
+      `fuzz: ${sent} requests (${seeds.length} reproductions, ${generated.length} generated, seed ${SEED}), ` +
+        `max event-loop stall ${Math.round(watch.maxLagMs)} ms, max RSS growth ${Math.round(watch.maxRssGrowth / 1024 / 1024)} MB, statuses ${byStatus}\n`,
+    );
+    expect(sent).toBeGreaterThanOrEqual(REQUESTS);
+    expect(problems.slice(0, 40)).toEqual([]);
+    expect(watch.stalls.slice(0, 20)).toEqual([]);
+    expect(watch.maxRssGrowth).toBeLessThan(RSS_BUDGET_BYTES);
+  }, 1_500_000);
+});
