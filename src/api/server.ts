@@ -17,7 +17,7 @@ import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
 import { registerOpenAiImages } from './routes/openai-images.ts';
-import { registerOpenAiErrorEnvelope } from './openai/errors.ts';
+import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from '../auth/api-token.ts';
 import { assertJsonDepth } from './body-shape.ts';
@@ -99,9 +99,12 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     serverFactory: (handler) => createHttpServer(deps.config, handler),
     connectionTimeout: 0,
     // Bad URLs and over-long path parameters answer in A1111's envelope like every other error.
-    frameworkErrors: (err, _req, reply) => {
+    // (These answers skip the hooks, the OpenAI envelope's included: /v1/* gets it here.)
+    frameworkErrors: (err, req, reply) => {
       const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
-      void sendError(reply, status, errorBody('HTTPException', status === 414 ? 'URL too long' : `bad request URL: ${err.message}`, { field: 'url' }));
+      const message = status === 414 ? 'URL too long' : `bad request URL: ${err.message}`;
+      if (isV1Path(req.url ?? '')) void sendOpenAiError(reply, status, openAiError(status, message, 'url'));
+      else void sendError(reply, status, errorBody('HTTPException', message, { field: 'url' }));
     },
   });
   const submitter = createSubmitter({

@@ -6,8 +6,11 @@
  */
 import { RequestError } from '../errors/request-error.ts';
 
-/** More values than any real request has (A1111 bodies with ControlNet units have a few hundred). */
-export const MAX_JSON_VALUES = 100_000;
+/**
+ * More values than any real request has (A1111 bodies with ControlNet units have a few hundred). Validation
+ * reports one issue per wrong array element, so this also bounds what a wrongly typed array costs.
+ */
+export const MAX_JSON_VALUES = 10_000;
 
 /** Counts the values and nesting of JSON bytes; throws a RequestError (413 / 400) naming the body past a bound. */
 export function scanJsonShape(bytes: Buffer, maxValues = MAX_JSON_VALUES, maxDepth = 64): void {

@@ -8,12 +8,13 @@
  * input is what made it so), never as a 500.
  */
 import { RequestError } from '../errors/request-error.ts';
+import { assertDecodable } from '../images/decodable.ts';
 import type { DecodedImage, ImageLimits } from '../images/decode.ts';
 import type { DecodedImageSet, ImageSetInput } from '../images/image-set.ts';
 import { BytePoolError, runByteTask } from './pool.ts';
 import type { ImageSource, ImageText } from './tasks.ts';
 import type { ConvertedMask } from '../images/openai-mask.ts';
-import { asBuffer } from './wire.ts';
+import { asBuffer, transferable } from './wire.ts';
 
 function revive(d: DecodedImage): DecodedImage {
   return { ref: d.ref, bytes: asBuffer(d.bytes) };
@@ -35,14 +36,20 @@ export async function decodeImageSetOffLoop(input: ImageSetInput, limits: ImageL
   const first = input.init?.field ?? input.mask?.field ?? input.refs[0]?.field;
   if (!first) return { refs: [] };
   const set = await bounded(first, () => runByteTask('imageSet', { input, limits }));
-  return { ...(set.init ? { init: revive(set.init) } : {}), ...(set.mask ? { mask: revive(set.mask) } : {}), refs: set.refs.map(revive) };
+  const out: DecodedImageSet = { ...(set.init ? { init: revive(set.init) } : {}), ...(set.mask ? { mask: revive(set.mask) } : {}), refs: set.refs.map(revive) };
+  await Promise.all([
+    ...(out.init && input.init ? [assertDecodable(out.init, input.init.field, limits.maxImagePixels)] : []),
+    ...out.refs.map((r, i) => assertDecodable(r, input.refs[i]?.field ?? 'image', limits.maxImagePixels)),
+  ]);
+  return out;
 }
 
 export async function decodeImagesOffLoop(sources: ImageSource[], limits: ImageLimits): Promise<DecodedImage[]> {
   if (sources.length === 0) return [];
   // Uploaded bytes are copied to the worker, not moved: the caller's Buffers may share their memory.
-  const out = await bounded(sources[0]!.field, () => runByteTask('images', { sources, limits }));
-  return out.map(revive);
+  const out = (await bounded(sources[0]!.field, () => runByteTask('images', { sources, limits }))).map(revive);
+  await Promise.all(out.map((d, i) => assertDecodable(d, sources[i]!.field, limits.maxImagePixels)));
+  return out;
 }
 
 export async function readImageTextOffLoop(image: string, limits: ImageLimits): Promise<ImageText> {
@@ -60,7 +67,14 @@ export async function convertOpenAiMaskOffLoop(bytes: Buffer): Promise<Converted
   return { ...out, png: asBuffer(out.png) };
 }
 
-export async function scanJsonOffLoop(bytes: Buffer): Promise<void> {
-  // Copied to the worker (structured clone), not moved: the body may share its memory with the socket's.
-  await bounded('body', () => runByteTask('jsonShape', { bytes }));
+/**
+ * Counts a large JSON body's values and nesting in a byte worker; resolves with the body's bytes to parse.
+ * A body that alone owns its memory (a large body read whole does) is moved to the worker and back instead of
+ * copied, so a body near the route's limit is held once, not twice; one that may share its memory (Node's
+ * small-buffer pool, a socket's chunk) is copied, and `bytes` stays usable.
+ */
+export async function scanJsonOffLoop(bytes: Buffer): Promise<Buffer> {
+  const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  const back = await bounded('body', () => runByteTask('jsonShape', { bytes }, owns ? transferable([bytes]) : []));
+  return owns ? asBuffer(back) : bytes;
 }

@@ -26,9 +26,10 @@ export interface ImageText {
 
 export const TASKS = {
   /** A large JSON body's value count and nesting, counted without parsing it (json-scan.ts). */
-  jsonShape: async (a: { bytes: Uint8Array }): Promise<true> => {
+  jsonShape: async (a: { bytes: Uint8Array }): Promise<Uint8Array> => {
     scanJsonShape(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength));
-    return true;
+    // Handed back (moved when it was moved here): the caller parses these very bytes.
+    return a.bytes;
   },
 
   /** The images of one A1111 render request (init, mask resized to the init image, references). */

@@ -15,10 +15,17 @@ export function rssOf(pid: number): number {
   return Number(m?.[1] ?? 0) * 1024;
 }
 
+/**
+ * prom-client samples the loop with monitorEventLoopDelay at a 10 ms resolution, and each sample is the whole
+ * interval between two ticks: an idle loop reads ~10 ms. The stall is what exceeds that interval.
+ */
+const SAMPLING_INTERVAL_MS = 10;
+
+/** The longest event-loop stall since the last scrape (the service's histogram resets at each). */
 export async function scrapeLagMs(baseUrl: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
   const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text);
-  return m ? Number(m[1]) * 1000 : 0;
+  return m ? Math.max(0, Number(m[1]) * 1000 - SAMPLING_INTERVAL_MS) : 0;
 }
 
 export class BudgetWatch {
@@ -26,6 +33,8 @@ export class BudgetWatch {
   maxRssGrowth = 0;
   /** Windows whose stall went over the budget, with what was in flight then. */
   readonly stalls: string[] = [];
+  /** The steps by which resident memory grew (over 10 MB at once), with what was in flight then. */
+  readonly growth: string[] = [];
   private baselineRss = 0;
   private timer?: NodeJS.Timeout;
   private scraping?: Promise<void>;
@@ -57,6 +66,9 @@ export class BudgetWatch {
     }
     const rss = rssOf(this.pid);
     this.maxLagMs = Math.max(this.maxLagMs, lag);
+    if (rss - this.baselineRss > this.maxRssGrowth + 10 * 1024 * 1024) {
+      this.growth.push(`+${Math.round((rss - this.baselineRss) / 1024 / 1024)} MB while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`);
+    }
     this.maxRssGrowth = Math.max(this.maxRssGrowth, rss - this.baselineRss);
     if (lag > this.stallBudgetMs) this.stalls.push(`${Math.round(lag)} ms stall while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`);
   }

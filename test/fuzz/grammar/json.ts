@@ -21,7 +21,7 @@ export const weirdValue: fc.Arbitrary<unknown> = fc.oneof(
 export const bulkValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: 1_000, max: 200_000 }).map((n) => new Array<number>(n).fill(0)),
   fc.integer({ min: 1_000, max: 50_000 }).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]))),
-  fc.integer({ min: 50, max: 5_000 }).map((depth) => {
+  fc.integer({ min: 50, max: 1_500 }).map((depth) => {
     let v: unknown = 1;
     for (let i = 0; i < depth; i++) v = { a: [v] };
     return v;
