@@ -58,6 +58,8 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
     objectInfo: opts.objectInfo ?? loadRawObjectInfo(),
     stepMs: opts.stepMs ?? 0,
     renderMs: opts.renderMs ?? 0,
+    // An object_info passed in is served as given: tests of what a ComfyUI lacks.
+    profileFiles: opts.objectInfo === undefined,
     log,
   });
 

@@ -5,8 +5,11 @@
  */
 import type { RenderKind, VideoTask } from '../render/types.ts';
 
-/** Graph builder shared by models of one family (`families/<family>.ts`). */
-export type ModelFamily = 'flux' | 'flux-kontext' | 'qwen' | 'qwen-edit' | 'wan22' | 'h3';
+/**
+ * Graph builder shared by models of one family (`families/<family>.ts`, listed in `families/index.ts`). Open:
+ * the registry checks at load that every profile's family has a builder that renders what it claims.
+ */
+export type ModelFamily = string;
 
 /**
  * How the sampler's CFG is chosen.
@@ -85,7 +88,10 @@ export interface VideoCapabilities {
   defaultFps: number;
   minFps: number;
   maxFps: number;
-  /** Tasks in preference order; the first is used without images. */
+  /**
+   * Tasks in preference order, ids of the family's `video.tasks` (what each does with images is the
+   * family's): the first without images is used when the request has none.
+   */
   tasks: readonly VideoTask[];
   /** The MP4 has an audio track (H3: AAC 32 kHz stereo). */
   audio: boolean;

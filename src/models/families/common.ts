@@ -7,6 +7,7 @@ import type { RenderKind } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
+import type { VideoFamily } from './video-family.ts';
 
 export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 
@@ -18,6 +19,8 @@ export interface FamilyBuilder {
   /** `files` roles the builder reads; overrides may only name these. */
   readonly fileRoles: readonly string[];
   readonly kinds: readonly RenderKind[];
+  /** Video families: the tasks they render and their progress stages. */
+  readonly video?: VideoFamily;
   build(input: BuildInput): ComfyGraph;
 }
 

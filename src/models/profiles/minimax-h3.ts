@@ -1,4 +1,4 @@
-import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
+import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
 
 /**
  * MiniMax-H3 (DESIGN §5, ref/video-apis.md §5-6): video with 32 kHz stereo audio, always 24 fps, frames on
@@ -43,3 +43,5 @@ export const minimaxH3: ModelProfile = {
     sigmaPointSteps: true,
   },
 };
+
+export default minimaxH3;

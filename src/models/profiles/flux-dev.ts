@@ -1,5 +1,5 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
-import { FLUX_TEXT_FILES } from './families/flux.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
+import { FLUX_TEXT_FILES } from '../families/flux.ts';
 
 export const fluxDev: ModelProfile = {
   id: 'imagegen-flux-dev',
@@ -15,3 +15,5 @@ export const fluxDev: ModelProfile = {
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
 };
+
+export default fluxDev;
