@@ -1,7 +1,7 @@
 /**
  * What the service knows about one model: capabilities, defaults, file names and limits. One small file per
- * model (see DESIGN §5); models of the same family share a graph builder (`families/`), so a new model of an
- * existing family is a profile file plus one registry line.
+ * model in `profiles/`, found by the registry from the directory listing; models of the same family share a
+ * graph builder (`families/`), so a new model of an existing family is one new file and nothing else.
  */
 import type { RenderKind, VideoTask } from '../render/types.ts';
 

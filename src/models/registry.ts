@@ -1,8 +1,8 @@
 /**
- * The model registry: built-in profiles plus operator overrides (file names, defaults, timeouts) loaded
- * from a JSON file, so swapping a model file needs no code change. Pure apart from `loadModelOverrides`,
- * which reads the file through `process.getBuiltinModule` instead of a static `node:fs` import: this module
- * stays importable from Temporal's workflow sandbox, where Node built-ins are not allowed.
+ * The model registry: the profiles of `profiles/` (builtin-profiles.ts lists the directory) and those
+ * registered at run time, plus operator overrides (file names, defaults, timeouts) loaded from a JSON file,
+ * so swapping a model file needs no code change. Workflow code never imports it: the submitter builds the
+ * graph, so listing a directory and importing its modules at load is fine here.
  */
 import { z } from 'zod';
 import { BUILTIN_PROFILES, byListOrder } from './builtin-profiles.ts';
