@@ -15,6 +15,7 @@ import { packageOfNode } from '../comfyui/plugins.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
 import { planRender } from '../models/plan.ts';
 import { defaultVideoSpec } from '../models/video.ts';
+import { videoTasksOf } from '../models/video-tasks.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import type { BlobRef, RenderRequest } from '../render/types.ts';
 
@@ -84,10 +85,11 @@ export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
     } else if (kind === 'video') {
       // Every task the model has: without images, with a first frame, with first+last frames, with references.
       const base = defaultVideoSpec(profile);
-      for (const task of profile.video?.tasks ?? []) {
-        const images = task === 'i2v' ? { firstFrame: ref(1) } : task === 'fl2va' ? { firstFrame: ref(1), lastFrame: ref(2) } : {};
-        const references = task === 'ref2va' ? [ref(3), ref(4)] : [];
-        requests.push(sampleRequest(profile, { kind, video: { ...base, task, ...images, references } }));
+      for (const task of videoTasksOf(profile)) {
+        const frames = task.images === 'frames' ? (task.positions ?? [0]) : [];
+        const images = { ...(frames.includes(0) ? { firstFrame: ref(1) } : {}), ...(frames.includes(-1) ? { lastFrame: ref(2) } : {}) };
+        const references = task.images === 'references' ? [ref(3), ref(4)] : [];
+        requests.push(sampleRequest(profile, { kind, video: { ...base, task: task.id, ...images, references } }));
       }
     } else if (kind === 'edit') {
       for (let n = 1; n <= Math.max(1, profile.maxExtraImages); n++) {

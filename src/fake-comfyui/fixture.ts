@@ -2,10 +2,14 @@
  * The recorded `/object_info` (test/fixtures/object_info.json, node schemas verbatim from a real ComfyUI
  * 0.33.0), and the live view the fake serves: like the real server it regenerates the LoadImage /
  * LoadImageMask `image` combo from the files in the input directory root on every request.
+ * The loaders' model-file lists also get every file a registered profile names (`withProfileFiles`).
  */
 import { readFileSync } from 'node:fs';
+import { sampleGraphs } from '../cli/contract-profiles.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { objectInfoSchema } from '../comfyui/object-info.ts';
+import { missingModelFiles } from '../comfyui/preflight.ts';
+import { listProfiles } from '../models/registry.ts';
 import { listImageFiles } from './files.ts';
 import type { RawObjectInfo } from './node-schema.ts';
 import { isObject } from './node-schema.ts';
@@ -23,6 +27,41 @@ export function loadRawObjectInfo(): RawObjectInfo {
 /** The fixture as the client reads it (`objectInfoSchema`), for tests of client code. */
 export function loadObjectInfoFixture(): ObjectInfo {
   return objectInfoSchema.parse(loadRawObjectInfo());
+}
+
+let merged: { key: string; base: RawObjectInfo; info: RawObjectInfo } | undefined;
+
+/**
+ * `base` with every model file a registered profile names added to the list of the loader input its graphs
+ * put it in, as a ComfyUI with those files installed would list them. The recorded fixture stays verbatim;
+ * a new profile (a file in src/models/profiles, or one registered at run time) renders on the fake without
+ * editing it. The graphs are the ones `comfy-durable contract` checks: every kind and task of each profile.
+ */
+export function withProfileFiles(base: RawObjectInfo): RawObjectInfo {
+  const profiles = listProfiles();
+  const key = JSON.stringify(profiles);
+  if (merged?.base === base && merged.key === key) return merged.info;
+  const info = structuredClone(base);
+  const parsed = objectInfoSchema.parse(info);
+  for (const profile of profiles) {
+    for (const graph of sampleGraphs(profile)) {
+      for (const p of missingModelFiles(graph, parsed)) {
+        if (p.classType && p.input) addToList(info, p.classType, p.input, p.value as string);
+        if (p.classType && p.input) addToList(parsed as unknown as RawObjectInfo, p.classType, p.input, p.value as string);
+      }
+    }
+  }
+  merged = { key, base, info };
+  return info;
+}
+
+/** Appends `file` to the combo of `cls.input` (a V1 list or a V3 COMBO's options). */
+function addToList(info: RawObjectInfo, cls: string, input: string, file: string): void {
+  const node = info[cls]?.input;
+  const spec = (node?.required as Record<string, unknown> | undefined)?.[input] ?? (node?.optional as Record<string, unknown> | undefined)?.[input];
+  if (!Array.isArray(spec)) return;
+  const list = Array.isArray(spec[0]) ? (spec[0] as unknown[]) : isObject(spec[1]) && Array.isArray(spec[1].options) ? (spec[1].options as unknown[]) : undefined;
+  if (list && !list.includes(file)) list.push(file);
 }
 
 const IMAGE_LIST_NODES = ['LoadImage', 'LoadImageMask'];

@@ -27,6 +27,11 @@ export interface FakeComfyUIOptions {
   host?: string;
   /** Holds input/, output/, temp/. Default: a new directory under the OS temp dir, removed by `close()`. */
   dataDir?: string;
+  /**
+   * List every registered profile's model files in the loaders (fixture.ts `withProfileFiles`), as a
+   * ComfyUI with them installed would. Default: on for the fixture, off for an `objectInfo` passed in.
+   */
+  profileFiles?: boolean;
   /** Delay per sampler step in ms (default 0). */
   stepMs?: number;
   /** Extra time per prompt in ms, spent in its first executed node (default 0). */
@@ -64,6 +69,8 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
     objectInfo: (opts.sgldPlugin ?? sgldPluginFromEnv()) ? withSgldPlugin(opts.objectInfo ?? loadRawObjectInfo()) : (opts.objectInfo ?? loadRawObjectInfo()),
     stepMs: opts.stepMs ?? 0,
     renderMs: opts.renderMs ?? 0,
+    // An object_info passed in is served as given: tests of what a ComfyUI lacks.
+    profileFiles: opts.profileFiles ?? opts.objectInfo === undefined,
     log,
   });
 

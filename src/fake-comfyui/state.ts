@@ -8,7 +8,7 @@ import type { FakeStats } from './executor.ts';
 import type { DataDirs } from './files.ts';
 import { Faults } from './faults.ts';
 import type { FaultState } from './faults.ts';
-import { withInputFiles } from './fixture.ts';
+import { withInputFiles, withProfileFiles } from './fixture.ts';
 import type { RawObjectInfo } from './node-schema.ts';
 import { PromptQueue } from './queue.ts';
 import { Worker } from './worker.ts';
@@ -20,6 +20,8 @@ export interface FakeStateOptions {
   stepMs: number;
   renderMs: number;
   log: Logger;
+  /** Add the model files of the registered profiles to the loaders' lists (`withProfileFiles`). */
+  profileFiles?: boolean;
 }
 
 /** `GET /__fake/stats`. */
@@ -41,6 +43,7 @@ export class FakeState {
   /** `PromptServer.number`: the priority counter, restarting at 0 with the process. */
   number = 0;
   private readonly baseObjectInfo: RawObjectInfo;
+  private readonly profileFiles: boolean;
   private readonly executor: Executor;
   private worker: Worker;
 
@@ -48,6 +51,7 @@ export class FakeState {
     this.dirs = opts.dirs;
     this.log = opts.log;
     this.baseObjectInfo = opts.objectInfo;
+    this.profileFiles = opts.profileFiles ?? false;
     this.queue = new PromptQueue(() => this.hub.sendStatus());
     this.hub = new WsHub({ queueRemaining: () => this.queue.remaining(), onFrameSent: () => this.faults.countFrame() }, opts.log);
     this.executor = new Executor({
@@ -67,9 +71,12 @@ export class FakeState {
     return new Worker({ queue: this.queue, executor: this.executor, hub: this.hub, faults: this.faults, stats: this.stats, log: this.log }, new RunControl());
   }
 
-  /** The live `/object_info`: the fixture with the image combos listing the input directory. */
+  /**
+   * The live `/object_info`: the fixture with the image combos listing the input directory and, unless the
+   * caller serves an object_info of its own, the registered profiles' model files in the loaders' lists.
+   */
   objectInfo(): RawObjectInfo {
-    return withInputFiles(this.baseObjectInfo, this.dirs.input);
+    return withInputFiles(this.profileFiles ? withProfileFiles(this.baseObjectInfo) : this.baseObjectInfo, this.dirs.input);
   }
 
   /** `nodes.interrupt_processing()`: the global flag; affects only a running prompt. */

@@ -1,12 +1,15 @@
 /**
  * What the service knows about one model: capabilities, defaults, file names and limits. One small file per
- * model (see DESIGN §5); models of the same family share a graph builder (`families/`), so a new model of an
- * existing family is a profile file plus one registry line.
+ * model in `profiles/`, found by the registry from the directory listing; models of the same family share a
+ * graph builder (`families/`), so a new model of an existing family is one new file and nothing else.
  */
 import type { RenderKind, VideoTask } from '../render/types.ts';
 
-/** Graph builder shared by models of one family (`families/<family>.ts`). */
-export type ModelFamily = 'flux' | 'flux-kontext' | 'qwen' | 'qwen-edit' | 'wan22' | 'h3';
+/**
+ * Graph builder shared by models of one family (`families/<family>.ts`, listed in `families/index.ts`). Open:
+ * the registry checks at load that every profile's family has a builder that renders what it claims.
+ */
+export type ModelFamily = string;
 
 /**
  * How the sampler's CFG is chosen.
@@ -134,7 +137,10 @@ export interface VideoCapabilities {
   defaultFps: number;
   minFps: number;
   maxFps: number;
-  /** Tasks in preference order; the first is used without images. */
+  /**
+   * Tasks in preference order, ids of the family's `video.tasks` (what each does with images is the
+   * family's): the first without images is used when the request has none.
+   */
   tasks: readonly VideoTask[];
   /** The MP4 has an audio track (H3: AAC 32 kHz stereo). */
   audio: boolean;

@@ -1,33 +1,24 @@
 /**
- * The model registry: built-in profiles plus operator overrides (file names, defaults, timeouts) loaded
- * from a JSON file, so swapping a model file needs no code change. Pure apart from `loadModelOverrides`,
- * which reads the file through `process.getBuiltinModule` instead of a static `node:fs` import: this module
- * stays importable from Temporal's workflow sandbox, where Node built-ins are not allowed.
+ * The model registry: the profiles of `profiles/` (builtin-profiles.ts lists the directory) and those
+ * registered at run time, plus operator overrides (file names, defaults, timeouts) loaded from a JSON file,
+ * so swapping a model file needs no code change. Workflow code never imports it: the submitter builds the
+ * graph, so listing a directory and importing its modules at load is fine here.
  */
 import { z } from 'zod';
 import { checkEngineOverride, engineOverrideSchema, mergeSglang } from './engine-config.ts';
+import { BUILTIN_PROFILES, byListOrder } from './builtin-profiles.ts';
 import { familyBuilder } from './families/index.ts';
-import { fluxDev } from './flux-dev.ts';
-import { fluxKontext } from './flux-kontext.ts';
-import { fluxSchnell } from './flux-schnell.ts';
 import type { ModelProfile } from './profile.ts';
-import { qwenImage } from './qwen-image.ts';
-import { qwenImageEdit } from './qwen-image-edit.ts';
-import { minimaxH3 } from './minimax-h3.ts';
-import { wan22_5b } from './wan22-5b.ts';
 import { isComfySampler, isComfyScheduler } from './samplers.ts';
 import { isSpace, trimEndWhere } from '../text/trim.ts';
 
-/** Built-in profiles, in `/sdapi/v1/sd-models` order. A new model = its profile file + one line here. */
-const BUILTIN: readonly ModelProfile[] = [
-  fluxDev,
-  fluxSchnell,
-  fluxKontext,
-  qwenImage,
-  qwenImageEdit,
-  wan22_5b,
-  minimaxH3,
-];
+/** Profiles added at run time (`registerProfile`): tests, and embedders with models of their own. */
+const added = new Map<string, ModelProfile>();
+
+/** Every base profile (built-in and added), in `/sdapi/v1/sd-models` order. */
+function baseProfiles(): ModelProfile[] {
+  return [...BUILTIN_PROFILES, ...added.values()].sort(byListOrder);
+}
 
 const positiveInt = z.number().int().positive();
 const overrideEntrySchema = z.strictObject({
@@ -57,11 +48,12 @@ const overrideEntrySchema = z.strictObject({
 export const modelOverridesSchema = z.record(z.string(), overrideEntrySchema);
 export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
 
+let activeOverrides: ModelOverrides = {};
 let effective: ReadonlyMap<string, ModelProfile> = build({});
 
 function build(overrides: ModelOverrides): ReadonlyMap<string, ModelProfile> {
   const map = new Map<string, ModelProfile>();
-  for (const base of BUILTIN) {
+  for (const base of baseProfiles()) {
     const o = overrides[base.id];
     const profile: ModelProfile = o
       ? {
@@ -98,7 +90,7 @@ export function parseModelOverrides(json: unknown, source = 'model overrides'): 
     const path = issue?.path.map(String).join('.') ?? '';
     throw new Error(`${source}: ${path ? `${path}: ` : ''}${issue?.message ?? 'invalid'}`);
   }
-  const known = new Map(BUILTIN.map((p) => [p.id, p]));
+  const known = new Map(baseProfiles().map((p) => [p.id, p]));
   for (const [id, entry] of Object.entries(parsed.data)) {
     const base = known.get(id);
     if (!base) throw new Error(`${source}: unknown model "${id}" (known: ${[...known.keys()].join(', ')})`);
@@ -139,12 +131,14 @@ export function parseModelOverrides(json: unknown, source = 'model overrides'): 
 /** Replaces the active overrides (validated first; on error the previous ones stay). */
 export function applyModelOverrides(overrides: unknown, source?: string): ModelOverrides {
   const parsed = parseModelOverrides(overrides, source);
+  activeOverrides = parsed;
   effective = build(parsed);
   return parsed;
 }
 
 /** Back to the built-in profiles. */
 export function resetModelOverrides(): void {
+  activeOverrides = {};
   effective = build({});
 }
 
@@ -218,3 +212,47 @@ export function resolveModel(name: string): ModelProfile | undefined {
 export function knownModelNames(scope: 'image' | 'video' = 'image'): string[] {
   return (scope === 'video' ? listVideoProfiles() : listImageProfiles()).map((p) => p.id);
 }
+
+/**
+ * What a profile must satisfy to be served: a family with a graph builder that renders every kind it
+ * claims, files only for roles that builder reads, a video block exactly when it renders video. Checked for
+ * every built-in profile when the registry loads and for every profile added at run time.
+ */
+export function checkProfile(p: ModelProfile): void {
+  const builder = familyBuilder(p.family);
+  const where = `model profile ${p.id}`;
+  for (const kind of p.kinds) {
+    if (!builder.kinds.includes(kind)) throw new Error(`${where}: family ${p.family} does not render ${kind}`);
+  }
+  for (const role of Object.keys(p.files)) {
+    if (!builder.fileRoles.includes(role)) {
+      throw new Error(`${where}: files.${role}: unknown file role (family ${p.family} reads ${builder.fileRoles.join(', ')})`);
+    }
+  }
+  if (p.kinds.includes('video') !== (p.video !== undefined)) {
+    throw new Error(`${where}: a video model needs a video block, an image model must not have one`);
+  }
+  for (const task of p.video?.tasks ?? []) {
+    if (!builder.video?.tasks.some((t) => t.id === task)) {
+      throw new Error(`${where}: video task ${task} is not one family ${p.family} renders`);
+    }
+  }
+}
+
+/**
+ * Adds a profile at run time, as if it were a file in `profiles/` (operator overrides apply to it too).
+ * Throws when the id is taken or the profile fails `checkProfile`.
+ */
+export function registerProfile(profile: ModelProfile): void {
+  if (baseProfiles().some((p) => p.id === profile.id)) throw new Error(`model profile ${profile.id} is already registered`);
+  checkProfile(profile);
+  added.set(profile.id, profile);
+  effective = build(activeOverrides);
+}
+
+/** Removes a profile added with `registerProfile` (built-in profiles stay). */
+export function unregisterProfile(id: string): void {
+  if (added.delete(id)) effective = build(activeOverrides);
+}
+
+for (const p of BUILTIN_PROFILES) checkProfile(p);

@@ -27,10 +27,10 @@ export interface BlobRef {
 export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'video';
 
 /**
- * What a video render conditions on. Wan: `t2v` or `i2v` (a start image). MiniMax-H3: `t2va` (text),
- * `fl2va` (first and/or last frame), `ref2va` (reference images), each with a stereo soundtrack.
+ * What a video render conditions on: a task id its family declares (`VideoTaskSpec` in src/models), e.g.
+ * Wan's `t2v` / `i2v` (a start image), MiniMax-H3's `t2va`, `fl2va` (first/last frame), `ref2va` (references).
  */
-export type VideoTask = 't2v' | 'i2v' | 't2va' | 'fl2va' | 'ref2va';
+export type VideoTask = string;
 
 /** The video part of a resolved render: frame count already on the model's grid. */
 export interface VideoSpec {

@@ -30,7 +30,8 @@ let fake: FakeComfyUI;
 const sockets: CaptureWs[] = [];
 
 beforeAll(async () => {
-  fake = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: 'silent' });
+  // Compared with a real server's answers, which list exactly the recorded model files.
+  fake = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: 'silent', profileFiles: false });
 });
 
 afterAll(async () => {

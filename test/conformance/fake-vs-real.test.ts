@@ -95,7 +95,8 @@ let fake: FakeComfyUI;
 let capture: Capture;
 
 beforeAll(async () => {
-  fake = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: "silent" });
+  // Compared with a real server's answers, which list exactly the recorded model files.
+  fake = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: "silent", profileFiles: false });
   const post = async (path: string, body: unknown) => {
     const res = await fetch(fake.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAllContractChecks } from '../../src/cli/contract.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { listProfiles } from '../../src/models/registry.ts';
 
 const run = promisify(execFile);
 let fake: FakeComfyUI;
@@ -41,8 +42,13 @@ describe('contract checks', () => {
         'node class UnetLoaderGGUF is not installed (custom node city96/ComfyUI-GGUF)',
         'model file ae.safetensors is missing',
       ]);
-      expect(failed[0]!.detail).toBe('needed by imagegen-flux-dev, imagegen-flux-schnell, imagegen-flux-kontext, imagegen-qwen-image, imagegen-qwen-image-edit');
-      expect(failed[1]!.detail).toBe('not in VAELoader.vae_name; needed by imagegen-flux-dev, imagegen-flux-schnell, imagegen-flux-kontext');
+      // The registered profiles whose graphs use a GGUF unet, and those that name the Flux VAE.
+      const gguf = listProfiles().filter((p) => p.files.unet?.endsWith('.gguf')).map((p) => p.id);
+      const fluxVae = listProfiles().filter((p) => Object.values(p.files).includes('ae.safetensors')).map((p) => p.id);
+      expect(gguf).toContain('imagegen-flux-dev');
+      expect(fluxVae).toContain('imagegen-flux-dev');
+      expect(failed[0]!.detail).toBe(`needed by ${gguf.join(', ')}`);
+      expect(failed[1]!.detail).toBe(`not in VAELoader.vae_name; needed by ${fluxVae.join(', ')}`);
     } finally {
       await bare.close();
     }

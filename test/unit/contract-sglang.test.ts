@@ -7,9 +7,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { profileChecks } from '../../src/cli/contract-profiles.ts';
 import { objectInfoSchema, type ObjectInfo } from '../../src/comfyui/object-info.ts';
-import { loadRawObjectInfo } from '../../src/fake-comfyui/fixture.ts';
+import { loadRawObjectInfo, withProfileFiles } from '../../src/fake-comfyui/fixture.ts';
 import { withSgldPlugin } from '../../src/fake-comfyui/sgld-plugin.ts';
 import { applyModelOverrides, listProfiles, resetModelOverrides } from '../../src/models/registry.ts';
+
+/** The recorded fixture as the fake serves it: every registered profile's files in the loader lists. */
+const base = withProfileFiles(loadRawObjectInfo());
 
 const SGLANG = ['imagegen-flux-dev', 'imagegen-flux-schnell', 'imagegen-qwen-image', 'imagegen-qwen-image-edit', 'videogen-minimax-h3'];
 const allOnSglang = () => applyModelOverrides(Object.fromEntries(SGLANG.map((id) => [id, { engine: 'sglang' }])));
@@ -20,7 +23,7 @@ afterEach(() => resetModelOverrides());
 describe('contract, sglang engine', () => {
   it('without the plugin: one line for the plugin, one per SGLD node, one per file the engine needs', () => {
     allOnSglang();
-    const lines = failed(objectInfoSchema.parse(loadRawObjectInfo()));
+    const lines = failed(objectInfoSchema.parse(structuredClone(base)));
     expect(lines.map((r) => r.name)).toEqual([
       "custom node ComfyUI_SGLDiffusion is not installed or failed to import (SGLang's ComfyUI plugin, sgl-project/sglang python/sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion)",
       "node class SGLDOptions is not installed (custom node SGLang's ComfyUI plugin, sgl-project/sglang python/sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion)",
@@ -41,7 +44,7 @@ describe('contract, sglang engine', () => {
 
   it('with the plugin and the files: every sglang model passes; a missing companion is one line', () => {
     allOnSglang();
-    const raw = withSgldPlugin(loadRawObjectInfo());
+    const raw = withSgldPlugin(structuredClone(base));
     expect(failed(objectInfoSchema.parse(raw))).toEqual([]);
     const ok = profileChecks(listProfiles(), objectInfoSchema.parse(raw)).filter((r) => r.ok).map((r) => r.name.split(':')[0]);
     expect(ok).toEqual(expect.arrayContaining(SGLANG.map((id) => `${id} (engine sglang)`)));
@@ -56,6 +59,6 @@ describe('contract, sglang engine', () => {
   });
 
   it('models left on the default engine need nothing from the plugin', () => {
-    expect(failed(objectInfoSchema.parse(loadRawObjectInfo()))).toEqual([]);
+    expect(failed(objectInfoSchema.parse(structuredClone(base)))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -8,23 +8,26 @@ import {
   listProfiles,
   loadModelOverrides,
   parseModelOverrides,
+  registerProfile,
   resetModelOverrides,
   resolveModel,
+  unregisterProfile,
 } from '../../src/models/registry.ts';
 import { familyBuilder } from '../../src/models/families/index.ts';
 
 afterEach(() => resetModelOverrides());
 
 describe('model profiles (DESIGN §5)', () => {
-  it('lists the five image models, then the two video models', () => {
-    expect(listProfiles().slice(5).map((p) => p.id)).toEqual(['videogen-wan22-5b', 'videogen-minimax-h3']);
-    expect(listProfiles().slice(0, 5).map((p) => p.id)).toEqual([
-      'imagegen-flux-dev',
-      'imagegen-flux-schnell',
-      'imagegen-flux-kontext',
-      'imagegen-qwen-image',
-      'imagegen-qwen-image-edit',
-    ]);
+  it('lists every profile file of src/models/profiles, image models first, then video models, each by id', () => {
+    const files = readdirSync(new URL('../../src/models/profiles/', import.meta.url)).filter((f) => f.endsWith('.ts'));
+    const ids = listProfiles().map((p) => p.id);
+    expect(ids).toHaveLength(files.length);
+    expect(new Set(ids).size).toBe(ids.length);
+    const images = listProfiles().filter((p) => !p.kinds.includes('video')).map((p) => p.id);
+    const videos = listProfiles().filter((p) => p.kinds.includes('video')).map((p) => p.id);
+    expect(ids).toEqual([...[...images].sort(), ...[...videos].sort()]);
+    // The built-in models the rest of this file describes are among them.
+    expect(ids).toEqual(expect.arrayContaining(['imagegen-flux-dev', 'imagegen-qwen-image-edit', 'videogen-wan22-5b', 'videogen-minimax-h3']));
   });
 
   it('flux-dev: cfg 1, guidance 3.5, 20 steps, euler/simple, 512², GGUF files', () => {
@@ -86,6 +89,29 @@ describe('model profiles (DESIGN §5)', () => {
       for (const k of p.kinds) expect(b.kinds).toContain(k);
       expect(Object.keys(p.files).sort()).toEqual([...b.fileRoles].sort());
     }
+  });
+
+  it('a profile added at run time is served like a built-in one and checked the same way', () => {
+    const base = getProfile('imagegen-flux-dev')!;
+    const extra = { ...base, id: 'imagegen-test-extra', title: 'Test extra', aliases: ['test-extra'], files: { ...base.files, unet: 'test-extra.gguf' } };
+    registerProfile(extra);
+    try {
+      expect(resolveModel('test-extra')?.id).toBe('imagegen-test-extra');
+      expect(resolveModel('test-extra.gguf')?.id).toBe('imagegen-test-extra');
+      expect(listProfiles().map((p) => p.id)).toContain('imagegen-test-extra');
+      // Operator overrides reach it too.
+      applyModelOverrides({ 'imagegen-test-extra': { defaults: { steps: 7 } } });
+      expect(getProfile('imagegen-test-extra')!.defaults.steps).toBe(7);
+      expect(() => registerProfile(extra)).toThrow(/already registered/);
+    } finally {
+      unregisterProfile('imagegen-test-extra');
+    }
+    expect(getProfile('imagegen-test-extra')).toBeUndefined();
+    expect(() => registerProfile({ ...extra, family: 'sdxl' })).toThrow(/unknown model family "sdxl"/);
+    expect(() => registerProfile({ ...extra, kinds: ['video'] })).toThrow(/does not render video/);
+    expect(() => registerProfile({ ...extra, files: { ...extra.files, lora: 'x.safetensors' } })).toThrow(/files\.lora: unknown file role/);
+    const h3 = getProfile('videogen-minimax-h3')!;
+    expect(() => registerProfile({ ...h3, id: 'videogen-test', video: { ...h3.video!, tasks: ['t2v'] } })).toThrow(/video task t2v/);
   });
 
   it('profiles are frozen', () => {

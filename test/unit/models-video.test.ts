@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { getProfile } from '../../src/models/registry.ts';
+import { getProfile, listVideoProfiles } from '../../src/models/registry.ts';
+import { modelsWithTask, progressAfterSampler, videoTasksOf } from '../../src/models/video-tasks.ts';
 import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames } from '../../src/models/video.ts';
 
 const wan = getProfile('videogen-wan22-5b')!;
@@ -38,5 +39,32 @@ describe('video frame grids (ref/video-apis.md §6.1)', () => {
       expect(s.width % 32).toBe(0);
       expect(s.height % 32).toBe(0);
     }
+  });
+});
+
+describe('what the video API asks the models', () => {
+  it('every video profile: its tasks are ones its family declares, with one text-only task', () => {
+    for (const p of listVideoProfiles()) {
+      const tasks = videoTasksOf(p);
+      expect(tasks.map((t) => t.id)).toEqual(p.video!.tasks);
+      expect(tasks.filter((t) => t.images === 'none')).toHaveLength(1);
+    }
+  });
+
+  it('progress after the sampler comes from the family: H3 decodes audio, Wan has no such node', () => {
+    expect(progressAfterSampler(h3.id, 'decode_audio')).toBe(92);
+    expect(progressAfterSampler(wan.id, 'decode_audio')).toBeUndefined();
+    for (const p of listVideoProfiles()) {
+      expect(progressAfterSampler(p.id, 'decode')).toBe(90);
+      expect(progressAfterSampler(p.id, 'save')).toBe(96);
+      expect(progressAfterSampler(p.id, 'sampler')).toBeUndefined();
+      expect(progressAfterSampler(p.id, 'toString')).toBeUndefined();
+    }
+    expect(progressAfterSampler('no-such-model', 'decode')).toBeUndefined();
+  });
+
+  it('models with a task of a kind, for error messages', () => {
+    expect(modelsWithTask('references')).toContain(`${h3.id} ref2va`);
+    expect(modelsWithTask('references')).not.toContain(`${wan.id} i2v`);
   });
 });

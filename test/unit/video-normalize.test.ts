@@ -67,6 +67,8 @@ describe('defaults and grids', () => {
     const r = norm({ model: H3, prompt: 'x', num_inference_steps: '9', flow_shift: '12', extra_params: { audio_flow_shift: 3 } }).request;
     expect(r.steps).toBe(8);
     expect(r.video).toMatchObject({ shift: 12, audioShift: 3 });
+    // Only the audio shift: the video shift beside it is the model's default.
+    expect(norm({ model: H3, prompt: 'x', extra_params: { audio_flow_shift: 2 } }).request.video).toMatchObject({ shift: 12, audioShift: 2 });
     expect(norm({ prompt: 'x', num_inference_steps: 30, flow_shift: 5 }).request).toMatchObject({ steps: 30, video: { shift: 5 } });
   });
 
@@ -96,6 +98,13 @@ describe('H3 tasks and roles', () => {
     expect(v.references.map((r) => r.width)).toEqual([10, 20]);
     expect(v.firstFrame).toBeUndefined();
   });
+
+  it('Wan accepts its own task names: i2v with a start image is what the image alone selects', () => {
+    const named = norm({ prompt: 'x', input_reference: b64(), extra_params: { task: 'i2v' } }).request.video!;
+    const implied = norm({ prompt: 'x', input_reference: b64() }).request.video!;
+    expect(named).toEqual(implied);
+    expect(named).toMatchObject({ task: 'i2v', firstFrame: { width: 64 } });
+  });
 });
 
 describe('bad input: 4xx naming the field', () => {
@@ -116,7 +125,8 @@ describe('bad input: 4xx naming the field', () => {
     ['non-numeric seed', { prompt: 'x', seed: 'abc' }, 'seed', /integer/],
     ['extra_params not JSON', { model: H3, prompt: 'x', extra_params: '{task' }, 'extra_params', /not valid JSON/],
     ['unknown H3 task', { model: H3, prompt: 'x', extra_params: { task: 'v2v' } }, 'extra_params.task', /t2va, fl2va, ref2va/],
-    ['task on Wan', { prompt: 'x', extra_params: { task: 'fl2va' } }, 'extra_params.task', /no task modes/],
+    ['another model\'s task on Wan', { prompt: 'x', extra_params: { task: 'fl2va' } }, 'extra_params.task', /one of t2v, i2v for videogen-wan22-5b/],
+    ['Wan t2v with an image', { prompt: 'x', input_reference: b64(), extra_params: { task: 't2v' } }, 'input_reference', /t2v takes no images \(use extra_params.task "i2v"\)/],
     ['last frame on Wan', { prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [-1] } }, 'extra_params.frame_indices', /first frame/],
     ['references on Wan', { prompt: 'x', input_references: [b64()] }, 'input_references.0', /minimax-h3 ref2va/],
     ['references without a task', { model: H3, prompt: 'x', input_references: [b64()] }, 'input_references.0', /extra_params.task/],

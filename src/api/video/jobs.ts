@@ -15,6 +15,7 @@ import { RENDER_MODEL } from '../../temporal/search-attributes.ts';
 import type { render } from '../../workflows/render.ts';
 import { classifyFailure } from '../../renders/render-service.ts';
 import { secondsLabel } from '../../models/video.ts';
+import { progressAfterSampler } from '../../models/video-tasks.ts';
 
 const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
@@ -22,11 +23,6 @@ const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STAT
 /** Activities that run on the workflow's own queue (bookkeeping): any other started activity is the GPU. */
 const BOOKKEEPING = new Set(['stopPrompts']);
 
-/**
- * Nodes of the video graphs (families/*.ts ids) that run after the sampler: their own progress (0/1) must
- * not take the job back from 89 to 1, so they map to 90+ by how far along the end of the graph they are.
- */
-const AFTER_SAMPLER: Record<string, number> = { decode: 90, decode_audio: 92, create_video: 94, save: 96 };
 
 export type VideoStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 
@@ -67,7 +63,7 @@ export interface JobView {
 
 const secs = (d: Date | undefined): number | null => (d ? Math.floor(d.getTime() / 1000) : null);
 
-function gpuProgress(d: WorkflowExecutionDescription, client: Client): { started: boolean; progress: number } {
+function gpuProgress(d: WorkflowExecutionDescription, client: Client, model: string): { started: boolean; progress: number } {
   const pending = d.raw.pendingActivities ?? [];
   const converter = client.options.loadedDataConverter.payloadConverter;
   let started = false;
@@ -88,7 +84,9 @@ function gpuProgress(d: WorkflowExecutionDescription, client: Client): { started
     }
     const value = typeof beat.value === 'number' ? beat.value : 0;
     const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
-    const after = typeof beat.node === 'string' ? AFTER_SAMPLER[beat.node] : undefined;
+    // The model's family says where its nodes after the sampler sit (their own 0/1 progress must not take
+    // the job back from 89 to 1).
+    const after = typeof beat.node === 'string' ? progressAfterSampler(model, beat.node) : undefined;
     // Sampling is most of a video's time: 1..89 follows the sampler's steps, the nodes after it 90..96.
     const p = after ?? (max > 1 ? 1 + Math.floor(88 * Math.min(1, value / max)) : 1);
     progress = Math.max(progress, p);
@@ -150,7 +148,7 @@ export async function readJob(client: Client, id: string): Promise<JobView> {
   });
   const status = d.status.name;
   if (status === 'RUNNING') {
-    const p = gpuProgress(d, client);
+    const p = gpuProgress(d, client, job.model);
     job.status = p.started ? 'in_progress' : 'queued';
     job.progress = p.progress;
     return { job, cancelled: false };

@@ -14,6 +14,7 @@ import { RequestError, describeValue, requestErrorFromIssues } from '../../error
 import { MAX_SEED } from '../a1111/normalize.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { extraParamsSchema, videoFieldsSchema, type ExtraParams, type VideoFields } from './schema.ts';
+import { modelsWithTask, videoTasksOf, type VideoTaskSpec } from '../../models/video-tasks.ts';
 
 /** An image sent as a multipart file part (`input_reference`, `input_references`). */
 export interface UploadedFile {
@@ -91,7 +92,7 @@ function* videoSteps(body: unknown, files: UploadedFile[], ctx: VideoNormalizeCo
   const size = chooseSize(f, profile, sizeSource, warnings);
 
   const video: VideoSpec = {
-    task,
+    task: task.id,
     frames,
     fps,
     ...(shift !== undefined ? { shift } : {}),
@@ -214,55 +215,84 @@ function gridLabel(caps: VideoCapabilities): string {
   return `${caps.frameGrid.step}k+${caps.frameGrid.offset}`;
 }
 
-function chooseTask(profile: ModelProfile, caps: VideoCapabilities, extra: ExtraParams, inputs: ImageInput[]): VideoTask {
+/**
+ * The task and what the images are, from what the model's family declares (`VideoTaskSpec`): a task named in
+ * `extra_params.task` must be one of the model's; without one, no images means the first text-only task,
+ * images mean the model's only image task, or its first-frames task when the images cannot be references.
+ */
+function chooseTask(profile: ModelProfile, caps: VideoCapabilities, extra: ExtraParams, inputs: ImageInput[]): VideoTaskSpec {
   const refs = inputs.filter((i) => i.field.startsWith('input_references'));
-  if (!caps.audio) {
-    // Wan 2.2 TI2V: one model, the start image alone selects image-to-video.
-    if (extra.task !== undefined) {
-      throw new RequestError(400, 'extra_params.task', `extra_params.task: ${profile.id} has no task modes (it renders text-to-video, or image-to-video from input_reference); tasks are for videogen-minimax-h3`);
+  const tasks = videoTasksOf(profile);
+  const imageTasks = tasks.filter((t) => t.images !== 'none');
+  let task: VideoTaskSpec | undefined;
+  if (extra.task !== undefined) {
+    task = tasks.find((t) => t.id === extra.task);
+    if (!task) {
+      throw new RequestError(400, 'extra_params.task', `extra_params.task: must be one of ${caps.tasks.join(', ')} for ${profile.id}, got ${JSON.stringify(extra.task)}`);
     }
-    if (extra.frame_indices !== undefined) {
-      throw new RequestError(400, 'extra_params.frame_indices', `extra_params.frame_indices: ${profile.id} takes only a first frame (input_reference); last frames are for videogen-minimax-h3 fl2va`);
-    }
-    if (refs.length > 0) {
-      throw new RequestError(400, refs[0]!.field, `input_references: ${profile.id} takes one start image in input_reference; reference images are for videogen-minimax-h3 ref2va`);
-    }
-    return inputs.length > 0 ? 'i2v' : 't2v';
+  } else if (inputs.length === 0 && extra.frame_indices === undefined) {
+    task = tasks.find((t) => t.images === 'none') ?? tasks[0]!;
+  } else if (imageTasks.length === 1) {
+    task = imageTasks[0]!;
+  } else if (refs.length > 0) {
+    const kinds = imageTasks.map((t) => `"${t.id}": ${t.images === 'frames' ? 'first/last frames' : 'references'}`).join(', ');
+    throw new RequestError(400, refs[0]!.field, `input_references: say what the images are with extra_params.task (${kinds})`);
+  } else {
+    task = imageTasks.find((t) => t.images === 'frames') ?? imageTasks[0]!;
   }
-  let task = extra.task;
-  if (task === undefined) {
-    if (refs.length > 0) {
-      throw new RequestError(400, refs[0]!.field, 'input_references: say what the images are with extra_params.task ("fl2va": first/last frames, "ref2va": references)');
-    }
-    task = inputs.length > 0 || extra.frame_indices !== undefined ? 'fl2va' : 't2va';
-  }
-  if (task === 't2va' && inputs.length > 0) {
-    throw new RequestError(400, inputs[0]!.field, `${inputs[0]!.field}: t2va takes no images (use extra_params.task "fl2va" for first/last frames or "ref2va" for references)`);
-  }
-  if (task !== 'fl2va' && extra.frame_indices !== undefined) {
-    throw new RequestError(400, 'extra_params.frame_indices', `extra_params.frame_indices: only fl2va places images as first/last frames (task is ${task})`);
-  }
-  if (task === 'fl2va') {
-    if (inputs.length === 0) throw new RequestError(400, 'input_reference', 'input_reference: fl2va needs a first or last frame image (input_reference, input_references)');
-    if (inputs.length > 2) throw new RequestError(400, inputs[2]!.field, `${inputs[2]!.field}: fl2va takes at most two images (first and last frame)`);
-  }
-  if (task === 'ref2va') {
-    if (inputs.length === 0) throw new RequestError(400, 'input_references', 'input_references: ref2va needs at least one reference image');
-    if (inputs.length > profile.maxExtraImages) {
-      throw new RequestError(400, inputs[profile.maxExtraImages]!.field, `input_references: ref2va takes at most ${profile.maxExtraImages} reference images`);
-    }
-  }
+  if (!task) throw new Error(`model ${profile.id} declares no video task`);
+  checkTaskImages(profile, task, tasks, extra, inputs, refs);
   return task;
 }
 
-function assignRoles(task: VideoTask, extra: ExtraParams, decoded: DecodedImage[], inputs: ImageInput[]): { firstFrame?: BlobRef; lastFrame?: BlobRef; references: BlobRef[] } {
-  if (task === 'i2v') return { firstFrame: decoded[0]!.ref, references: [] };
-  if (task === 'ref2va') return { references: decoded.map((d) => d.ref) };
-  if (task !== 'fl2va') return { references: [] };
+function checkTaskImages(profile: ModelProfile, task: VideoTaskSpec, tasks: VideoTaskSpec[], extra: ExtraParams, inputs: ImageInput[], refs: ImageInput[]): void {
+  const framesTasks = tasks.filter((t) => t.images === 'frames' && (t.positions?.length ?? 0) > 1).map((t) => t.id);
+  if (extra.frame_indices !== undefined && task.images !== 'frames') {
+    throw new RequestError(400, 'extra_params.frame_indices', `extra_params.frame_indices: only ${framesTasks.join(', ') || 'a first/last frame task'} places images as first/last frames (task is ${task.id})`);
+  }
+  if (task.images === 'none') {
+    if (inputs.length > 0) {
+      const imageTasks = tasks.filter((t) => t.images !== 'none').map((t) => `"${t.id}"`);
+      throw new RequestError(400, inputs[0]!.field, `${inputs[0]!.field}: ${task.id} takes no images${imageTasks.length ? ` (use extra_params.task ${imageTasks.join(' or ')})` : ''}`);
+    }
+    return;
+  }
+  if (task.images === 'references') {
+    if (inputs.length === 0) throw new RequestError(400, 'input_references', `input_references: ${task.id} needs at least one reference image`);
+    if (inputs.length > profile.maxExtraImages) {
+      throw new RequestError(400, inputs[profile.maxExtraImages]!.field, `input_references: ${task.id} takes at most ${profile.maxExtraImages} reference images`);
+    }
+    return;
+  }
+  const positions = task.positions ?? [0];
+  if (positions.length === 1) {
+    // A single start image: sent as input_reference; reference images are another task's.
+    if (refs.length > 0) {
+      const others = modelsWithTask('references');
+      throw new RequestError(400, refs[0]!.field, `input_references: ${profile.id} takes one start image in input_reference${others.length ? `; reference images are for ${others.join(', ')}` : ''}`);
+    }
+    const bad = extra.frame_indices?.find((i) => !positions.includes(i as 0 | -1));
+    if (bad !== undefined) {
+      const others = modelsWithTask('frames', (t) => (t.positions?.length ?? 0) > 1);
+      throw new RequestError(400, 'extra_params.frame_indices', `extra_params.frame_indices: ${profile.id} takes only a first frame (input_reference)${others.length ? `; last frames are for ${others.join(', ')}` : ''}`);
+    }
+  }
+  if (inputs.length === 0) throw new RequestError(400, 'input_reference', `input_reference: ${task.id} needs a ${positions.length > 1 ? 'first or last frame' : 'start'} image (input_reference${positions.length > 1 ? ', input_references' : ''})`);
+  if (inputs.length > positions.length) {
+    const n = positions.length === 2 ? 'two images (first and last frame)' : `${positions.length} image(s)`;
+    throw new RequestError(400, inputs[positions.length]!.field, `${inputs[positions.length]!.field}: ${task.id} takes at most ${n}`);
+  }
+}
+
+function assignRoles(task: VideoTaskSpec, extra: ExtraParams, decoded: DecodedImage[], inputs: ImageInput[]): { firstFrame?: BlobRef; lastFrame?: BlobRef; references: BlobRef[] } {
+  if (task.images === 'references') return { references: decoded.map((d) => d.ref) };
+  if (task.images !== 'frames') return { references: [] };
+  const positions = task.positions ?? [0];
   const indices = extra.frame_indices ?? (decoded.length === 2 ? [0, -1] : [0]);
-  const valid = ['0', '-1', '0,-1'];
+  const valid = positions.length > 1 ? ['0', '-1', '0,-1'] : ['0'];
   if (!valid.includes(indices.join(','))) {
-    throw new RequestError(400, 'extra_params.frame_indices', `extra_params.frame_indices: must be [0], [-1] or [0, -1], got ${JSON.stringify(indices)}`);
+    const shown = positions.length > 1 ? '[0], [-1] or [0, -1]' : '[0]';
+    throw new RequestError(400, 'extra_params.frame_indices', `extra_params.frame_indices: must be ${shown}, got ${JSON.stringify(indices)}`);
   }
   if (indices.length !== decoded.length) {
     const field = decoded.length > indices.length ? inputs[indices.length]!.field : 'extra_params.frame_indices';
@@ -345,9 +375,9 @@ function chooseShift(f: VideoFields, extra: ExtraParams, profile: ModelProfile):
   if (audioShift !== undefined && !profile.video?.audio) {
     throw new RequestError(400, 'extra_params.audio_flow_shift', `extra_params.audio_flow_shift: ${profile.id} renders no audio`);
   }
-  if (audioShift !== undefined && shift === undefined) {
-    // H3's sigma-shift node sets both: keep the video shift at its default (12) beside the requested audio one.
-    return { shift: 12, audioShift };
+  if (audioShift !== undefined && shift === undefined && profile.defaults.shift !== undefined) {
+    // A sigma-shift node that sets both (H3): keep the video shift at the model's default beside the audio one.
+    return { shift: profile.defaults.shift, audioShift };
   }
   return { ...(shift !== undefined ? { shift } : {}), ...(audioShift !== undefined ? { audioShift } : {}) };
 }

@@ -18,11 +18,12 @@ export const inlineImageSchema = z.union([
   z.object({ image_url: z.string({ error: 'image_url must be a string' }) }).transform((o) => o.image_url),
 ]);
 
-export const H3_TASKS = ['t2va', 'fl2va', 'ref2va'] as const;
-
-/** `extra_params` (a JSON object, or its JSON text in a form): H3 task and keyframe roles, shifts, duration. */
+/**
+ * `extra_params` (a JSON object, or its JSON text in a form): task and keyframe roles, shifts, duration. The
+ * task names are the model's (its family declares them): the normaliser checks them against the model.
+ */
 export const extraParamsSchema = z.looseObject({
-  task: z.enum(H3_TASKS, { error: `must be one of ${H3_TASKS.join(', ')}` }).optional(),
+  task: text(64).optional(),
   /** Seconds (H3: 4-15 in vLLM-Omni's recipe); `seconds` and `num_frames` take precedence. */
   duration: num.optional(),
   audio_flow_shift: num.optional(),

@@ -8,6 +8,7 @@ import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 import { isGguf, requireFile } from './engine.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
+import type { VideoFamily } from './video-family.ts';
 
 export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 // The engine-dependent loaders live in engine.ts; builders import them from here with the other pieces.
@@ -21,6 +22,8 @@ export interface FamilyBuilder {
   /** `files` roles the builder reads; overrides may only name these. */
   readonly fileRoles: readonly string[];
   readonly kinds: readonly RenderKind[];
+  /** Video families: the tasks they render and their progress stages. */
+  readonly video?: VideoFamily;
   build(input: BuildInput): ComfyGraph;
 }
 

@@ -12,6 +12,7 @@
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
 import { GraphBuilder, loadImage, loadSingleClip, loadUnet, requireFile, type BuildInput, type FamilyBuilder } from './common.ts';
 import { createAndSaveVideo, videoSpecOf } from './video-common.ts';
+import { VIDEO_END_PROGRESS } from './video-family.ts';
 
 export const H3_FILE_ROLES = ['unet', 'unetRef2va', 'textEncoder', 'vae', 'audioVae'] as const;
 
@@ -22,6 +23,14 @@ export const h3Builder: FamilyBuilder = {
   family: 'h3',
   fileRoles: H3_FILE_ROLES,
   kinds: ['video'],
+  video: {
+    tasks: [
+      { id: 't2va', images: 'none' },
+      { id: 'fl2va', images: 'frames', positions: [0, -1] },
+      { id: 'ref2va', images: 'references' },
+    ],
+    progressAfterSampler: { ...VIDEO_END_PROGRESS, decode_audio: 92 },
+  },
   build(input: BuildInput): ComfyGraph {
     const { profile, request, images } = input;
     const spec = videoSpecOf(input);

@@ -8,17 +8,15 @@ import { qwenEditBuilder } from './qwen-edit.ts';
 import { h3Builder } from './h3.ts';
 import { wan22Builder } from './wan22.ts';
 
-const BUILDERS: Record<ModelFamily, FamilyBuilder> = {
-  flux: fluxBuilder,
-  'flux-kontext': fluxKontextBuilder,
-  qwen: qwenBuilder,
-  'qwen-edit': qwenEditBuilder,
-  wan22: wan22Builder,
-  h3: h3Builder,
-};
+const BUILDERS: ReadonlyMap<ModelFamily, FamilyBuilder> = new Map(
+  [fluxBuilder, fluxKontextBuilder, qwenBuilder, qwenEditBuilder, wan22Builder, h3Builder].map((b) => [b.family, b]),
+);
 
 export function familyBuilder(family: ModelFamily): FamilyBuilder {
-  return BUILDERS[family];
+  const builder = BUILDERS.get(family);
+  if (!builder) throw new Error(`unknown model family "${family}" (known: ${[...BUILDERS.keys()].join(', ')})`);
+  return builder;
 }
 
 export { OUTPUT_NODE, type BuildInput, type FamilyBuilder } from './common.ts';
+export type { VideoFamily, VideoTaskSpec } from './video-family.ts';

@@ -7,6 +7,7 @@
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import { GraphBuilder, loadImage, loadSingleClip, loadUnet, loadVae, type BuildInput, type FamilyBuilder } from './common.ts';
 import { createAndSaveVideo, videoSpecOf } from './video-common.ts';
+import { VIDEO_END_PROGRESS } from './video-family.ts';
 
 export const WAN22_FILE_ROLES = ['unet', 'textEncoder', 'vae'] as const;
 
@@ -17,6 +18,14 @@ export const wan22Builder: FamilyBuilder = {
   family: 'wan22',
   fileRoles: WAN22_FILE_ROLES,
   kinds: ['video'],
+  // One model for both: the start image alone selects image-to-video.
+  video: {
+    tasks: [
+      { id: 't2v', images: 'none' },
+      { id: 'i2v', images: 'frames', positions: [0] },
+    ],
+    progressAfterSampler: VIDEO_END_PROGRESS,
+  },
   build(input: BuildInput): ComfyGraph {
     const { profile, request, images } = input;
     const spec = videoSpecOf(input);

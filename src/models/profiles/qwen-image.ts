@@ -1,5 +1,5 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
-import { QWEN_SHARED_FILES } from './families/qwen.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
+import { QWEN_SHARED_FILES } from '../families/qwen.ts';
 
 export const qwenImage: ModelProfile = {
   id: 'imagegen-qwen-image',
@@ -17,3 +17,5 @@ export const qwenImage: ModelProfile = {
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 1_200_000,
 };
+
+export default qwenImage;

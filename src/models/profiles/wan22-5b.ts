@@ -1,4 +1,4 @@
-import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
+import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
 
 /**
  * Wan 2.2 TI2V-5B (DESIGN §5): ComfyUI template defaults 1280×704, 121 frames (5 s) at 24 fps, 20 steps,
@@ -40,3 +40,5 @@ export const wan22_5b: ModelProfile = {
     sigmaPointSteps: false,
   },
 };
+
+export default wan22_5b;

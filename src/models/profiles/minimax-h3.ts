@@ -1,4 +1,4 @@
-import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
+import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
 
 /**
  * MiniMax-H3 (DESIGN §5, ref/video-apis.md §5-6): video with 32 kHz stereo audio, always 24 fps, frames on
@@ -12,7 +12,8 @@ export const minimaxH3: ModelProfile = {
   aliases: ['minimax-h3', 'MiniMaxAI/MiniMax-H3', 'h3'],
   family: 'h3',
   kinds: ['video'],
-  defaults: { steps: 20, cfg: 1, sampler: 'res_multistep', scheduler: 'simple', width: 1344, height: 768 },
+  // shift: MiniMaxH3SigmaShift's video default, sent beside a requested audio shift (the node sets both).
+  defaults: { steps: 20, cfg: 1, sampler: 'res_multistep', scheduler: 'simple', shift: 12, width: 1344, height: 768 },
   cfgMode: 'fixed-1',
   grid: 32,
   minSide: 128,
@@ -53,3 +54,5 @@ export const minimaxH3: ModelProfile = {
     sigmaPointSteps: true,
   },
 };
+
+export default minimaxH3;

@@ -1,5 +1,5 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
-import { FLUX_TEXT_FILES } from './families/flux.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
+import { FLUX_TEXT_FILES } from '../families/flux.ts';
 
 export const fluxDev: ModelProfile = {
   id: 'imagegen-flux-dev',
@@ -16,3 +16,5 @@ export const fluxDev: ModelProfile = {
   deadlineMs: 900_000,
   sglang: { files: { unet: 'flux1-dev.safetensors' }, options: { model_type: 'flux' } },
 };
+
+export default fluxDev;

@@ -1,5 +1,5 @@
-import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from './profile.ts';
-import { FLUX_TEXT_FILES } from './families/flux.ts';
+import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
+import { FLUX_TEXT_FILES } from '../families/flux.ts';
 
 /** Instruction edit only: references arrive as `extra_images`, stitched side by side (up to 4). */
 export const fluxKontext: ModelProfile = {
@@ -17,3 +17,5 @@ export const fluxKontext: ModelProfile = {
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
 };
+
+export default fluxKontext;
