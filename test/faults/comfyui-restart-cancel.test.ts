@@ -182,8 +182,9 @@ describe('cancellation', () => {
     expect(res.status).toBe(200);
     const r = await pending;
     expect(r.status).toBe(200);
-    expect(r.json.images).toEqual([]);
-    expect(JSON.parse(r.json.info ?? "{}").interrupted).toBe(true);
+    // As A1111: the interrupted image answers with what was rendered (its last preview), said in info.
+    expect(r.json.images).toHaveLength(1);
+    expect(JSON.parse(r.json.info ?? "{}")).toMatchObject({ interrupted: true, partial: [0] });
     const stats = await fakeStats(fake.url);
     expect(stats.outcomes[promptId]).toEqual(['interrupted']);
     expect(Object.keys(stats.submissions)).toEqual([promptId]);
