@@ -13,7 +13,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scanJsonOffLoop } from '../bytes/off-loop.ts';
-import { scanJsonShape } from '../bytes/json-scan.ts';
+import { MAX_JSON_VALUES, scanJsonShape } from '../bytes/json-scan.ts';
 
 export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoopFromBytes: number }): void {
   const json = app.getDefaultJsonParser('error', 'ignore');
@@ -31,7 +31,8 @@ export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoop
       // Small enough to count on the loop (linear, under a millisecond): a few hundred KB of `0,0,0,…` would
       // otherwise become a hundred thousand values, and as many validation issues.
       try {
-        scanJsonShape(bytes);
+        // Values only: nesting in a small body is refused after the parse, by the shape walk naming the field.
+        scanJsonShape(bytes, MAX_JSON_VALUES, Number.MAX_SAFE_INTEGER);
       } catch (err) {
         done(err as Error);
         return;

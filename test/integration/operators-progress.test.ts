@@ -84,7 +84,8 @@ it('reports the render on the GPU, the renders waiting for it, and all zeros onc
     expect(p.progress).toBeLessThan(1);
     expect(p.state.job_timestamp).toMatch(/^\d{14}$/);
     const items = p.state.job === ids[0] ? 2 : 1;
-    expect(p.progress).toBeCloseTo((p.state.job_no + p.state.sampling_step / 20) / items, 3);
+    // Within an item, sampling is the first 85 % of an image's progress (decode and save follow: item-progress.ts).
+    expect(p.progress).toBeCloseTo((p.state.job_no + (0.85 * p.state.sampling_step) / 20) / items, 3);
   }
   expect(sampling.some((p) => p.eta_relative > 0)).toBe(true);
   // The two-item render's second item reports at least half done.
