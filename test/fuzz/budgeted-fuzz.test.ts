@@ -59,10 +59,11 @@ beforeAll(async () => {
       MALLOC_ARENA_MAX: '2',
       MALLOC_MMAP_THRESHOLD_: '131072',
       MALLOC_TRIM_THRESHOLD_: '131072',
-      // 4 MiB images keep every parser reachable while a legal request's own size (a few base64 images) stays
-      // well inside the memory budget; with 20 MiB images one legal img2img body is already ~100 MB. The
-      // reproductions at the default limits are tested one by one in test/unit/hostile-bytes.test.ts.
-      MAX_IMAGE_BYTES: String(4 * 1024 * 1024),
+      // 1.5 MiB images keep every parser reachable while the largest legal body (a video with 16 base64
+      // references: 33 MiB) stays well inside the memory budget; with 20 MiB images one legal img2img body is
+      // already ~100 MB, read and then parsed. The reproductions at the default limits are tested one by one in
+      // test/unit/hostile-bytes.test.ts.
+      MAX_IMAGE_BYTES: String(1.5 * 1024 * 1024),
       // Likewise 4 Mpx: decoding a 16 Mpx image legitimately takes ~64 MB of pixels in a byte worker.
       MAX_IMAGE_PIXELS: String(4 * 1024 * 1024),
       // Outputs up to 512² (fitted, with a warning): the fuzzer is about what requests send, not about the

@@ -5,6 +5,7 @@
  * before image decoding, so a wrong size fails without decoding megabytes of base64.
  */
 import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
+import type { Config } from '../../config/config.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../images/image-set.ts';
 import { decodeImageSetOffLoop } from '../../bytes/off-loop.ts';
@@ -33,6 +34,17 @@ export interface NormalizeLimits {
   maxExtraImages: number;
   /** Pixel budget of one output image; absent: the model's own `maxPixels`. */
   maxRenderPixels?: number;
+}
+
+/** The limits a front's configuration sets, for every route that normalises a render request. */
+export function normalizeLimits(config: Pick<Config, 'MAX_IMAGE_BYTES' | 'MAX_IMAGE_PIXELS' | 'MAX_BATCH' | 'MAX_EXTRA_IMAGES' | 'MAX_RENDER_PIXELS'>): NormalizeLimits {
+  return {
+    maxImageBytes: config.MAX_IMAGE_BYTES,
+    maxImagePixels: config.MAX_IMAGE_PIXELS,
+    maxBatch: config.MAX_BATCH,
+    maxExtraImages: config.MAX_EXTRA_IMAGES,
+    ...(config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: config.MAX_RENDER_PIXELS } : {}),
+  };
 }
 
 export interface NormalizeContext {

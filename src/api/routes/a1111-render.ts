@@ -3,7 +3,7 @@
  * it fully passes), then start, wait (render-wait.ts) and answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeRequestOffLoop } from '../a1111/normalize.ts';
+import { normalizeLimits, normalizeRequestOffLoop } from '../a1111/normalize.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { overridesToPersist } from '../a1111/persist-overrides.ts';
@@ -26,13 +26,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       catalog,
       options: ctx.options.all(),
       random: Math.random,
-      limits: {
-        maxImageBytes: ctx.config.MAX_IMAGE_BYTES,
-        maxImagePixels: ctx.config.MAX_IMAGE_PIXELS,
-        maxBatch: ctx.config.MAX_BATCH,
-        maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
-        ...(ctx.config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: ctx.config.MAX_RENDER_PIXELS } : {}),
-      },
+      limits: normalizeLimits(ctx.config),
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');

@@ -11,7 +11,7 @@ import { bodyLimitFor } from '../body-limits.ts';
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { listProfiles, resolveModel } from '../../models/registry.ts';
-import { normalizeRequestOffLoop, type NormalizedRequest } from '../a1111/normalize.ts';
+import { normalizeLimits, normalizeRequestOffLoop, type NormalizedRequest } from '../a1111/normalize.ts';
 import { RequestError } from '../a1111/errors.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { requestPriority } from '../priority.ts';
@@ -146,13 +146,7 @@ async function normalize(ctx: ApiContext, req: FastifyRequest, t: Translated): P
       catalog,
       options: {},
       random: Math.random,
-      limits: {
-        maxImageBytes: ctx.config.MAX_IMAGE_BYTES,
-        maxImagePixels: ctx.config.MAX_IMAGE_PIXELS,
-        maxBatch: ctx.config.MAX_BATCH,
-        maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
-        ...(ctx.config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: ctx.config.MAX_RENDER_PIXELS } : {}),
-      },
+      limits: normalizeLimits(ctx.config),
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
     normalized.warnings = [...t.warnings, ...normalized.warnings.map((w) => renameFieldIn(w, t.fieldMap))];
