@@ -75,6 +75,6 @@ export async function convertOpenAiMaskOffLoop(bytes: Buffer): Promise<Converted
  */
 export async function scanJsonOffLoop(bytes: Buffer): Promise<Buffer> {
   const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-  const back = await bounded('body', () => runByteTask('jsonShape', { bytes }, owns ? transferable([bytes]) : []));
-  return owns ? asBuffer(back) : bytes;
+  const back = await bounded('body', () => runByteTask('jsonShape', { bytes, handBack: owns }, owns ? transferable([bytes]) : []));
+  return back ? asBuffer(back) : bytes;
 }

@@ -26,10 +26,10 @@ export interface ImageText {
 
 export const TASKS = {
   /** A large JSON body's value count and nesting, counted without parsing it (json-scan.ts). */
-  jsonShape: async (a: { bytes: Uint8Array }): Promise<Uint8Array> => {
+  jsonShape: async (a: { bytes: Uint8Array; handBack: boolean }): Promise<Uint8Array | undefined> => {
     scanJsonShape(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength));
-    // Handed back (moved when it was moved here): the caller parses these very bytes.
-    return a.bytes;
+    // Moved here, so moved back: the caller parses these very bytes. A copy stays here (the caller kept its own).
+    return a.handBack ? a.bytes : undefined;
   },
 
   /** The images of one A1111 render request (init, mask resized to the init image, references). */

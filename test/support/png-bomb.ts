@@ -2,16 +2,9 @@
  * PNG inflate bombs for tests: a tiny declared size (1×1 by default) whose IDAT inflates to `inflatedBytes`
  * of zeros. Valid chunk structure and CRCs, so only the inflated size gives it away.
  */
-import { crc32, deflateSync } from 'node:zlib';
+import { deflateSync } from 'node:zlib';
+import { pngChunk } from './hostile.ts';
 
-function chunk(type: string, data: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length, 0);
-  head.write(type, 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])) >>> 0, 0);
-  return Buffer.concat([head, data, crc]);
-}
 
 const compressedZeros = new Map<number, Buffer>();
 
@@ -28,6 +21,6 @@ export function pngBomb(opts: { inflatedBytes: number; interlaced?: boolean; wid
     compressedZeros.set(opts.inflatedBytes, z);
   }
   const idats: Buffer[] = [];
-  for (let off = 0; off < z.length; off += 65_536) idats.push(chunk('IDAT', z.subarray(off, off + 65_536)));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), ...idats, chunk('IEND', Buffer.alloc(0))]);
+  for (let off = 0; off < z.length; off += 65_536) idats.push(pngChunk('IDAT', z.subarray(off, off + 65_536)));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), ...idats, pngChunk('IEND', Buffer.alloc(0))]);
 }

@@ -2,6 +2,7 @@
  * A1111 extras and image info: `png-info` reads back the infotext, `extra-single-image` and
  * `extra-batch-images` upscale through a ComfyUI graph as durable renders (answering A1111's shapes).
  */
+import { normalizeLimits } from '../a1111/normalize.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { imageRouteLimits } from '../body-limits.ts';
 import { normalizeExtrasOffLoop } from '../a1111/extras.ts';
@@ -13,12 +14,7 @@ import type { ApiContext } from '../context.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
 
 export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void {
-  const limits = () => ({
-    maxImageBytes: ctx.config.MAX_IMAGE_BYTES,
-    maxImagePixels: ctx.config.MAX_IMAGE_PIXELS,
-    maxBatch: ctx.config.MAX_BATCH,
-    maxExtraImages: ctx.config.MAX_EXTRA_IMAGES,
-  });
+  const limits = () => normalizeLimits(ctx.config);
 
   const bodyLimits = imageRouteLimits(ctx.config);
   app.post('/sdapi/v1/png-info', { bodyLimit: bodyLimits.pngInfo }, async (req) => readPngInfo(req.body, limits()));

@@ -9,7 +9,7 @@ import type { ModelProfile, VideoCapabilities } from '../../models/profile.ts';
 import { knownModelNames, resolveModel } from '../../models/registry.ts';
 import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames, videoCaps } from '../../models/video.ts';
 import { fitOnGrid } from '../../models/fit-size.ts';
-import type { BlobRef, RenderRequest, VideoSpec, VideoTask } from '../../render/types.ts';
+import type { BlobRef, RenderRequest, VideoSpec } from '../../render/types.ts';
 import { RequestError, describeValue, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { MAX_SEED } from '../a1111/normalize.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';

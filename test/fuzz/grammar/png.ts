@@ -4,18 +4,17 @@
  * bomb) and IEND, with the CRC right most of the time. Every chunk is built by hand so the structure, not
  * just the bytes, varies.
  */
-import { crc32, deflateSync } from 'node:zlib';
+import { deflateSync } from 'node:zlib';
+import { pngChunk as validChunk } from '../../support/hostile.ts';
 import fc from 'fast-check';
 
 export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
+/** A chunk with its length and CRC (test/support/hostile.ts), the CRC's last bit flipped when `badCrc`. */
 export function pngChunk(type: string, data: Buffer, badCrc = false): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length, 0);
-  head.write(type, 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE((crc32(Buffer.concat([head.subarray(4), data])) ^ (badCrc ? 1 : 0)) >>> 0, 0);
-  return Buffer.concat([head, data, crc]);
+  const chunk = validChunk(type, data);
+  if (badCrc) chunk[chunk.length - 1]! ^= 1;
+  return chunk;
 }
 
 export function ihdr(width: number, height: number, bitDepth = 8, colorType = 6, interlace = 0): Buffer {
