@@ -158,10 +158,17 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   // stops it last (`stop`), or kills it when it exits (`killChild`).
   const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (child.pid !== undefined) writeServerPidFile(opts.dbFile, child.pid, opts.port);
-  let output = '';
+  // The head says why it stopped (a panic's message comes first, then a long stack); the tail says where.
+  let head = '';
+  let tail = '';
+  let total = 0;
   const keep = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-8_000);
+    const text = chunk.toString();
+    if (head.length < 4_000) head += text.slice(0, 4_000 - head.length);
+    tail = (tail + text).slice(-8_000);
+    total += text.length;
   };
+  const output = (): string => (total <= tail.length ? tail : `${head}\n…\n${tail}`);
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   let exited: number | null | undefined;
@@ -184,7 +191,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   for (;;) {
     if (exited !== undefined) {
       await Promise.race([closed, new Promise((r) => setTimeout(r, 2_000))]);
-      throw new DevServerExited(exited, output);
+      throw new DevServerExited(exited, output());
     }
     try {
       const conn = await Connection.connect({ address, connectTimeout: 1_000 });
@@ -201,7 +208,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
     } catch (err) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`temporal dev server at ${address} not ready: ${String(err)}\n${output}`);
+        throw new Error(`temporal dev server at ${address} not ready: ${String(err)}\n${output()}`);
       }
       await new Promise((r) => setTimeout(r, 200));
     }

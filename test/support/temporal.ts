@@ -19,11 +19,22 @@ export interface TestTemporal extends DevServer {
 export async function startTestTemporal(dir?: string, dynamicConfig?: Record<string, unknown>): Promise<TestTemporal> {
   const base = dir ?? mkdtempSync(path.join(os.tmpdir(), 'cd-temporal-'));
   const dbFile = path.join(base, 'temporal.db');
-  const port = await freePort();
+  let port = await freePort();
   const binary = findTemporalBinary(process.env.TEMPORAL_CLI_PATH);
   const logger = createLogger('warn', 'test-temporal');
   const start = () => startDevServer({ binary, dbFile, port, ui: false, namespace: 'default', logger, ...(dynamicConfig ? { dynamicConfig } : {}) });
-  let server = await start();
+  // freePort's pick is free only when probed: another test file starting its own servers may take it before
+  // this one binds it. The first start moves to a new port then; a restart keeps its port, as a real one does.
+  let started: DevServer | undefined;
+  for (let attempt = 1; !started; attempt++) {
+    try {
+      started = await start();
+    } catch (err) {
+      if (attempt >= 3 || !/already in use/.test(String((err as Error).message))) throw err;
+      port = await freePort();
+    }
+  }
+  let server = started;
   const handle: TestTemporal = {
     get address() {
       return server.address;
@@ -33,7 +44,9 @@ export async function startTestTemporal(dir?: string, dynamicConfig?: Record<str
     },
     uiUrl: undefined,
     dbFile,
-    port,
+    get port() {
+      return port;
+    },
     binary,
     stop: () => server.stop(),
     restart: async () => {

@@ -22,12 +22,15 @@ import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 const [port, log, healthy] = [Number(process.argv[2]), process.argv[3], process.argv[4] !== 'never-healthy'];
 const note = (m) => appendFileSync(log, m + '\\n');
-const grandchild = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => { require('fs').appendFileSync(process.argv[1], 'grandchild SIGTERM\\\\n'); process.exit(0); }); setInterval(() => {}, 1000);", log], { stdio: 'ignore' });
+// Healthy only once the grandchild has its SIGTERM handler: a stop before that would kill it silently.
+let grandchildReady = false;
+const grandchild = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => { require('fs').appendFileSync(process.argv[1], 'grandchild SIGTERM\\\\n'); process.exit(0); }); process.stdout.write('ready'); setInterval(() => {}, 1000);", log], { stdio: ['ignore', 'pipe', 'ignore'] });
+grandchild.stdout.once('data', () => { grandchildReady = true; });
 process.on('SIGTERM', () => { note('upstream SIGTERM'); setTimeout(() => process.exit(0), 200); });
 const held = [];
 let early = 0;
 http.createServer((req, res) => {
-  if (req.url === '/health') return res.writeHead(healthy ? 200 : 503).end();
+  if (req.url === '/health') return res.writeHead(healthy && grandchildReady ? 200 : 503).end();
   // A release that arrives before its hold (the proxy may not have forwarded it yet) is kept for it.
   if (req.url === '/hold') { if (early > 0) { early--; return res.end('released'); } return held.push(res); }
   if (req.url.startsWith('/release')) { const n = Number(new URL(req.url, 'http://x').searchParams.get('n') ?? 1); const h = held.splice(0, n); early += n - h.length; for (const r of h) r.end('released'); return res.end('ok'); }
