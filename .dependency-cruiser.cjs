@@ -1,8 +1,9 @@
 /**
- * The import rules `npm run lint:deps` checks (run by `npm test` before the tests): no import cycles in src/,
- * type-only imports included, and the layers point one way: only the HTTP front (src/api) and the
+ * The import rules `npm run lint:deps` checks (run by `npm test` before the tests): no import cycles in src/
+ * or tools/, type-only imports included, and the layers point one way: only the HTTP front (src/api) and the
  * composition root (src/app) import src/api, so the CLI, operators, metrics, images and models never
- * depend on the HTTP layer.
+ * depend on the HTTP layer; the service (src/) never imports the tools beside it (tools/, e.g. the fake
+ * ComfyUI), the tests or the benchmarks, which may import src/.
  */
 module.exports = {
   forbidden: [
@@ -10,7 +11,7 @@ module.exports = {
       name: 'no-cycles',
       comment: 'Modules that import each other, directly or through others: move what both need into a third module.',
       severity: 'error',
-      from: { path: '^src/' },
+      from: { path: '^(src|tools)/' },
       to: { circular: true },
     },
     {
@@ -20,12 +21,18 @@ module.exports = {
       from: { path: '^src/', pathNot: '^src/(api|app)/' },
       to: { path: '^src/api/' },
     },
+    {
+      name: 'service-never-imports-tools-or-tests',
+      comment: 'src/ is what ships: tools/ (the fake ComfyUI), test/ and bench/ stand beside it and may import it, never the reverse.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(tools|test|bench)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
     // Type-only imports count: a cycle of types is still two modules that cannot be understood apart.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    exclude: { path: '^src/fake-comfyui/.*\\.py$' },
   },
 };

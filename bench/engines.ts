@@ -194,7 +194,7 @@ async function main(): Promise<number> {
   const overrides = configPath ? parseModelOverrides(JSON.parse(readFileSync(configPath, 'utf8')), configPath) : undefined;
   const common = { models: values.models.split(',').map((s) => s.trim()).filter(Boolean), seed: Number(values.seed), ...(overrides ? { overrides } : {}), ...(values.out ? { outDir: values.out } : {}) };
   if (values['dry-run']) {
-    const { startFakeComfyUI } = await import('../src/fake-comfyui/server.ts');
+    const { startFakeComfyUI } = await import('../tools/fake-comfyui/server.ts');
     const fake = await startFakeComfyUI({ port: 0, sgldPlugin: true });
     try {
       process.stdout.write('dry run against a fake ComfyUI with the SGLang plugin nodes: figures are meaningless\n');

@@ -3,7 +3,7 @@
  * process; prints `FAKES ["http://127.0.0.1:…", …]` once listening, runs until SIGTERM/SIGINT.
  */
 import { rmSync } from 'node:fs';
-import { startFakeComfyUI, type FakeComfyUI } from '../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../tools/fake-comfyui/server.ts';
 
 const n = Math.max(1, Math.min(16, Number(process.argv[2] ?? '4') || 4));
 const fakes: FakeComfyUI[] = [];

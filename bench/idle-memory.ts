@@ -12,7 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/config.ts';
 import { createLogger } from '../src/log.ts';
-import { startFakeComfyUI } from '../src/fake-comfyui/server.ts';
+import { startFakeComfyUI } from '../tools/fake-comfyui/server.ts';
 import { freePort } from '../test/support/ports.ts';
 import { startTestTemporal } from '../test/support/temporal.ts';
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes test/fixtures/object_info.json from the recorded `/object_info` of a real ComfyUI 0.33.0
+"""Writes tools/fake-comfyui/fixtures/object_info.json from the recorded `/object_info` of a real ComfyUI 0.33.0
 (../shared/ref/real-comfyui/object_info.json).
 
 Node schemas are kept verbatim (Python's json round-trips the recording byte for byte, big ints and `1.0`
 included, which JSON.parse/stringify would not); only the file lists of model and input folders change, as
-test/fixtures/README.md explains:
+tools/fake-comfyui/fixtures/README.md explains:
 - LoadImage / LoadImageMask `image`: the capture run's leftover uploads are replaced by `example.png` (the fake
   rebuilds this list from its input directory on every request, as the real server does);
 - the model files that the recorded video executions loaded on the same server (graph-*.json there) are added
@@ -16,7 +16,7 @@ import json
 import sys
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else '../shared/ref/real-comfyui/object_info.json'
-OUT = sys.argv[2] if len(sys.argv) > 2 else 'test/fixtures/object_info.json'
+OUT = sys.argv[2] if len(sys.argv) > 2 else 'tools/fake-comfyui/fixtures/object_info.json'
 
 # (model folder, files added, node inputs listing that folder: V1 `[[...]]` or V3 `COMBO` options)
 ADDED = [

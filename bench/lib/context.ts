@@ -4,7 +4,7 @@
  * need their own. Started lazily, torn down by the runner.
  */
 import type { Client } from '@temporalio/client';
-import type { FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import type { FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import type { TestTemporal } from '../../test/support/temporal.ts';
 import { Cleanups, startBenchService, startFake, startTemporal, type BenchService } from './stack.ts';
 import { nowMs } from './report.ts';

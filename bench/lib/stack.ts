@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { startFakeComfyUI, type FakeComfyUI, type FakeComfyUIOptions } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI, type FakeComfyUIOptions } from '../../tools/fake-comfyui/server.ts';
 import { startService, type ServiceOptions, type TestService } from '../../test/support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../../test/support/temporal.ts';
 import { descendantsOf, serviceNodePid } from './proc.ts';

@@ -11,8 +11,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { startFakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import type { FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import type { Frame } from './capture-client.ts';
 import { compareCaptures } from './compare.ts';
 import type { StepDiff } from './compare.ts';

@@ -4,7 +4,7 @@
  * guards, and it shows the render. Without the token the browser's requests get 401.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { Browser, chromiumMissing, type Page } from './browser.ts';

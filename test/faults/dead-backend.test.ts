@@ -6,8 +6,8 @@
  * prompt can still render on it.
  */
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import type { FakeStatsSnapshot } from '../../src/fake-comfyui/state.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import type { FakeStatsSnapshot } from '../../tools/fake-comfyui/state.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 import { SCHNELL, a1111, expectRenderedOnce, fakeStats, resetFake, scenario, setFaults, waitFor } from './helpers.ts';

@@ -3,8 +3,8 @@
  * fake-ComfyUI controls and the "rendered exactly once" assertions.
  */
 import { expect, it } from 'vitest';
-import type { FaultsBody } from '../../src/fake-comfyui/faults.ts';
-import type { FakeStatsSnapshot } from '../../src/fake-comfyui/state.ts';
+import type { FaultsBody } from '../../tools/fake-comfyui/faults.ts';
+import type { FakeStatsSnapshot } from '../../tools/fake-comfyui/state.ts';
 
 /**
  * One fault scenario = one test, printing one line with its outcome and duration. The timeout is enforced

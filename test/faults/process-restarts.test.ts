@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { BackendHealth } from '../../src/backends/health.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';

@@ -1,7 +1,7 @@
 /**
  * Golden graphs: for every model × supported kind, the graph the service would submit, compared with
  * `test/golden/<model>-<case>.json` (set UPDATE_GOLDEN=1 to rewrite), checked structurally and against the
- * recorded real `/object_info` (test/fixtures/object_info.json) node by node (schema-check.ts), and passed
+ * recorded real `/object_info` (tools/fake-comfyui/fixtures/object_info.json) node by node (schema-check.ts), and passed
  * by the client's pre-submit check. The real server accepted every one (preflight-verdicts.test.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,9 +17,10 @@ import { normalizeExtras } from '../../src/api/a1111/extras.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { ctx, makePng, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';
+import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(join(here, '../fixtures/object_info.json'), 'utf8')));
+const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
 /** The recorded server had no LoRA or upscale-model files; these graphs name some, as a real box would list them. */
 const catalog = { loras: ['style/detail-tweaker.safetensors', 'film-grain.safetensors'], upscaleModels: ['4x-UltraSharp.pth'] };
 objectInfo.LoraLoader!.input.required!.lora_name = [catalog.loras, {}];

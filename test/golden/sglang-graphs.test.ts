@@ -2,7 +2,7 @@
  * Golden graphs of the sglang engine (SGLang's ComfyUI plugin, integrated mode) for every family it runs:
  * Flux (dev, schnell), Qwen-Image, Qwen-Image-Edit and MiniMax-H3. Compared with
  * `test/golden/sglang/<model>-<case>.json` (UPDATE_GOLDEN=1 rewrites), validated node by node against the
- * recorded `/object_info` with the plugin's recorded node classes merged in (test/fixtures/
+ * recorded `/object_info` with the plugin's recorded node classes merged in (tools/fake-comfyui/fixtures/
  * sglang-object_info.json, as the fake serves it with the plugin on), and passed by the client's pre-submit
  * check. Without the plugin, the same graphs are refused naming it. The engine changes the loaders only:
  * every other node is the default engine's.
@@ -17,8 +17,8 @@ import { comfyErrorBodySchema } from '../../src/comfyui/schemas.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
-import { loadRawObjectInfo } from '../../src/fake-comfyui/fixture.ts';
-import { withSgldPlugin } from '../../src/fake-comfyui/sgld-plugin.ts';
+import { loadRawObjectInfo } from '../../tools/fake-comfyui/fixture.ts';
+import { withSgldPlugin } from '../../tools/fake-comfyui/sgld-plugin.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { applyModelOverrides, getProfile, resetModelOverrides } from '../../src/models/registry.ts';
 import { defaultVideoSpec } from '../../src/models/video.ts';

@@ -17,9 +17,10 @@ import { planRender } from '../../src/models/plan.ts';
 import { applyModelOverrides, getProfile, resetModelOverrides } from '../../src/models/registry.ts';
 import { defaultVideoSpec } from '../../src/models/video.ts';
 import type { BlobRef, RenderRequest, VideoSpec } from '../../src/render/types.ts';
+import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(join(here, '../fixtures/object_info.json'), 'utf8')));
+const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
 
 const blob = (n: number): BlobRef => ({ sha256: String(n).repeat(64).slice(0, 64), size: 100, mime: 'image/png', width: 640, height: 384 });
 

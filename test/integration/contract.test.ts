@@ -8,7 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAllContractChecks } from '../../src/cli/contract.ts';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { listProfiles } from '../../src/models/registry.ts';
 
 const run = promisify(execFile);
@@ -30,7 +30,7 @@ describe('contract checks', () => {
 
   it('name, one line each, the custom node and the model file a ComfyUI lacks', async () => {
     // A ComfyUI without ComfyUI-GGUF's unet loader and without the Flux VAE file.
-    const { loadObjectInfoFixture } = await import('../../src/fake-comfyui/fixture.ts');
+    const { loadObjectInfoFixture } = await import('../../tools/fake-comfyui/fixture.ts');
     const info = loadObjectInfoFixture();
     delete info.UnetLoaderGGUF;
     const vae = info.VAELoader!.input.required!.vae_name!;

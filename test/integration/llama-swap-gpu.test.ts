@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { expectRenderedOnce, fakeStats, resetFake, setFaults, waitFor } from '../faults/helpers.ts';
 import { LlamaSwapStandin } from '../support/llama-swap-standin.ts';
 import { freePort } from '../support/ports.ts';

@@ -7,7 +7,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { S3BlobStore } from '../../src/blobs/s3-store.ts';
 import type { BlobStore } from '../../src/blobs/store.ts';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { createLogger } from '../../src/log.ts';
 import type { RetentionRunResult } from '../../src/activities/types.ts';
 import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID, retentionScheduleId } from '../../src/temporal/retention-schedule.ts';

@@ -15,7 +15,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runServices, type Running } from '../../src/app/services.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { createLogger } from '../../src/log.ts';
 import { OUTCOME_INTERCEPTOR_MODULE } from '../../src/metrics/render-sinks.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';

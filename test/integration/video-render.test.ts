@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { makePng, redSquare } from '../support/fixtures.ts';
 import { fakeStats, setFaults, waitFor } from '../faults/helpers.ts';
 import { audioStream, ffprobe, videoStream } from '../support/ffprobe.ts';

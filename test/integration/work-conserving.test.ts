@@ -6,8 +6,8 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import type { FakeStatsSnapshot } from '../../src/fake-comfyui/state.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import type { FakeStatsSnapshot } from '../../tools/fake-comfyui/state.ts';
 import type { RenderResult } from '../../src/render/types.ts';
 import { idleWhileWaiting, type BackendRun, type QueuedRender } from '../support/idle-gaps.ts';
 import { freePort } from '../support/ports.ts';

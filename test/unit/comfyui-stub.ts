@@ -1,7 +1,7 @@
 /**
  * A tiny in-process ComfyUI stand-in (node:http + ws) for the client unit tests. It keeps a queue and a
  * history with the documented shapes; tests drive execution explicitly (`start`, `progress`, `succeed`,
- * `fail`, ...), and can override any route to inject faults. Not the fake ComfyUI (src/fake-comfyui).
+ * `fail`, ...), and can override any route to inject faults. Not the fake ComfyUI (tools/fake-comfyui).
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';

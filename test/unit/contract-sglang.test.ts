@@ -7,8 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { profileChecks } from '../../src/cli/contract-profiles.ts';
 import { objectInfoSchema, type ObjectInfo } from '../../src/comfyui/object-info.ts';
-import { loadRawObjectInfo, withProfileFiles } from '../../src/fake-comfyui/fixture.ts';
-import { withSgldPlugin } from '../../src/fake-comfyui/sgld-plugin.ts';
+import { loadRawObjectInfo, withProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
+import { withSgldPlugin } from '../../tools/fake-comfyui/sgld-plugin.ts';
 import { applyModelOverrides, listProfiles, resetModelOverrides } from '../../src/models/registry.ts';
 
 /** The recorded fixture as the fake serves it: every registered profile's files in the loader lists. */

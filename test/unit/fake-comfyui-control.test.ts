@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import type { FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { httpClient, sdGraph, WsRecorder } from '../../src/fake-comfyui/testing.ts';
+import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import type { FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { httpClient, sdGraph, WsRecorder } from '../../tools/fake-comfyui/testing.ts';
 
 let fake: FakeComfyUI;
 let http: ReturnType<typeof httpClient>;
@@ -246,7 +246,7 @@ describe('fault injection', () => {
 
   it('a vanished input file fails LoadImage at execution time', async () => {
     const form = new FormData();
-    const png = (await import('../../src/fake-comfyui/png.ts')).renderPng({ width: 40, height: 24, contentKey: 'in' });
+    const png = (await import('../../tools/fake-comfyui/png.ts')).renderPng({ width: 40, height: 24, contentKey: 'in' });
     form.append('image', new Blob([png], { type: 'image/png' }), 'vanish.png');
     await fetch(`${fake.url}/upload/image`, { method: 'POST', body: form });
     await faults({ hang: { count: 1 } });
@@ -331,7 +331,7 @@ describe('restart', () => {
     const first = await startFakeComfyUI({ port: 0, dataDir, logLevel });
     const h1 = httpClient(first.url);
     const form = new FormData();
-    const { renderPng } = await import('../../src/fake-comfyui/png.ts');
+    const { renderPng } = await import('../../tools/fake-comfyui/png.ts');
     form.append('image', new Blob([renderPng({ width: 8, height: 8, contentKey: 'keep' })]), 'keep.png');
     expect((await fetch(`${first.url}/upload/image`, { method: 'POST', body: form })).status).toBe(200);
     const saved = await h1.submit(sdGraph({ seed: 50, prefix: 'persist' }));

@@ -6,10 +6,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readImageHeader, renderPng } from '../../src/fake-comfyui/png.ts';
-import { startFakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import type { FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { httpClient, sdGraph } from '../../src/fake-comfyui/testing.ts';
+import { readImageHeader, renderPng } from '../../tools/fake-comfyui/png.ts';
+import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import type { FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { httpClient, sdGraph } from '../../tools/fake-comfyui/testing.ts';
 
 let fake: FakeComfyUI;
 let http: ReturnType<typeof httpClient>;

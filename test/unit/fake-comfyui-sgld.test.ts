@@ -5,8 +5,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { sgldPluginFromEnv } from '../../src/fake-comfyui/sgld-plugin.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { SGLD_FIXTURE_URL, sgldPluginFromEnv } from '../../tools/fake-comfyui/sgld-plugin.ts';
 
 const dir = new URL('../golden/sglang/', import.meta.url);
 const goldens = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
@@ -30,7 +30,7 @@ describe('fake ComfyUI with and without SGLang\'s plugin', () => {
   it('serves the plugin\'s 9 node classes only when told', async () => {
     const names = async (url: string) => Object.keys((await (await fetch(`${url}/object_info`)).json()) as object).filter((k) => k.startsWith('SGLD'));
     expect(await names(off.url)).toEqual([]);
-    expect((await names(on.url)).sort()).toEqual(Object.keys(JSON.parse(readFileSync(new URL('../fixtures/sglang-object_info.json', import.meta.url), 'utf8'))).sort());
+    expect((await names(on.url)).sort()).toEqual(Object.keys(JSON.parse(readFileSync(SGLD_FIXTURE_URL, 'utf8'))).sort());
     expect(sgldPluginFromEnv({ FAKE_COMFYUI_SGLD_PLUGIN: '1' })).toBe(true);
     expect(sgldPluginFromEnv({})).toBe(false);
   });

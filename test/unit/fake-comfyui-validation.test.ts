@@ -3,9 +3,9 @@
  * (the V1 cases are held against the real server's answers by test/conformance/fake-vs-real.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { loadRawObjectInfo } from '../../src/fake-comfyui/fixture.ts';
-import { validatePrompt } from '../../src/fake-comfyui/validation.ts';
-import { finalizedInputs } from '../../src/fake-comfyui/node-schema.ts';
+import { loadRawObjectInfo } from '../../tools/fake-comfyui/fixture.ts';
+import { validatePrompt } from '../../tools/fake-comfyui/validation.ts';
+import { finalizedInputs } from '../../tools/fake-comfyui/node-schema.ts';
 
 const info = loadRawObjectInfo();
 const env = { objectInfo: info, fileExists: (ref: string) => ref === 'in.png' };

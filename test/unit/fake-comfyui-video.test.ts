@@ -8,8 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
-import { startFakeComfyUI, type FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { httpClient } from '../../src/fake-comfyui/testing.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { httpClient } from '../../tools/fake-comfyui/testing.ts';
 import { audioStream, ffprobe, videoStream } from '../support/ffprobe.ts';
 
 const golden = (name: string): ComfyGraph =>

@@ -6,11 +6,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { readImageHeader, readTextChunks } from '../../src/fake-comfyui/png.ts';
-import { startFakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import type { FakeComfyUI } from '../../src/fake-comfyui/server.ts';
-import { fluxGgufGraph, httpClient, sdGraph, WsRecorder } from '../../src/fake-comfyui/testing.ts';
-import type { WsEvent } from '../../src/fake-comfyui/testing.ts';
+import { readImageHeader, readTextChunks } from '../../tools/fake-comfyui/png.ts';
+import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import type { FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { fluxGgufGraph, httpClient, sdGraph, WsRecorder } from '../../tools/fake-comfyui/testing.ts';
+import type { WsEvent } from '../../tools/fake-comfyui/testing.ts';
 
 let fake: FakeComfyUI;
 let http: ReturnType<typeof httpClient>;

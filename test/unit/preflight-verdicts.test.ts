@@ -13,9 +13,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
+import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8'));
-const info = objectInfoSchema.parse(fixture('object_info.json'));
+const info = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
 
 interface RealError {
   type: string;

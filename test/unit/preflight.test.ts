@@ -1,5 +1,5 @@
 /**
- * The client's pre-submit check against the recorded real `/object_info` (test/fixtures/object_info.json):
+ * The client's pre-submit check against the recorded real `/object_info` (tools/fake-comfyui/fixtures/object_info.json):
  * it refuses only for an absent node class or a model file missing from its loader's list, and only where
  * ComfyUI itself would refuse the prompt for it; everything else passes through to ComfyUI.
  */
@@ -8,8 +8,9 @@ import { describe, expect, it } from 'vitest';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 import { objectInfoSchema, comboOptions, parseNodeInfo } from '../../src/comfyui/object-info.ts';
 import { missingModelFiles, preflightGraph, type Preflight } from '../../src/comfyui/preflight.ts';
+import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 
-const info = objectInfoSchema.parse(JSON.parse(readFileSync(new URL('../fixtures/object_info.json', import.meta.url), 'utf8')));
+const info = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
 const golden = (): ComfyGraph => JSON.parse(readFileSync(new URL('../golden/imagegen-flux-schnell-txt2img.json', import.meta.url), 'utf8')) as ComfyGraph;
 
 const modelFree = (prefix = 'mf'): ComfyGraph => ({

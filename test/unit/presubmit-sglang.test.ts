@@ -11,8 +11,8 @@ import { validateBeforeSubmit } from '../../src/activities/presubmit.ts';
 import type { ComfyClient } from '../../src/comfyui/client.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
-import { loadRawObjectInfo } from '../../src/fake-comfyui/fixture.ts';
-import { withSgldPlugin } from '../../src/fake-comfyui/sgld-plugin.ts';
+import { loadRawObjectInfo } from '../../tools/fake-comfyui/fixture.ts';
+import { withSgldPlugin } from '../../tools/fake-comfyui/sgld-plugin.ts';
 
 const graph = JSON.parse(readFileSync(new URL('../golden/sglang/imagegen-flux-dev-txt2img.json', import.meta.url), 'utf8')) as ComfyGraph;
 const backend = { id: 'b1', url: 'http://gpu:8188', taskQueue: 'q' };

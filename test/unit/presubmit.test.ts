@@ -12,8 +12,9 @@ import { failureFields } from '../../src/renders/render-service.ts';
 import type { ComfyClient } from '../../src/comfyui/client.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 import { objectInfoSchema, type ObjectInfo } from '../../src/comfyui/object-info.ts';
+import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 
-const recorded = (): ObjectInfo => objectInfoSchema.parse(JSON.parse(readFileSync(new URL('../fixtures/object_info.json', import.meta.url), 'utf8')));
+const recorded = (): ObjectInfo => objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
 const graph = JSON.parse(readFileSync(new URL('../golden/imagegen-flux-schnell-txt2img.json', import.meta.url), 'utf8')) as ComfyGraph;
 const backend = { id: 'b1', url: 'http://gpu:8188' };
 

@@ -3,7 +3,7 @@
  * built from fixture nodes, and a WebSocket event recorder with `waitFor`.
  */
 import { WebSocket } from 'ws';
-import type { ComfyGraph } from '../comfyui/graph.ts';
+import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 
 export interface SdGraphOptions {
   seed?: number;

@@ -3,7 +3,7 @@
  * `--sgld-plugin`, env `FAKE_COMFYUI_SGLD_PLUGIN=1`). Off, the fake is a ComfyUI where the plugin is absent or
  * failed to import (without the `sglang` package its newest version does not import at all): a graph with
  * an SGLD node gets ComfyUI's `missing_node_type`. On, `/object_info` gains the plugin's 9 node classes from
- * test/fixtures/sglang-object_info.json, recorded verbatim from a real ComfyUI 0.33.0 with the plugin.
+ * tools/fake-comfyui/fixtures/sglang-object_info.json, recorded verbatim from a real ComfyUI 0.33.0 with the plugin.
  *
  * Only the file lists are this fake's own, as they are every real server's: the plugin lists
  * `models/diffusion_models` (with `.gguf` files) for `SGLDUNETLoader.unet_name` and `models/loras` for
@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 import type { InputSpec, RawNodeInfo, RawObjectInfo } from './node-schema.ts';
 
-export const SGLD_FIXTURE_URL = new URL('../../test/fixtures/sglang-object_info.json', import.meta.url);
+export const SGLD_FIXTURE_URL = new URL('./fixtures/sglang-object_info.json', import.meta.url);
 
 /** Files the sglang engine's profiles name by default (src/models: each profile's `sglang.files` and companions). */
 export const SGLD_ENGINE_MODEL_FILES: readonly string[] = [

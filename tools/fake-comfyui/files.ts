@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { trimTrailingSlashes } from '../text/trim.ts';
+import { trimTrailingSlashes } from '../../src/text/trim.ts';
 
 export type DirType = 'input' | 'output' | 'temp';
 

@@ -1,20 +1,20 @@
 /**
- * The recorded `/object_info` (test/fixtures/object_info.json, node schemas verbatim from a real ComfyUI
+ * The recorded `/object_info` (tools/fake-comfyui/fixtures/object_info.json, node schemas verbatim from a real ComfyUI
  * 0.33.0), and the live view the fake serves: like the real server it regenerates the LoadImage /
  * LoadImageMask `image` combo from the files in the input directory root on every request.
  * The loaders' model-file lists also get every file a registered profile names (`withProfileFiles`).
  */
 import { readFileSync } from 'node:fs';
-import { sampleGraphs } from '../cli/contract-profiles.ts';
-import type { ObjectInfo } from '../comfyui/object-info.ts';
-import { objectInfoSchema } from '../comfyui/object-info.ts';
-import { missingModelFiles } from '../comfyui/preflight.ts';
-import { listProfiles } from '../models/registry.ts';
+import { sampleGraphs } from '../../src/cli/contract-profiles.ts';
+import type { ObjectInfo } from '../../src/comfyui/object-info.ts';
+import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
+import { missingModelFiles } from '../../src/comfyui/preflight.ts';
+import { listProfiles } from '../../src/models/registry.ts';
 import { listImageFiles } from './files.ts';
 import type { RawObjectInfo } from './node-schema.ts';
 import { isObject } from './node-schema.ts';
 
-export const OBJECT_INFO_FIXTURE_URL = new URL('../../test/fixtures/object_info.json', import.meta.url);
+export const OBJECT_INFO_FIXTURE_URL = new URL('./fixtures/object_info.json', import.meta.url);
 
 let raw: RawObjectInfo | undefined;
 
