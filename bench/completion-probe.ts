@@ -1,5 +1,5 @@
 /**
- * How a client learns that a render finished (issue 11 §3), on the embedded server: the render's shape (one
+ * How a client learns that a render finished, on the embedded server: the render's shape (one
  * activity on another queue, no-op) started with `requestEagerStart` on the worker's connection and waited
  * for with `result()` (the history long-poll, what the front does), against the same workflow started with
  * update-with-start and waited for through its update (the server answers the update from memory when the

@@ -81,7 +81,7 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
     title: 'Result latency after ComfyUI finishes (executing:null → HTTP response complete)',
     figure: `p50 ${ms(d.p50)}, p95 ${ms(d.p95)} after ComfyUI finished`,
     budget: `≤ ${BUDGET_MS} ms p95`,
-    // The budget is on p95 (issue 11): a fast median with a slow tail does not pass.
+    // The budget is on p95: a fast median with a slow tail does not pass.
     verdict: d.n === 0 ? 'ERROR' : d.p95 <= BUDGET_MS ? 'PASS' : 'OVER',
     lines: [
       `executing:null → response body complete : ${fmtDist(d)}`,

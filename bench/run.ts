@@ -1,5 +1,5 @@
 /**
- * Benchmarks for the DESIGN §9 budgets. Each prints a block with the measured figure, the budget and
+ * Benchmarks for the budgets of docs/durability.md. Each prints a block with the measured figure, the budget and
  * PASS/OVER; figures are relative to a baseline measured in the same run where the budget is relative.
  *
  *   npx tsx bench/run.ts [--only overhead,latency,throughput,memory,history] [--quick]

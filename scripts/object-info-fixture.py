@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tools/fake-comfyui/fixtures/object_info.json from the recorded `/object_info` of a real ComfyUI 0.33.0
-(../shared/ref/real-comfyui/object_info.json).
+(a capture of its `GET /object_info`).
 
 Node schemas are kept verbatim (Python's json round-trips the recording byte for byte, big ints and `1.0`
 included, which JSON.parse/stringify would not); only the file lists of model and input folders change, as
@@ -10,12 +10,14 @@ tools/fake-comfyui/fixtures/README.md explains:
 - the model files that the recorded video executions loaded on the same server (graph-*.json there) are added
   to their folders' lists, sorted as ComfyUI sorts them.
 
-Usage: python3 scripts/object-info-fixture.py [recording] [out]
+Usage: python3 scripts/object-info-fixture.py <recording> [out]
 """
 import json
 import sys
 
-SRC = sys.argv[1] if len(sys.argv) > 1 else '../shared/ref/real-comfyui/object_info.json'
+if len(sys.argv) < 2:
+    sys.exit('usage: python3 scripts/object-info-fixture.py <recording> [out]')
+SRC = sys.argv[1]
 OUT = sys.argv[2] if len(sys.argv) > 2 else 'tools/fake-comfyui/fixtures/object_info.json'
 
 # (model folder, files added, node inputs listing that folder: V1 `[[...]]` or V3 `COMBO` options)

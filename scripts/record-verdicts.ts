@@ -6,7 +6,7 @@
  *
  * Usage: npx tsx scripts/record-verdicts.ts http://127.0.0.1:8188 test/fixtures/real-comfyui/verdicts-model-files.json
  * Needs the golden graphs' model files on that ComfyUI and `example.png` in its input folder (both are there
- * on a stock install set up as ../shared/ref/real-comfyui/README.md says). Graphs that are accepted queue only
+ * on a stock ComfyUI 0.33.0 with ComfyUI-GGUF and the profiles' default model files). Graphs that are accepted queue only
  * the model-free branch (LoadImage → ImageScale → SaveImage), which runs in well under a second on CPU.
  */
 import { readFileSync, writeFileSync } from 'node:fs';

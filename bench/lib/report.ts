@@ -54,7 +54,7 @@ export interface BenchResult {
 
 /**
  * The figures before the late-bound reshape and the embedded server's settings, measured with this bench
- * on this 2-core machine (issue 11): printed beside each new figure so a run shows before and after.
+ * on this 2-core machine: printed beside each new figure so a run shows before and after.
  */
 export const BEFORE = {
   overhead: '281 ms p50 over a direct client (stack 302 ms, direct 22 ms)',
@@ -74,7 +74,7 @@ export function printBlock(r: BenchResult): void {
     '-'.repeat(78),
     `  figure : ${r.figure}`,
     ...(r.before ? [`  before : ${r.before}`] : []),
-    `  budget : ${r.budget}   (DESIGN §9)`,
+    `  budget : ${r.budget}   (docs/durability.md)`,
     `  result : ${r.verdict}`,
     bar,
   ];
@@ -85,7 +85,7 @@ export function printSummary(results: BenchResult[]): void {
   const w = Math.max(...results.map((r) => r.name.length), 8);
   const lines = [
     '',
-    'SUMMARY (after; before = the same figure before the late-bound reshape, issue 11)',
+    'SUMMARY (after; before = the same figure before the late-bound reshape)',
     ...results.flatMap((r) => [
       `  ${r.name.padEnd(w)}  ${r.verdict.padEnd(5)}  ${r.figure}   [budget ${r.budget}]`,
       ...(r.before ? [`  ${''.padEnd(w)}  before ${r.before}`] : []),

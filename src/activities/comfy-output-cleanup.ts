@@ -1,5 +1,5 @@
 /**
- * ComfyUI has no API to delete files (ref/comfyui-protocol.md): each render would leave its images in
+ * ComfyUI has no API to delete files: each render would leave its images in
  * ComfyUI's output folder forever. When ComfyUI runs on this machine and COMFYUI_OUTPUT_DIR names its
  * output folder, a collected output (now in the blob store) is deleted there. Off by default.
  */

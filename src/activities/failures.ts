@@ -1,5 +1,5 @@
 /**
- * Turns client errors into Temporal failures with a stable type, the retry decision of DESIGN §4, and
+ * Turns client errors into Temporal failures with a stable type, the retry decision (docs/durability.md), and
  * ComfyUI's own details (node, input, message) so history and the client both show the real reason.
  */
 import { ApplicationFailure } from '@temporalio/common';

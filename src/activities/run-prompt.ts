@@ -10,7 +10,7 @@
  * one that is still pending, running or finished, there, instead of rendering again. Only when none is
  * alive does it submit a new prompt.
  *
- * Failure handling (DESIGN §4):
+ * Failure handling (docs/durability.md):
  * - stall (no event, no queue movement for stallTimeout): cancel the prompt (jobs cancel, or dequeue +
  *   targeted interrupt); if it keeps running, `/free`; if it still runs, mark the backend unhealthy.
  * - cancellation of the render: cancel the prompt and wait until it stopped, so the workflow ends only when

@@ -1,6 +1,6 @@
 /**
  * Stopping a prompt in ComfyUI: a targeted cancel, then `/free`, then marking the backend unhealthy when a
- * stalled prompt survives both (DESIGN §4 escalation).
+ * stalled prompt survives both (the escalation of docs/durability.md).
  */
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { ComfyStallError } from '../comfyui/errors.ts';

@@ -1,5 +1,5 @@
 /**
- * Bounds how many large request bodies are read, parsed and decoded at once (issue 11 §4). A 2 MB image
+ * Bounds how many large request bodies are read, parsed and decoded at once. A 2 MB image
  * arrives as ~2.7 MB of base64 inside JSON: while it is read it exists as the raw string, the parsed
  * object, the decoded bytes and the decoder's own buffers, ~10 MB per request for a moment. A hundred at
  * once would need a gigabyte; through this gate at most `maxConcurrent` do, and the rest wait in FIFO order

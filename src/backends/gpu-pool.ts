@@ -1,6 +1,6 @@
 /**
  * The ComfyUIs one worker process runs prompts on, handed out late: a prompt attempt takes whichever of them
- * is free when Temporal gives the worker the task, so no GPU idles while work waits (issue 12 §1).
+ * is free when Temporal gives the worker the task, so no GPU idles while work waits.
  *
  * Two halves:
  * - `slotSupplier()`: the activity slots of the worker polling the shared GPU queue. The worker holds at most

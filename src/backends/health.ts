@@ -1,7 +1,7 @@
 /**
- * Which ComfyUI backends are unhealthy (DESIGN §4 escalation): a prompt stalled, its targeted interrupt did
+ * Which ComfyUI backends are unhealthy (the last step of the stall escalation, docs/durability.md): a prompt stalled, its targeted interrupt did
  * not stop it and neither did `/free`, so ComfyUI's worker thread is wedged (a hung node deaf to interrupts,
- * or a dead worker thread with an item stuck in `queue_running`, protocol gotcha 9). Nothing will run there
+ * or a dead worker thread with an item stuck in `queue_running`: ComfyUI has no watchdog). Nothing will run there
  * until someone restarts it.
  *
  * The state is one small JSON marker file per backend under `DATA_DIR/backend-health/`:

@@ -39,7 +39,7 @@ export interface SubmitPromptInput {
   graph: ComfyGraph;
   /** Canonical lowercase UUID (see prompt-id.ts); omitted → ComfyUI mints one. */
   promptId?: string;
-  /** The event session's id: ComfyUI sends this prompt's events only to that socket (Gotcha 2). */
+  /** The event session's id: ComfyUI sends this prompt's events only to that socket. */
   clientId?: string;
   extraData?: Record<string, unknown>;
   /** Priority: lower runs first. */

@@ -1,7 +1,7 @@
 /**
- * Typed ComfyUI client (ref/comfyui-protocol.md). One instance per backend: a keep-alive connection pool
+ * Typed ComfyUI client (docs/comfyui-protocol.md). One instance per backend: a keep-alive connection pool
  * (transport.ts), and per-instance memory of which optional APIs this ComfyUI has (jobs API v0.6+, cancel v0.26+), learned by
- * probing rather than assumed from a version string (DESIGN §8).
+ * probing rather than assumed from a version string.
  *
  * Every response is validated with zod at this boundary. Errors are classified here (errors.ts) so callers
  * never interpret HTTP statuses themselves.
@@ -224,7 +224,7 @@ export class ComfyClient {
 
   /**
    * `POST /interrupt`. With `promptId` (v0.3.57+) only that prompt, if running; WITHOUT it, whatever runs,
-   * whoever owns it (Gotcha 10). Older servers ignore `prompt_id` and interrupt globally.
+   * whoever owns it. Older servers ignore `prompt_id` and interrupt globally.
    */
   async interrupt(promptId?: string, opts?: CallOptions): Promise<void> {
     await this.http.postNoContent('/interrupt', promptId !== undefined ? { prompt_id: promptId } : {}, opts);

@@ -30,7 +30,7 @@ export abstract class ComfyError extends Error {
 
 /**
  * ComfyUI rejected the graph: HTTP 400 from `POST /prompt`, or HTTP 200 with a non-empty `node_errors`
- * (ComfyUI then silently drops the invalid outputs and queues the rest, Gotcha 1). Never retryable: the
+ * (ComfyUI then silently drops the invalid outputs and queues the rest). Never retryable: the
  * same graph fails the same way.
  */
 export class ComfyValidationError extends ComfyError {
@@ -190,7 +190,7 @@ export function isOutOfMemory(exceptionType: string, exceptionMessage: string): 
 }
 
 /**
- * A node raised while executing. Out-of-memory is retryable (after `/free`, per DESIGN §4); any other node
+ * A node raised while executing. Out-of-memory is retryable (after `/free`); any other node
  * exception is deterministic for the same graph and is not.
  */
 export class ComfyExecutionError extends ComfyError {
@@ -241,7 +241,7 @@ export class ComfyExecutionError extends ComfyError {
 /**
  * The prompt was interrupted. Retryable: our own cancellations surface as ComfyAbortError (the signal fires
  * first), so an interrupt we see here came from someone else, e.g. another client's global `/interrupt`
- * (Gotcha 10), and re-running is the right answer.
+ * and re-running is the right answer.
  */
 export class ComfyInterruptedError extends ComfyError {
   readonly type = 'ComfyInterrupted' as const;
@@ -256,7 +256,7 @@ export class ComfyInterruptedError extends ComfyError {
   }
 }
 
-/** No event for the prompt and no queue movement for `stallTimeoutMs`: ComfyUI has no watchdog (Gotcha 9). */
+/** No event for the prompt and no queue movement for `stallTimeoutMs`: ComfyUI has no watchdog. */
 export class ComfyStallError extends ComfyError {
   readonly type = 'ComfyStall' as const;
   readonly retryable = true;
@@ -279,7 +279,7 @@ export class ComfyStallError extends ComfyError {
   }
 }
 
-/** ComfyUI does not know the prompt anywhere (jobs, history, queue): it restarted and lost it (Gotcha 4). */
+/** ComfyUI does not know the prompt anywhere (jobs, history, queue): it restarted and lost it (its queue and history live in memory). */
 export class ComfyPromptLostError extends ComfyError {
   readonly type = 'ComfyPromptLost' as const;
   readonly retryable = true;

@@ -2,7 +2,7 @@
  * One ComfyUI WebSocket connection (`/ws?clientId=<fresh id>`), as a session a caller submits through.
  *
  * - Each session has a FRESH client id: reusing an id while the old socket may still be closing can leave
- *   the new socket unregistered and silent (Gotcha 11).
+ *   the new socket unregistered and silent.
  * - Events are delivered to listeners and kept in a small replay ring, so a follower that subscribes after
  *   the prompt was submitted still sees the events that raced ahead of it (the server never replays).
  * - The socket pings: ComfyUI configures no heartbeat, and a half-open TCP connection would otherwise look
@@ -21,7 +21,7 @@ export interface CloseInfo {
   byUs: boolean;
   /**
    * True when we terminated the socket because a ping went unanswered: the connection may be half-open and
-   * ComfyUI may still hold it registered, so its client id must not be reused (Gotcha 11).
+   * ComfyUI may still hold it registered, so its client id must not be reused.
    */
   pingTimeout?: boolean;
 }

@@ -1,5 +1,5 @@
 /**
- * ComfyUI WebSocket events (ref/comfyui-protocol.md §2). Text frames are `{type, data}`; binary frames start
+ * ComfyUI WebSocket events (docs/comfyui-protocol.md). Text frames are `{type, data}`; binary frames start
  * with a big-endian u32 type. Parsing is tolerant: an unknown event type, or a known type whose payload does
  * not match, becomes `{type: 'unknown'}` instead of throwing, because a new ComfyUI release or a custom node
  * must never break following a prompt.
@@ -192,7 +192,7 @@ export type BinaryFrame =
   | { kind: 'text'; nodeId: string; text: string }
   | { kind: 'unknown'; eventType: number | undefined; length: number };
 
-/** Classify a binary frame (§2.4). Preview images are passed on as bytes (A1111's `current_image`), never decoded. */
+/** Classify a binary frame (type 1 preview, 4 preview with metadata, 3 text). Preview images are passed on as bytes (A1111's `current_image`), never decoded. */
 export function parseBinaryFrame(buf: Buffer): BinaryFrame {
   if (buf.length < 4) return { kind: 'unknown', eventType: undefined, length: buf.length };
   const t = buf.readUInt32BE(0);

@@ -1,18 +1,18 @@
 /**
- * Follow one submitted prompt to its outcome: the core of "submit and follow" (DESIGN §3.4, §4).
+ * Follow one submitted prompt to its outcome: the core of "submit and follow" (docs/durability.md).
  *
  * - Event-driven on the happy path: `executing {node: null, prompt_id}` (sent after history is written,
- *   unlike `execution_success`, Gotcha 3) triggers one `/history/{id}` read and we resolve. No poll delay.
+ *   unlike `execution_success`) triggers one `/history/{id}` read and we resolve. No poll delay.
  * - Polling (`promptStatus` + `/queue`) only while there is no socket, or the socket has been silent about
  *   our prompt for `pollIntervalMs`, and at the stall deadline.
- * - A dropped socket is replaced by one with a FRESH client id (Gotcha 11). ComfyUI sends a prompt's
- *   events only to the socket named by its `client_id` (Gotcha 2), so the new socket only sees broadcast
+ * - A dropped socket is replaced by one with a FRESH client id. ComfyUI sends a prompt's
+ *   events only to the socket named by its `client_id`, so the new socket only sees broadcast
  *   `status` frames; each one triggers an immediate status check, which keeps completion prompt.
  * - Progress, though, only ever goes to the prompt's own client id, and without it a long render would look
  *   stalled. So once the owning socket is known closed on ComfyUI's side (it closed the connection; not a
  *   ping timeout, where a half-open socket may still be registered) and a settle delay has let ComfyUI's
  *   cleanup of the old socket run, the follower reclaims the prompt's client id with a new socket. If that
- *   goes wrong (Gotcha 11: the new socket silently unregistered) we are no worse off than with a fresh id.
+ *   goes wrong (the new socket silently unregistered) we are no worse off than with a fresh id.
  * - Stall ≠ slow: we reject with ComfyStallError only when no event for our prompt arrived AND the queue
  *   did not move for `stallTimeoutMs`. Any event for our prompt (progress, executing, ...) resets it.
  */

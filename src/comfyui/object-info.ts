@@ -1,5 +1,5 @@
 /**
- * `/object_info` as a real ComfyUI sends it (recorded: ../shared/ref/real-comfyui/object_info.json).
+ * `/object_info` as a real ComfyUI sends it (recorded: tools/fake-comfyui/fixtures/object_info.json).
  *
  * Only what the project acts on is read strictly: input names and specs (required / optional), combo values,
  * `input_order`, `output` and `output_node`. Everything else (display_name, description, category,

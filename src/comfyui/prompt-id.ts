@@ -1,7 +1,7 @@
 /**
  * Deterministic prompt ids. ComfyUI v0.25.0+ requires `prompt_id` to be a canonical lowercase hyphenated
  * UUID (`validate_job_id`: the value must round-trip through Python's `uuid.UUID` unchanged), and a retried
- * activity must compute the same id to find the prompt it already submitted (DESIGN §3.4).
+ * activity must compute the same id to find the prompt it already submitted.
  */
 import { createHash } from 'node:crypto';
 

@@ -1,5 +1,5 @@
 /**
- * zod schemas for every ComfyUI HTTP response the client reads (ref/comfyui-protocol.md §1). Objects are
+ * zod schemas for every ComfyUI HTTP response the client reads (docs/comfyui-protocol.md). Objects are
  * `.loose()`: ComfyUI adds fields between releases and custom nodes add output keys, and an unknown extra
  * field must never fail a render. Only the fields we act on are required.
  */
@@ -26,7 +26,7 @@ export const nodeErrorSchema = z
 export const nodeErrorsSchema = z.record(z.string(), nodeErrorSchema);
 export type NodeErrors = z.infer<typeof nodeErrorsSchema>;
 
-/** HTTP 200 from `POST /prompt`. `node_errors` may be non-empty (Gotcha 1). */
+/** HTTP 200 from `POST /prompt`. `node_errors` may be non-empty: ComfyUI dropped the invalid outputs and queued the rest. */
 export const promptResponseSchema = z
   .object({
     prompt_id: z.string(),
@@ -128,7 +128,7 @@ export const uploadResponseSchema = z
   })
   .loose();
 
-/** `/system_stats`: fields differ across releases (§1.8); only `system` is required. */
+/** `/system_stats`: fields differ across releases; only `system` is required. */
 export const systemStatsSchema = z
   .object({
     system: z

@@ -1,5 +1,5 @@
 /**
- * One view of a prompt's state, reconciled from the jobs API, `/history/{id}` and `/queue` (DESIGN §4).
+ * One view of a prompt's state, reconciled from the jobs API, `/history/{id}` and `/queue`.
  */
 import type { ComfyFileRef } from './graph.ts';
 import { isOutOfMemory, type ExecutionErrorInfo } from './errors.ts';
@@ -66,7 +66,7 @@ export function executionErrorInfo(promptId: string, data: Record<string, unknow
 /**
  * Decide a finished prompt's outcome from its history item. `status.messages` wins over `status_str`: on
  * one path (a dependency cycle found at execution time) ComfyUI emits `execution_error` but still reports
- * success (§3.4).
+ * success.
  */
 export function statusFromHistory(promptId: string, item: HistoryItem): TerminalPromptStatus {
   const outputs = item.outputs;

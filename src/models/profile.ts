@@ -120,7 +120,7 @@ export interface SglangEngineSpec {
 
 /**
  * Frame counts a video model renders: `offset + step·k`. `round` says how a count off the grid moves:
- * `down` = vLLM-Omni's Wan rule floor(n/4)·4+1, `up` = H3's next 17k+5 (ref/video-apis.md §6.1).
+ * `down` = vLLM-Omni's Wan rule floor(n/4)·4+1, `up` = H3's next 17k+5 (docs/video-api.md).
  */
 export interface FrameGrid {
   step: number;
@@ -160,7 +160,7 @@ export interface VideoCapabilities {
 export const IMAGE_SIZE_LIMITS = { grid: 16, minSide: 64, maxSide: 2048, maxPixels: 1536 * 1536 } as const;
 
 /**
- * Stall timeout of the image profiles (DESIGN §4: stall ≠ slow). It must exceed the longest SILENT node:
+ * Stall timeout of the image profiles (stall ≠ slow, docs/durability.md). It must exceed the longest SILENT node:
  * ComfyUI sends no event while a node loads weights, and the GGUF loaders map files lazily, so the biggest
  * single read happens at the sampler's start — the ~20 GB Qwen-Image Q8 unet (Flux Q8 is ~13 GB). 180 s
  * covers 20 GB at 115 MB/s, i.e. a slow HDD or network share with a cold page cache (NVMe does it in ~10 s);
@@ -179,5 +179,5 @@ export const IMAGE_STALL_TIMEOUT_MS = 180_000;
  */
 export const VIDEO_STALL_TIMEOUT_MS = 600_000;
 
-/** A1111 clients send 512×512-era defaults; DESIGN §5: size-less requests render 512×512. */
+/** A1111 clients send 512×512-era defaults; size-less requests render 512×512. */
 export const DEFAULT_SIZE = { width: 512, height: 512 } as const;

@@ -101,7 +101,7 @@ export function parseModelOverrides(json: unknown, source = 'model overrides'): 
       }
     }
     checkEngineOverride(source, base, entry, roles);
-    // DESIGN §5: an edit model needs the full vision-language encoder; a language-only GGUF encoder loads,
+    // An edit model needs the full vision-language encoder; a language-only GGUF encoder loads,
     // then fails inside the vision projector on the first render. Refuse it at start instead.
     const encoder = entry.files?.textEncoder;
     if (base.family === 'qwen-edit' && encoder !== undefined && /\.gguf$/i.test(encoder)) {

@@ -1,5 +1,5 @@
 /**
- * The recording client of ../shared/tools/real-comfyui/capture.py, ported: HTTP steps recorded the way the
+ * The recording client of the capture script that recorded test/fixtures/real-comfyui/capture-real.json, ported: HTTP steps recorded the way the
  * script records them (status, content type, JSON / text / first bytes, a few headers), multipart uploads
  * encoded as aiohttp encodes them (percent-quoted file names, url-encoded when there is no file), and
  * WebSocket transcripts. Waiting is event-driven: instead of the script's sleeps, `barrier()` pings every

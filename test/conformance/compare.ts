@@ -1,5 +1,5 @@
 /**
- * The structural diff of ../shared/tools/real-comfyui/compare.py, ported: per step, ids (UUIDs, the run
+ * The structural diff the recording's own comparison script makes, ported: per step, ids (UUIDs, the run
  * tag), timestamps and priority numbers normalised, then status, content type, kept headers and bodies
  * compared by shape and value (shape only for the steps whose values depend on the machine or on earlier
  * history), WebSocket transcripts compared as sequences of frame summaries plus payload shapes per type.

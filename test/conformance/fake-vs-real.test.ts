@@ -1,6 +1,6 @@
 /**
  * Conformance: the fake ComfyUI against a recording of the real one. The scripted exchange that produced
- * test/fixtures/real-comfyui/capture-real.json (../shared/tools/real-comfyui/capture.py, ~145 steps: queue,
+ * test/fixtures/real-comfyui/capture-real.json (~145 steps: queue,
  * prompts, jobs, history, uploads, /view, every kind of validation error, execution errors, interrupts,
  * /free, cache hits, broadcasts, a reconnect) is replayed against the fake, and the answers are compared
  * structurally with the recorded ones (compare.ts, a port of compare.py). Every difference fails the test

@@ -1,6 +1,5 @@
 /**
- * The scripted exchange of ../shared/tools/real-comfyui/capture.py (the one that produced
- * test/fixtures/real-comfyui/capture-real.json), replayed step for step with the same names, requests and
+ * The scripted exchange that produced test/fixtures/real-comfyui/capture-real.json, replayed step for step with the same names, requests and
  * order against any base URL, producing a capture of the same shape.
  *
  * Two things differ from the script, both because a test must not depend on timing:

@@ -149,7 +149,7 @@ describe('golden graphs', () => {
   });
 });
 
-describe('graph facts (DESIGN §5)', () => {
+describe('graph facts', () => {
   const byName = (name: string) => graphFor(cases.find((c) => c.name === name)!);
   const ofClass = (g: ComfyGraph, cls: string) => Object.values(g).filter((n) => n.class_type === cls);
 

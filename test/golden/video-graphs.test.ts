@@ -2,7 +2,7 @@
  * Golden video graphs: Wan 2.2 TI2V-5B (t2v, i2v) and MiniMax-H3 (t2va, fl2va first / last / both, ref2va),
  * compared with `test/golden/<model>-<case>.json` (UPDATE_GOLDEN=1 rewrites) and validated against the
  * recorded `/object_info` fixture node by node (schema-check.ts) and by the client's pre-submit check, plus the facts of the graphs ComfyUI
- * executed end to end (ref/real-comfyui graph-wan22-*.json, graph-h3-fl2va.json).
+ * executed end to end (recorded Wan 2.2 and H3 FL2VA runs).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -95,7 +95,7 @@ describe('golden video graphs', () => {
   });
 });
 
-describe('video graph facts (recorded executions, DESIGN §5)', () => {
+describe('video graph facts (recorded executions)', () => {
   it('every video graph: CreateVideo at the request fps → SaveVideo mp4/h264 (dot-path codec) under the job prefix', () => {
     for (const [name, req] of cases) {
       const g = graphOf(req);
@@ -215,7 +215,7 @@ describe('video graph facts (recorded executions, DESIGN §5)', () => {
   });
 
   it('the recorded executed graphs use the same node classes and key inputs as ours', () => {
-    // ref/real-comfyui/graph-wan22-t2v.json ran on ComfyUI 0.33.0: UNETLoader, CLIPLoader(wan), VAELoader,
+    // The recorded Wan 2.2 t2v graph that ran on ComfyUI 0.33.0: UNETLoader, CLIPLoader(wan), VAELoader,
     // ModelSamplingSD3, CLIPTextEncode ×2, Wan22ImageToVideoLatent, KSampler, VAEDecode, CreateVideo, SaveVideo.
     const classes = new Set(Object.values(byName(`${WAN}-t2v`)).map((n) => n.class_type));
     expect([...classes].sort()).toEqual(

@@ -1,5 +1,5 @@
 /**
- * Operators end to end (issue 4, "done when"): after a mix of successful, failed and cancelled renders
+ * Operators end to end: after a mix of successful, failed and cancelled renders
  * against the fake ComfyUI, `renders list --status failed` shows exactly the failed ones, `renders show`
  * says why each failed, a bulk replay of a time window re-renders exactly those — each linked to its
  * original, its seed producing the same bytes as a fresh render of that request — and the gallery page

@@ -1,5 +1,5 @@
 /**
- * Hostile request bytes, one builder per red-team finding of issue 17, built in-process (no binary files).
+ * Hostile request bytes, one builder per finding of a red-team review, built in-process (no binary files).
  * Each returns what a client would send; the regression tests (test/unit/hostile-bytes.test.ts) and the
  * fuzzer seed from them. Large zlib streams are deflated in pieces (bounded memory) and cached.
  */

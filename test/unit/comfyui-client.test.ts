@@ -185,7 +185,7 @@ describe('jobs, history and queue', () => {
       stub.enqueue(id);
       stub.start(id);
       stub.succeed(id);
-      // The dependency-cycle edge path: execution_error recorded but success not cleared (§3.4).
+      // The dependency-cycle edge path: execution_error recorded but success not cleared (docs/comfyui-protocol.md).
       const h = stub.history[id]!;
       (h.status as { messages: unknown[] }).messages.push([
         'execution_error',

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ComfyExecutionError, ComfyValidationError, type ExecutionErrorInfo } from '../../src/comfyui/errors.ts';
 import { comfyErrorBodySchema } from '../../src/comfyui/schemas.ts';
 
-/** The recording's answer (../shared/ref/real-comfyui/sglang-verdicts.json, the newest plugin without sglang). */
+/** The recording's answer (a real ComfyUI 0.33.0 with the newest plugin and no sglang package). */
 const RECORDED_MISSING = {
   type: 'missing_node_type',
   message: "Node 'Load diffusion model (SGLD)' not found. The custom node may not be installed.",

@@ -142,7 +142,7 @@ const APP_SERVICES = ['worker', 'api'] as const;
 // ---------------------------------------------------------------------------------------------------------
 
 describe('docker-compose.yml', () => {
-  it('defines the production services of DESIGN.md §2', () => {
+  it('defines the production services', () => {
     expect(Object.keys(compose.services).sort()).toEqual(
       ['api', 'comfyui', 'postgresql', 'temporal', 'temporal-admin-tools', 'temporal-create-namespace', 'temporal-ui', 'worker'].sort(),
     );

@@ -1,7 +1,7 @@
 /**
  * The service's modules must not load sharp (libvips) or the AWS SDK up front: each costs 20–25 MB of RSS
  * (imported alone) for the life of a process that, with PNG output and the filesystem blob store, never uses them
- * (issue 11, peak RSS budget). They load on first use instead (images/encode.ts, blobs/from-config.ts).
+ * (the peak RSS budget). They load on first use instead (images/encode.ts, blobs/from-config.ts).
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';

@@ -17,7 +17,7 @@ import { familyBuilder } from '../../src/models/families/index.ts';
 
 afterEach(() => resetModelOverrides());
 
-describe('model profiles (DESIGN §5)', () => {
+describe('model profiles', () => {
   it('lists every profile file of src/models/profiles, image models first, then video models, each by id', () => {
     const files = readdirSync(new URL('../../src/models/profiles/', import.meta.url)).filter((f) => f.endsWith('.ts'));
     const ids = listProfiles().map((p) => p.id);

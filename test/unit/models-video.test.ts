@@ -6,7 +6,7 @@ import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames } from '../..
 const wan = getProfile('videogen-wan22-5b')!;
 const h3 = getProfile('videogen-minimax-h3')!;
 
-describe('video frame grids (ref/video-apis.md §6.1)', () => {
+describe('video frame grids', () => {
   it('Wan floors to 4k+1: 5 s at 24 fps = 120 → 121; 81 stays; 84 → 85 (floor(n/4)·4+1)', () => {
     const g = wan.video!.frameGrid;
     expect(snapFrames(framesForSeconds(5, 24), g)).toBe(121);

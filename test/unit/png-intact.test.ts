@@ -1,7 +1,7 @@
 /**
  * Input PNGs are checked as a decoder would fail on them (png-bounds.ts assertPngIntact), without decoding
  * their pixels: every defect pngjs's full decode refused is still refused with a 400 naming it, and a good
- * image costs one bounded inflate and no RGBA copy (issue 11: 100 concurrent 2 MB img2img).
+ * image costs one bounded inflate and no RGBA copy (the memory budget: 100 concurrent 2 MB img2img).
  */
 import { randomFillSync } from 'node:crypto';
 import zlib from 'node:zlib';

@@ -1,6 +1,6 @@
 /**
  * The client's pre-submit verdict held against a real ComfyUI's verdict on the same graphs, as recorded in
- * test/fixtures/real-comfyui/ (copied from ../shared/ref/real-comfyui/ and scripts/record-verdicts.ts):
+ * test/fixtures/real-comfyui/ (recorded on a real ComfyUI 0.33.0, some with scripts/record-verdicts.ts):
  * - golden-real.json: the real server accepted every golden graph (`node_errors: {}`);
  * - capture-real.json: every `POST /prompt` of the scripted exchange, bad graphs of every kind included;
  * - verdicts-model-files.json: graphs whose faults are missing model files or node classes.

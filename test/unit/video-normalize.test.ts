@@ -23,7 +23,7 @@ const WAN = 'videogen-wan22-5b';
 const H3 = 'videogen-minimax-h3';
 
 describe('defaults and grids', () => {
-  it('Wan defaults (DESIGN §5): 1280×704, 121 frames, 24 fps, 20 steps, cfg 5, uni_pc/simple; random seed; t2v', () => {
+  it('Wan defaults: 1280×704, 121 frames, 24 fps, 20 steps, cfg 5, uni_pc/simple; random seed; t2v', () => {
     const { request: r } = norm({ prompt: 'a cat' });
     expect(r).toMatchObject({ kind: 'video', model: WAN, width: 1280, height: 704, steps: 20, cfg: 5, sampler: 'uni_pc', scheduler: 'simple', seed: 2147483647 });
     expect(r.video).toMatchObject({ task: 't2v', frames: 121, fps: 24, references: [] });

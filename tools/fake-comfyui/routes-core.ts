@@ -1,6 +1,6 @@
 /**
  * ComfyUI's core API routes (server.py), registered twice by the server: bare and under `/api`, like
- * `add_routes()` does. Status codes and bodies follow ref/comfyui-protocol.md §1, including the quirks
+ * `add_routes()` does. Status codes and bodies follow docs/comfyui-protocol.md, including the quirks
  * (HTTP 200 with `node_errors`, 500 for a non-JSON body, empty 200 bodies).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';

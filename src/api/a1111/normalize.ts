@@ -1,5 +1,5 @@
 /**
- * A1111 body → fully resolved RenderRequest (DESIGN §3 step 1). Everything a render depends on is decided
+ * A1111 body → fully resolved RenderRequest. Everything a render depends on is decided
  * here: model, seed, defaults, sampler mapping, size snapping, kind routing, decoded and checked images.
  * Bad input throws a RequestError naming the field before anything is stored or started. Cheap checks run
  * before image decoding, so a wrong size fails without decoding megabytes of base64.

@@ -117,7 +117,7 @@ function partialWarnings(request: RenderRequest, result: Pick<RenderResult, 'ski
   });
 }
 
-/** A1111 API defaults of the fields every route shares (a1111-contract.md §1.2). */
+/** A1111 API defaults of the fields every route shares (docs/a1111-contract.md). */
 const COMMON_DEFAULTS: Record<string, unknown> = {
   prompt: '',
   negative_prompt: '',

@@ -1,5 +1,5 @@
 /**
- * zod schemas of the A1111 `/sdapi/v1/txt2img` and `/img2img` bodies (a1111-contract.md §1.2, §1.3) plus
+ * zod schemas of the A1111 `/sdapi/v1/txt2img` and `/img2img` bodies (docs/a1111-contract.md) plus
  * the extensions clients send (`model`, `extra_images`, sd.cpp `sample_method` / `batch_count`, Forge
  * `distilled_cfg_scale`).
  *

@@ -1,7 +1,7 @@
 /**
  * The A1111 routes clients call around renders: model list, options (current model), samplers and
  * schedulers, and the lists some clients read at start-up (upscalers, scripts, ...). Shapes follow
- * `ref/a1111-contract.md`; routes that A1111 answers with `null` or `{}` answer the same, since clients
+ * A1111's (docs/a1111-contract.md); routes that A1111 answers with `null` or `{}` answer the same, since clients
  * call `.json()` on them.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';

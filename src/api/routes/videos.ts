@@ -1,5 +1,5 @@
 /**
- * The vLLM-Omni video API (ref/video-apis.md §1): every request becomes a durable `render` workflow of kind
+ * The vLLM-Omni video API (docs/video-api.md): every request becomes a durable `render` workflow of kind
  * `video`, the same one the image routes use.
  *   POST   /v1/videos/sync           → video/mp4 bytes (X-Request-Id, X-Model, X-Inference-Time-S, X-Render-Id); 504 on timeout
  *   POST   /v1/videos                → the job object (status queued)

@@ -1,6 +1,6 @@
 /**
  * Video jobs are render workflows (`render-…`, search attribute RenderKind = video): the job object of
- * `GET /v1/videos/{id}` (vLLM-Omni's VideoResponse, ref/video-apis.md §1.4) is read from Temporal, so
+ * `GET /v1/videos/{id}` (vLLM-Omni's VideoResponse, docs/video-api.md) is read from Temporal, so
  * every front answers for every job and a restarted front loses nothing.
  * - status: a running workflow is `queued` until its GPU activity has started, then `in_progress`;
  *   completed → `completed`; failed / timed out / terminated → `failed` with `error {code, message}`;

@@ -1,5 +1,5 @@
 /**
- * Video API fields → a fully resolved RenderRequest of kind `video` (DESIGN §3 step 1, ref/video-apis.md).
+ * Video API fields → a fully resolved RenderRequest of kind `video` (docs/video-api.md).
  * Everything the render depends on is decided here: model, task, size on the model's grid, frame count on
  * its frame grid, fps, steps, guidance, shift, seed, and the decoded conditioning images. Bad input throws
  * a RequestError naming the field before anything is stored or started; cheap checks run before decoding.

@@ -1,8 +1,8 @@
 /**
- * The request fields of the vLLM-Omni video API (`POST /v1/videos`, `/v1/videos/sync`), ref/video-apis.md
- * §1.2 and §4. The same schema reads JSON bodies (numbers are numbers) and form bodies (multipart or
- * urlencoded: every value is a string), so numeric fields accept numeric strings. Unknown fields are
- * ignored, as vLLM-Omni's pydantic model does.
+ * The request fields of the vLLM-Omni video API (`POST /v1/videos`, `/v1/videos/sync`), docs/video-api.md.
+ * The same schema reads JSON bodies (numbers are numbers) and form bodies (multipart or urlencoded: every
+ * value is a string), so numeric fields accept numeric strings. Unknown fields are ignored, as vLLM-Omni's
+ * pydantic model does.
  */
 import { z } from 'zod';
 import { MAX_PROMPT_CHARS } from '../a1111/schema.ts';

@@ -1,7 +1,7 @@
 import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
 
 /**
- * MiniMax-H3 (DESIGN §5, ref/video-apis.md §5-6): video with 32 kHz stereo audio, always 24 fps, frames on
+ * MiniMax-H3 (docs/video-api.md): video with 32 kHz stereo audio, always 24 fps, frames on
  * the 17k+5 grid (124 = 5.167 s; trained 4-15 s, i.e. up to 362 frames), native 1344×768 (short edge 768),
  * res_multistep / simple, 20 steps as the ComfyUI template, BasicGuider (CFG-distilled: no negative prompt).
  * Its API clients count steps in sigma points (vLLM-Omni/SGLang: 50 → 49 sampler steps).

@@ -1,7 +1,7 @@
 import { VIDEO_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
 
 /**
- * Wan 2.2 TI2V-5B (DESIGN §5): ComfyUI template defaults 1280×704, 121 frames (5 s) at 24 fps, 20 steps,
+ * Wan 2.2 TI2V-5B: ComfyUI template defaults 1280×704, 121 frames (5 s) at 24 fps, 20 steps,
  * cfg 5, uni_pc / simple, ModelSamplingSD3 shift 8. Sizes on a 32 px grid (Wan22ImageToVideoLatent steps
  * by 32: VAE stride 16 × patch 2), at most 1280×720 pixels as the model was trained; frames 4k+1.
  */
