@@ -34,7 +34,7 @@ const DELIBERATE_GAPS: Array<{ step: RegExp; line: RegExp; why: string }> = [
   {
     step: /^GET \/models\/vae$/,
     line: /^body: length real=2 fake=5$/,
-    why: 'the fixture adds the VAEs the recorded video runs used later that day to VAELoader (test/fixtures/README.md)',
+    why: 'the fixture adds the VAEs the recorded video runs used later that day to VAELoader (tools/fake-comfyui/fixtures/README.md)',
   },
   {
     // E is taken by the worker thread while the client is already posting F: on the real server whether
