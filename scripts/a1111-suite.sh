@@ -5,7 +5,7 @@
 #   bash scripts/a1111-suite.sh                       # fetches A1111's test/ at the pinned commit from GitHub
 #   bash scripts/a1111-suite.sh --src ~/stable-diffusion-webui   # or uses a checkout (any dir holding test/)
 #   bash scripts/a1111-suite.sh --token s3cret        # service started with API_TOKEN; see below
-#   bash scripts/a1111-suite.sh --token s3cret --unsent   # same, token not sent: every test must get a 401
+#   bash scripts/a1111-suite.sh --token s3cret --unsent   # token not sent: passes when every test gets a 401
 #   bash scripts/a1111-suite.sh -- -k img2img         # anything after -- goes to pytest
 #
 # Their suite is run unmodified. It has no notion of auth: with --token, a pytest plugin of ours (written into
@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 project="$PWD"
 
-# v1.8.0 (the release merge); the API test files are unchanged since.
+# v1.8.0, its release merge commit (the version this script was first run with).
 A1111_COMMIT="${A1111_COMMIT:-bef51aed032c0aaa5cfd80445bc4cf0d85b408b5}"
 A1111_REPO="${A1111_REPO:-https://github.com/AUTOMATIC1111/stable-diffusion-webui}"
 work="${A1111_SUITE_DIR:-${TMPDIR:-/tmp}/comfy-durable-a1111-suite}"
@@ -131,11 +131,24 @@ fi
 auth_note=""
 if [ -n "$token" ]; then auth_note=" (API_TOKEN set; token $([ "$send_token" = 1 ] && echo "sent by the plugin" || echo "not sent"))"; fi
 log "pytest against http://127.0.0.1:$api_port$auth_note"
+if [ -n "$token" ] && [ "$send_token" = 0 ]; then pytest_args+=(--tb=line); fi
 set +e
 (cd "$src" && COMFY_DURABLE_TOKEN="$token" PYTHONPATH="$work/plugins${PYTHONPATH:+:$PYTHONPATH}" \
   "$venv/bin/python" -m pytest test/test_txt2img.py test/test_img2img.py test/test_extras.py test/test_utils.py \
-  --base-url "http://127.0.0.1:$api_port" -p no:cacheprovider -rfE -q "${plugin_args[@]}" "${pytest_args[@]}")
-status=$?
+  --base-url "http://127.0.0.1:$api_port" -p no:cacheprovider -rfE -q "${plugin_args[@]}" "${pytest_args[@]}") | tee "$run/pytest.out"
+status=${PIPESTATUS[0]}
 set -e
+if [ -n "$token" ] && [ "$send_token" = 0 ]; then
+  # Without the token every test must fail, and each on a 401 (one line per failure with --tb=line).
+  failures=$(grep -cE '^/.*\.py:[0-9]+: ' "$run/pytest.out" || true)
+  refused=$(grep -cE '^/.*\.py:[0-9]+: (AssertionError: )?assert 401 == 200$' "$run/pytest.out" || true)
+  if [ "$failures" -gt 0 ] && [ "$failures" = "$refused" ] && ! grep -qE '[0-9]+ (passed|error)' "$run/pytest.out"; then
+    log "as expected without the token: all $refused tests got 401"
+    status=0
+  else
+    log "expected every test to get 401 without the token: $refused of $failures failures are 401s (or some passed)"
+    status=1
+  fi
+fi
 log "project $project, A1111 tests from $src; service log $run/service.log"
 exit $status
