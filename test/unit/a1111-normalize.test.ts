@@ -316,6 +316,12 @@ describe('the SD upscale script (A1111 test_img2img_sd_upscale_performed)', () =
     expect(big.warnings).toContainEqual(expect.stringMatching(/^script_args\.3\/script_args\.3: 2048x2048 scaled down to 1536x1536/));
   });
 
+  it('one image per n_iter, as A1111 (its batch_size groups tiles), said when batch_size is set', () => {
+    const { request, warnings } = i2i({ ...body, batch_size: 3, n_iter: 2, seed: 10 });
+    expect(request).toMatchObject({ batchSize: 1, nIter: 2, seed: 10 });
+    expect(warnings).toContainEqual(expect.stringMatching(/^batch_size: 3 not used; SD upscale answers one image per n_iter/));
+  });
+
   it.each([
     [{ script_args: ['', 8, 'Lanczos', 0] }, 422, 'script_args.3'],
     [{ script_args: ['', 8, 'Lanczos', 'big'] }, 422, 'script_args.3'],

@@ -4,7 +4,7 @@
  * Bad input throws a RequestError naming the field before anything is stored or started. Cheap checks run
  * before image decoding, so a wrong size fails without decoding megabytes of base64.
  */
-import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
+import type { BlobRef, RenderKind, RenderRequest, SdUpscale } from '../../render/types.ts';
 import type { Config } from '../../config/config.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../images/image-set.ts';
@@ -109,7 +109,7 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
   const sdUpscale = isSdUpscale(b) ? chooseSdUpscale(route, b, lists, warnings) : undefined;
   const profile = chooseModel(b, ctx);
   const { sampler, scheduler: chosenScheduler, custom } = chooseSampler(b, profile, warnings);
-  const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
+  const { count, batchSize, nIter } = sdUpscaleBatch(chooseBatch(b, ctx.limits), sdUpscale, warnings);
   const seed = chooseSeed(b, count, ctx.random);
   // SD upscale's size comes from the init image (finishRequest); width and height are A1111's tile size there.
   const size = chooseSize(b, profile, ctx.limits, sdUpscale ? [] : warnings);
@@ -209,6 +209,13 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
   };
   if (warnings.length > 0) ctx.log?.('a1111 request: ignored or adjusted inputs', { model: profile.id, warnings });
   return { request, images: [...images.values()], warnings, parameters: buildParameters(route, b, request) };
+}
+
+/** A1111's SD upscale answers one image per n_iter: its batch_size only groups the tiles it redraws. */
+function sdUpscaleBatch(batch: ReturnType<typeof chooseBatch>, sdUpscale: SdUpscale | undefined, warnings: string[]): ReturnType<typeof chooseBatch> {
+  if (!sdUpscale || batch.batchSize === 1) return batch;
+  warnings.push(`batch_size: ${batch.batchSize} not used; SD upscale answers one image per n_iter (A1111 batches its tiles by it)`);
+  return { ...batch, batchSize: 1, count: batch.nIter };
 }
 
 /** SD upscale's output: the init image × scale, fitted to the model's grid and budget like any size. */
