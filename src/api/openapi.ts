@@ -39,7 +39,7 @@ const GETS: Record<string, string> = {
   '/sdapi/v1/loras': "ComfyUI's LoRA files",
   '/sdapi/v1/memory': "RAM and GPU memory from ComfyUI's /system_stats",
   '/sdapi/v1/progress': 'Live progress of the render on the GPU',
-  '/sdapi/v1/scripts': 'Scripts (none)',
+  '/sdapi/v1/scripts': 'Scripts (img2img: sd upscale)',
   '/sdapi/v1/sd-vae': 'VAEs (none selectable)',
   '/sdapi/v1/sd-modules': 'Modules (none selectable)',
   '/sdapi/v1/prompt-styles': 'Prompt styles (none)',

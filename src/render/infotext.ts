@@ -39,6 +39,9 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
     ['Hires sampler', request.hires?.samplerLabel],
     ['Hires schedule type', request.hires?.schedulerLabel],
     ['Resize mode', request.resizeMode],
+    // A1111's SD upscale script adds these two.
+    ['SD upscale overlap', request.sdUpscale?.overlap],
+    ['SD upscale upscaler', request.sdUpscale?.upscalerName],
   ];
   const line = params
     .filter((p): p is [string, string | number] => p[1] !== undefined)

@@ -98,6 +98,8 @@ export interface RenderRequest {
   hires?: HiresFix;
   /** img2img A1111 resize_mode: 0 just resize, 1 crop and resize, 2 resize and fill, 3 latent upscale. */
   resizeMode?: 0 | 1 | 2 | 3;
+  /** img2img A1111 "SD upscale" script: the init image enlarged to the output size by this upscaler. */
+  sdUpscale?: SdUpscale;
   /** Output file format (A1111 `samples_format` and its quality options); absent: PNG. */
   output?: OutputFormat;
   /** `upscale` (extras): how each of `extraImages` is upscaled. */
@@ -141,6 +143,16 @@ export interface HiresFix {
   /** Their A1111 labels, for infotexts (set with them). */
   samplerLabel?: string;
   schedulerLabel?: string;
+}
+
+export interface SdUpscale {
+  /** Output size = init image size × scale (then fitted to the model's grid and budget). */
+  scale: number;
+  /** A1111's tile overlap: reported in the infotext; one pass over the whole image has no tiles. */
+  overlap: number;
+  upscaler: Upscaler;
+  /** A1111 name of the upscaler, for infotexts. */
+  upscalerName: string;
 }
 
 export interface OutputFormat {

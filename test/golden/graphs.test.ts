@@ -320,6 +320,27 @@ describe('graph facts', () => {
     expect(latent.init_latent).toMatchObject({ class_type: 'LatentUpscale', inputs: { samples: ['init_latent_raw', 0], width: 768, height: 512 } });
   });
 
+  it('SD upscale script: the init image enlarged by its upscaler to init × scale, then redrawn by img2img (no golden file: no real verdict recorded)', () => {
+    for (const [upscaler, scale] of [['4x-UltraSharp', 2], ['Nearest', 1.5]] as const) {
+      const g = graphFor({ name: 'sd-upscale', route: 'img2img', body: { ...base, init_images: [init], script_name: 'SD upscale', script_args: ['', 32, upscaler, scale], denoising_strength: 0.3 } });
+      checkStructure(g);
+      expect(schemaProblems(g, objectInfo)).toEqual([]);
+      expect(preflightGraph(g, objectInfo)).toEqual({ ok: true });
+      // 96×64 init: ×2 → 192×128, ×1.5 → 144×96; the output is that size, not the body's 768×512 (A1111's tile size).
+      const [w, h] = scale === 2 ? [192, 128] : [144, 96];
+      expect(g.init_resize).toMatchObject({ class_type: 'ImageScale', inputs: { width: w, height: h, upscale_method: upscaler === 'Nearest' ? 'nearest-exact' : 'lanczos', crop: 'disabled' } });
+      expect(g.init_latent!.inputs.pixels).toEqual(['init_resize', 0]);
+      expect(g.sampler!.inputs.denoise).toBe(0.3);
+      if (upscaler === '4x-UltraSharp') {
+        expect(g.init_model).toMatchObject({ class_type: 'UpscaleModelLoader', inputs: { model_name: '4x-UltraSharp.pth' } });
+        expect(g.init_resize!.inputs.image).toEqual(['init_model_upscale', 0]);
+      } else {
+        expect(g.init_model).toBeUndefined();
+      }
+      expect(g.init_scale).toBeUndefined();
+    }
+  });
+
   it('extras upscale: ImageScaleBy for a factor with a pixel method; model then exact size', () => {
     expect(byName('upscale-lanczos-by-2').upscale).toMatchObject({ class_type: 'ImageScaleBy', inputs: { upscale_method: 'lanczos', scale_by: 2 } });
     const m = byName('upscale-model-to-size');

@@ -165,13 +165,35 @@ describe('every sampler and scheduler A1111 offers renders', () => {
 });
 
 describe('what is not offered says what is missing', () => {
-  it('interrogate (webuiapi interrogate()) and the SD upscale script: a 422 naming what is missing', async () => {
+  it('interrogate (webuiapi interrogate()): a 422 naming what is missing', async () => {
     const i = await post('/sdapi/v1/interrogate', { image: redSquare(16).toString('base64'), model: 'clip' });
     expect(i.status).toBe(422);
     expect(JSON.stringify(i.json)).toMatch(/captioning model/);
-    const s = await post('/sdapi/v1/img2img', { prompt: 'x', init_images: [redSquare(16).toString('base64')], script_name: 'SD upscale', script_args: [null, 64, '4x-UltraSharp', 2] });
-    expect(s.status).toBe(422);
-    expect(JSON.stringify(s.json)).toMatch(/SD upscale' is not available: it needs tiled img2img upscaling/);
+  });
+});
+
+describe('the SD upscale script renders (A1111 test_img2img_sd_upscale_performed)', () => {
+  it("A1111's own suite's request: the 64² init image ×2 with Lanczos, one pass, said in warnings and the infotext", async () => {
+    const init = `data:image/png;base64,${redSquare(64).toString('base64')}`;
+    const { images, info } = await render('img2img', { prompt: 'example prompt', init_images: [init], width: 64, height: 64, steps: 3, denoising_strength: 0.75, script_name: 'sd upscale', script_args: ['', 8, 'Lanczos', 2.0] });
+    expect(images).toHaveLength(1);
+    expect(sizeOf(images[0]!)).toEqual({ width: 128, height: 128 });
+    expect(info.warnings.join('\n')).toMatch(/SD upscale redraws the whole ×2 image in one img2img pass/);
+    expect(info.infotexts[0]).toMatch(/SD upscale overlap: 8, SD upscale upscaler: Lanczos/);
+  });
+
+  it('an upscale model from ComfyUI by name, as webuiapi posts it', async () => {
+    const { images } = await render('img2img', { prompt: 'x', init_images: [redSquare(48).toString('base64')], steps: 1, script_name: 'SD upscale', script_args: [null, 64, '4x-UltraSharp', 2] });
+    expect(sizeOf(images[0]!)).toEqual({ width: 96, height: 96 });
+    const graphs = [...fake.state.queue.history.values()].map((h) => JSON.stringify(h));
+    expect(graphs.some((g) => g.includes('ImageUpscaleWithModel') && g.includes('init_model_upscale'))).toBe(true);
+  });
+
+  it('SD upscale with a mask, or on txt2img: 422 naming the field', async () => {
+    const withMask = await post('/sdapi/v1/img2img', { init_images: [redSquare(16).toString('base64')], mask: redSquare(16).toString('base64'), script_name: 'SD upscale' });
+    expect([withMask.status, withMask.json.field]).toEqual([422, 'mask']);
+    const t2i = await post('/sdapi/v1/txt2img', { prompt: 'x', script_name: 'SD upscale' });
+    expect([t2i.status, t2i.json.field]).toEqual([422, 'script_name']);
   });
 });
 

@@ -240,7 +240,7 @@ describe('discovery routes clients call around renders', () => {
     const schedulers = await get('/sdapi/v1/schedulers');
     expect(schedulers.json.some((s: { name: string }) => s.name === 'karras')).toBe(true);
     expect((await get('/sdapi/v1/upscalers')).status).toBe(200);
-    expect((await get('/sdapi/v1/scripts')).json).toEqual({ txt2img: [], img2img: [] });
+    expect((await get('/sdapi/v1/scripts')).json).toEqual({ txt2img: [], img2img: ['sd upscale'] });
     const progress = await get('/sdapi/v1/progress');
     expect(progress.json.progress).toBe(0);
     expect(progress.json.state.job_count).toBe(0);

@@ -295,6 +295,49 @@ describe('batches', () => {
   });
 });
 
+describe('the SD upscale script (A1111 test_img2img_sd_upscale_performed)', () => {
+  // A1111's own API suite posts exactly this: script_args [info, overlap, upscaler, scale].
+  const body = { init_images: [img], width: 64, height: 64, denoising_strength: 0.75, script_name: 'sd upscale', script_args: ['', 8, 'Lanczos', 2.0] };
+
+  it('renders the init image × scale as an img2img, the tiles it does not use said in warnings', () => {
+    const { request, warnings } = i2i(body);
+    expect(request).toMatchObject({ kind: 'img2img', width: 128, height: 128, denoise: 0.75, sdUpscale: { scale: 2, overlap: 8, upscaler: { kind: 'pixel', method: 'lanczos' }, upscalerName: 'Lanczos' } });
+    expect(request.report).toMatchObject({ requestedWidth: 128, requestedHeight: 128 });
+    expect(warnings).toContainEqual(expect.stringMatching(/^script_name: SD upscale redraws the whole ×2 image in one img2img pass.*overlap 8 not used/));
+  });
+
+  it('A1111 defaults (overlap 64, ×2, "None" = Lanczos resize), an upscaler index, a model, a budget fit', () => {
+    expect(i2i({ init_images: [img], script_name: 'SD upscale' }).request).toMatchObject({ width: 128, height: 128, sdUpscale: { scale: 2, overlap: 64, upscalerName: 'None' } });
+    expect(i2i({ ...body, script_args: ['', 8, 2, 2] }).request.sdUpscale?.upscalerName).toBe('Nearest');
+    const model = i2i({ ...body, script_args: [null, 8, '4x-UltraSharp', 4] }, ctx({ catalog: { upscaleModels: ['4x-UltraSharp.pth'] } })).request;
+    expect(model).toMatchObject({ width: 256, height: 256, sdUpscale: { upscaler: { kind: 'model', model: '4x-UltraSharp.pth' } } });
+    const big = i2i({ ...body, init_images: [pngB64(1024, 1024)] });
+    expect(big.request).toMatchObject({ width: 1536, height: 1536 });
+    expect(big.warnings).toContainEqual(expect.stringMatching(/^script_args\.3\/script_args\.3: 2048x2048 scaled down to 1536x1536/));
+  });
+
+  it('one image per n_iter, as A1111 (its batch_size groups tiles), said when batch_size is set', () => {
+    const { request, warnings } = i2i({ ...body, batch_size: 3, n_iter: 2, seed: 10 });
+    expect(request).toMatchObject({ batchSize: 1, nIter: 2, seed: 10 });
+    expect(warnings).toContainEqual(expect.stringMatching(/^batch_size: 3 not used; SD upscale answers one image per n_iter/));
+  });
+
+  it.each([
+    [{ script_args: ['', 8, 'Lanczos', 0] }, 422, 'script_args.3'],
+    [{ script_args: ['', 8, 'Lanczos', 'big'] }, 422, 'script_args.3'],
+    [{ script_args: ['', 8, 99, 2] }, 422, 'script_args.2'],
+    [{ script_args: ['', 8, 'no-such-upscaler', 2] }, 400, 'script_args.2'],
+    [{ mask: img }, 422, 'mask'],
+  ])('%j → %d %s', (over, status, field) => {
+    expect(thrown(() => i2i({ ...body, ...over }))).toMatchObject({ status, field });
+  });
+
+  it('is an img2img script: on txt2img, or on an edit model, it is refused naming script_name', () => {
+    expect(thrown(() => t2i({ script_name: 'sd upscale' }))).toMatchObject({ status: 422, field: 'script_name' });
+    expect(thrown(() => i2i({ ...body, model: 'imagegen-flux-kontext' }))).toMatchObject({ status: 422, field: 'script_name' });
+  });
+});
+
 describe('other ranges and types', () => {
   it('steps 0 means the model default', () => {
     expect(t2i({ steps: 0 }).request.steps).toBe(20);

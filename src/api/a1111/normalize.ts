@@ -4,7 +4,7 @@
  * Bad input throws a RequestError naming the field before anything is stored or started. Cheap checks run
  * before image decoding, so a wrong size fails without decoding megabytes of base64.
  */
-import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
+import type { BlobRef, RenderKind, RenderRequest, SdUpscale } from '../../render/types.ts';
 import type { Config } from '../../config/config.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../images/image-set.ts';
@@ -18,8 +18,9 @@ import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { inRange, present } from './fields.ts';
 import { chooseGuidance, chooseSampler } from './sampling.ts';
-import { chooseResizeMode, chooseSize, fitSize } from './size.ts';
+import { chooseResizeMode, chooseSize, fitSize, type Size } from './size.ts';
 import { chooseInpaint } from './inpaint.ts';
+import { chooseSdUpscale, isSdUpscale } from './sd-upscale.ts';
 import { unappliedFieldWarnings } from './unapplied.ts';
 import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
@@ -104,11 +105,14 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
   const warnings: string[] = [];
 
   rejectUnsupportedScripts(b);
+  const lists = ctx.catalog ?? {};
+  const sdUpscale = isSdUpscale(b) ? chooseSdUpscale(route, b, lists, warnings) : undefined;
   const profile = chooseModel(b, ctx);
   const { sampler, scheduler: chosenScheduler, custom } = chooseSampler(b, profile, warnings);
-  const { count, batchSize, nIter } = chooseBatch(b, ctx.limits);
+  const { count, batchSize, nIter } = sdUpscaleBatch(chooseBatch(b, ctx.limits), sdUpscale, warnings);
   const seed = chooseSeed(b, count, ctx.random);
-  const size = chooseSize(b, profile, ctx.limits, warnings);
+  // SD upscale's size comes from the init image (finishRequest); width and height are A1111's tile size there.
+  const size = chooseSize(b, profile, ctx.limits, sdUpscale ? [] : warnings);
   // A1111 clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
   const steps = inRange(b.steps === undefined || b.steps === 0 ? profile.defaults.steps : b.steps, 1, MAX_STEPS, 'steps');
   const schedule = custom ? sigmaScheduleFor(custom.kind, custom.label, steps) : undefined;
@@ -119,7 +123,9 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
   unappliedFieldWarnings(b, { sampler }, warnings);
 
   const routing = chooseKind(route, b, profile, ctx.limits, warnings);
-  const lists = ctx.catalog ?? {};
+  if (sdUpscale && routing.kind !== 'img2img') {
+    throw new RequestError(422, 'script_name', `script_name: SD upscale needs an img2img model; ${profile.id} edits from references`);
+  }
   const options = ctx.options ?? {};
   const tagged = parseLoraTags(b.prompt ?? '', warnings);
   let loras = resolveLoras(tagged.tags, lists);
@@ -140,7 +146,7 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
       : undefined;
   const output = chooseOutputFormat(b, options, warnings);
   overrideWarnings(b, options, warnings);
-  const resizeMode = route === 'img2img' && routing.kind === 'img2img' ? chooseResizeMode(b) : undefined;
+  const resizeMode = route === 'img2img' && routing.kind === 'img2img' ? (sdUpscale ? 0 : chooseResizeMode(b)) : undefined;
   const denoise =
     routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
 
@@ -152,11 +158,11 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
       : {}),
     refs: routing.refs,
   };
-  return { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, imageInputs, schedule, custom };
+  return { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, imageInputs, schedule, custom, sdUpscale };
 }
 
 function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeContext): NormalizedRequest {
-  const { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, schedule, custom } = plan;
+  const { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, schedule, custom, sdUpscale } = plan;
   const images = new Map<string, DecodedImage>();
   const keep = (d: DecodedImage): BlobRef => {
     if (!images.has(d.ref.sha256)) images.set(d.ref.sha256, d);
@@ -166,6 +172,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
   const mask = decoded.mask && keep(decoded.mask);
   const extraImages = decoded.refs.map(keep);
   const inpaint = mask ? chooseInpaint(b, warnings) : undefined;
+  const size = sdUpscale && decoded.init ? sdUpscaleSize(plan, decoded.init, ctx) : plan.size;
 
   const request: RenderRequest = {
     kind: routing.kind,
@@ -191,6 +198,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
     ...(loras.length > 0 ? { loras } : {}),
     ...(hires ? { hires } : {}),
     ...(resizeMode ? { resizeMode } : {}),
+    ...(sdUpscale ? { sdUpscale } : {}),
     ...(output ? { output } : {}),
     report: {
       samplerName: samplerLabel(sampler),
@@ -203,6 +211,23 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
   return { request, images: [...images.values()], warnings, parameters: buildParameters(route, b, request) };
 }
 
+/** A1111's SD upscale answers one image per n_iter: its batch_size only groups the tiles it redraws. */
+function sdUpscaleBatch(batch: ReturnType<typeof chooseBatch>, sdUpscale: SdUpscale | undefined, warnings: string[]): ReturnType<typeof chooseBatch> {
+  if (!sdUpscale || batch.batchSize === 1) return batch;
+  warnings.push(`batch_size: ${batch.batchSize} not used; SD upscale answers one image per n_iter (A1111 batches its tiles by it)`);
+  return { ...batch, batchSize: 1, count: batch.nIter };
+}
+
+/** SD upscale's output: the init image × scale, fitted to the model's grid and budget like any size. */
+function sdUpscaleSize(plan: Plan, init: DecodedImage, ctx: NormalizeContext): Size {
+  const scale = plan.sdUpscale?.scale ?? 1;
+  const requestedWidth = Math.max(1, Math.round((init.ref.width ?? plan.size.width) * scale));
+  const requestedHeight = Math.max(1, Math.round((init.ref.height ?? plan.size.height) * scale));
+  const field = 'script_args.3';
+  const fitted = fitSize(plan.profile, ctx.limits, { width: field, height: field }, { width: requestedWidth, height: requestedHeight }, plan.warnings);
+  return { ...fitted, requestedWidth, requestedHeight };
+}
+
 function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body {
   const parsed = schemaFor(route).safeParse(body);
   if (parsed.success) return parsed.data as A1111Body;
@@ -210,16 +235,9 @@ function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body 
 }
 
 function rejectUnsupportedScripts(b: A1111Body): void {
-  // A1111 answers an unknown script with 422; this service has none (GET /sdapi/v1/scripts lists none).
-  if (!present(b.script_name)) return;
-  if (b.script_name.trim().toLowerCase() === 'sd upscale') {
-    throw new RequestError(
-      422,
-      'script_name',
-      "script_name: 'SD upscale' is not available: it needs tiled img2img upscaling, which this service does not run; enlarge with the hires fix (enable_hr, hr_scale) or /sdapi/v1/extra-single-image",
-    );
-  }
-  throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (no scripts are available)`);
+  // A1111 answers an unknown script with 422; SD upscale is the one script here (GET /sdapi/v1/scripts).
+  if (!present(b.script_name) || isSdUpscale(b)) return;
+  throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (the only script is 'sd upscale', on img2img)`);
 }
 
 function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {

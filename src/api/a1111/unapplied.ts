@@ -60,7 +60,7 @@ export const UNAPPLIED_FIELDS: Record<string, Unapplied> = {
   refiner_switch_at: { matters: (b) => present(b.refiner_checkpoint) && b.refiner_checkpoint !== 'None' && b.refiner_switch_at !== undefined && b.refiner_switch_at !== null, text: 'refiners are not supported; ignored' },
   firstpass_image: { matters: (b) => present(b.firstpass_image), text: 'not applied; the hires fix renders its own first pass' },
   force_task_id: { matters: (b) => present(b.force_task_id), text: 'not applied; progress and results are reported under the render id in info.render_id' },
-  alwayson_scripts: { matters: (b) => Object.keys(b.alwayson_scripts ?? {}).length > 0, text: 'no scripts are available; ignored' },
+  alwayson_scripts: { matters: (b) => Object.keys(b.alwayson_scripts ?? {}).length > 0, text: 'always-on scripts (extensions) are not available; ignored' },
   infotext: { matters: (b) => present(b.infotext), text: 'parsing parameters from an infotext is not supported; ignored' },
   clip_skip: { matters: (b) => (b.clip_skip ?? 1) > 1, text: 'not supported by these models; ignored' },
   firstphase_width: { matters: (b) => (b.firstphase_width ?? 0) > 0, text: 'not applied; the first pass renders at width x height' },

@@ -8,6 +8,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { RequestError } from '../a1111/errors.ts';
+import { SD_UPSCALE_SCRIPT } from '../a1111/sd-upscale.ts';
 import { checkOptions } from '../options-schema.ts';
 import { knownModelNames, listImageProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
@@ -62,7 +63,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
 
   app.get('/sdapi/v1/samplers', async () => listSamplers());
   app.get('/sdapi/v1/schedulers', async () => listSchedulers());
-  app.get('/sdapi/v1/scripts', async () => ({ txt2img: [], img2img: [] }));
+  app.get('/sdapi/v1/scripts', async () => ({ txt2img: [], img2img: [SD_UPSCALE_SCRIPT] }));
   app.get('/sdapi/v1/sd-vae', async () => []);
   app.get('/sdapi/v1/prompt-styles', async () => []);
   app.get('/sdapi/v1/embeddings', async () => ({ loaded: {}, skipped: {} }));

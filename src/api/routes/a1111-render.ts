@@ -11,6 +11,7 @@ import { requestPriority } from '../priority.ts';
 import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
+import { sdUpscaleNeedsModels } from '../a1111/sd-upscale.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
 
 type Route = 'txt2img' | 'img2img';
@@ -49,13 +50,13 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
   app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true }, bodyLimit: limits.img2img }, handler('img2img'));
 }
 
-/** Fetch ComfyUI's file lists only when the body needs them (LoRA tags, a hires upscaler that may be a model). */
+/** Fetch ComfyUI's file lists only when the body needs them (LoRA tags, a hires or SD upscale upscaler that may be a model). */
 async function catalogFor(ctx: ApiContext, body: unknown): Promise<CatalogLists> {
   const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   const out: CatalogLists = {};
   if (!ctx.catalog) return out;
   if (typeof b.prompt === 'string' && /<lora:/i.test(b.prompt)) out.loras = await ctx.catalog.loras().catch(() => undefined);
-  if (b.enable_hr !== undefined && b.enable_hr !== false && typeof b.hr_upscaler === 'string') {
+  if ((b.enable_hr !== undefined && b.enable_hr !== false && typeof b.hr_upscaler === 'string') || sdUpscaleNeedsModels(b)) {
     out.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
   }
   return out;

@@ -96,6 +96,9 @@ export function initLatent(g: GraphBuilder, request: RenderRequest, init: NodeLi
       bottom: height - fh - top,
       feathering: 0,
     });
+  } else if (mode === 0 && request.sdUpscale) {
+    // A1111's SD upscale: the init image enlarged by the script's upscaler, then redrawn.
+    pixels = upscaleImageTo(g, 'init', init, request.sdUpscale.upscaler, { width, height });
   } else {
     pixels = g.add('init_scale', 'ImageScale', mode === 1 ? 'Crop and resize init image' : 'Resize init image', {
       image: init,
