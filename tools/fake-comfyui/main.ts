@@ -1,5 +1,5 @@
 /**
- * CLI: `npx tsx src/fake-comfyui/main.ts --port 8188 [--host 127.0.0.1] [--data-dir DIR] [--render-ms N] [--step-ms N]
+ * CLI: `npx tsx tools/fake-comfyui/main.ts --port 8188 [--host 127.0.0.1] [--data-dir DIR] [--render-ms N] [--step-ms N]
  * [--sgld-plugin]`.
  * Runs until SIGINT/SIGTERM, then closes cleanly (queue and history are lost, as with the real server).
  */
