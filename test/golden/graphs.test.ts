@@ -73,6 +73,10 @@ cases.push({ name: 'imagegen-flux-dev-txt2img-polyexponential', route: 'txt2img'
 cases.push({ name: 'imagegen-flux-dev-img2img-polyexponential', route: 'img2img', body: { ...base, model: 'imagegen-flux-dev', init_images: [init], denoising_strength: 0.5, scheduler: 'polyexponential' } });
 cases.push({ name: 'imagegen-qwen-image-txt2img-align-your-steps', route: 'txt2img', body: { ...base, model: 'imagegen-qwen-image', scheduler: 'Align Your Steps' } });
 cases.push({ name: 'imagegen-flux-schnell-txt2img-ays-gits', route: 'txt2img', body: { ...base, model: 'imagegen-flux-schnell', sampler_name: 'PLMS', scheduler: 'Align Your Steps GITS' } });
+// A1111's "SD upscale" img2img script: the init image enlarged (pixel method or upscale model), then redrawn.
+const sdUpscale = (upscaler: string) => ({ script_name: 'SD upscale', script_args: [null, 64, upscaler, 2] });
+cases.push({ name: 'imagegen-flux-dev-img2img-sd-upscale-lanczos', route: 'img2img', body: { ...base, model: 'imagegen-flux-dev', init_images: [init], denoising_strength: 0.3, ...sdUpscale('Lanczos') } });
+cases.push({ name: 'imagegen-qwen-image-img2img-sd-upscale-model', route: 'img2img', body: { ...base, model: 'imagegen-qwen-image', init_images: [init], denoising_strength: 0.3, ...sdUpscale('4x-UltraSharp') } });
 cases.push({ name: 'upscale-lanczos-by-2', route: 'extra-single-image', body: { image: init, upscaler_1: 'Lanczos', upscaling_resize: 2 } });
 cases.push({ name: 'upscale-model-to-size', route: 'extra-single-image', body: { image: init, upscaler_1: '4x-UltraSharp', resize_mode: 1, upscaling_resize_w: 300, upscaling_resize_h: 200 } });
 
