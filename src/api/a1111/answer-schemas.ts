@@ -45,7 +45,8 @@ export const schedulersSchema = z
   .describe('Scheduler names');
 
 export const progressQuerySchema = z.looseObject({
-  skip_current_image: z.string().optional().describe('"true": leave the preview out'),
+  // A repeated parameter arrives as a list: read as text by the route, never refused.
+  skip_current_image: z.union([z.string(), z.array(z.string())]).optional().describe('"true": leave the preview out'),
 });
 export const progressSchema = z
   .looseObject({
