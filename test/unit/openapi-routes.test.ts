@@ -8,6 +8,9 @@ import type { z } from 'zod';
 import { DOCS_PREFIX, registeredRoutes, type RegisteredRoute } from '../../src/api/openapi.ts';
 import { TEMPORAL_UI_PATH } from '../../src/api/temporal-ui-proxy.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
+import { FsBlobStore } from '../../src/blobs/fs-store.ts';
+import type { RenderResult } from '../../src/render/types.ts';
+import { makePng } from '../support/fixtures.ts';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, { summary?: string; tags?: string[]; responses?: Record<string, unknown>; parameters?: { name: string; in: string }[] }>> };
 
@@ -37,6 +40,13 @@ function undocumented(routes: readonly RegisteredRoute[], doc: Doc): string[] {
     if (!op || !op.summary || !op.tags?.length || answers.length === 0) missing.push(`${r.method} ${r.url}`);
   }
   return missing;
+}
+
+/** The answer parses with the zod schema the route declares for the status. */
+function expectDeclared(routes: readonly RegisteredRoute[], method: string, url: string, status: number, body: unknown): void {
+  const schema = (routes.find((r) => r.method === method && r.url === url)!.schema as { response: Record<number, z.ZodType> }).response[status]!;
+  const parsed = schema.safeParse(body);
+  expect(parsed.success, `${method} ${url} ${status}: ${parsed.error?.message}`).toBe(true);
 }
 
 let front: TestFront;
@@ -133,10 +143,33 @@ describe('declared answers', () => {
     for (const [url, request] of urls) {
       const res = await front.app.inject({ method: 'GET', url: request });
       expect(res.statusCode, `${request}: ${res.body}`).toBe(200);
-      const schema = (routes.find((r) => r.method === 'GET' && r.url === url)!.schema as { response: Record<number, z.ZodType> }).response[200]!;
-      const parsed = schema.safeParse(res.json());
-      expect(parsed.success, `${request}: ${parsed.error?.message}`).toBe(true);
+      expectDeclared(routes, 'GET', url, 200, res.json());
     }
+  });
+
+  it('are what the render routes send, errors included', async () => {
+    const routes = registeredRoutes(front.app);
+    const blobs = new FsBlobStore(front.blobDir);
+    front.outcome = async (started) => {
+      const request = front.starts.at(-1)!.request;
+      const output = await blobs.put(makePng(request.width, request.height, () => [200, 10, 10, 255]), { mime: 'image/png', width: request.width, height: request.height });
+      return { renderId: started.renderId, outputs: [output], seeds: [request.seed], request, backend: 'comfyui-0', promptIds: [], timings: [] } satisfies RenderResult;
+    };
+    const t2i = await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'a lighthouse', width: 64, height: 64, steps: 1 } });
+    expect(t2i.statusCode, t2i.body).toBe(200);
+    expectDeclared(routes, 'POST', '/sdapi/v1/txt2img', 200, t2i.json());
+    const gen = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: 'a lighthouse', size: '64x64' } });
+    expect(gen.statusCode, gen.body).toBe(200);
+    expectDeclared(routes, 'POST', '/v1/images/generations', 200, gen.json());
+    const badA1111 = await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'x', steps: 'many' } });
+    expect(badA1111.statusCode).toBe(422);
+    expectDeclared(routes, 'POST', '/sdapi/v1/txt2img', 422, badA1111.json());
+    const badOpenAi = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: 'x', n: 'many' } });
+    expect(badOpenAi.statusCode).toBe(400);
+    expectDeclared(routes, 'POST', '/v1/images/generations', 400, badOpenAi.json());
+    const badVideo = await front.app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', num_frames: 'many' } });
+    expect(badVideo.statusCode).toBe(400);
+    expectDeclared(routes, 'POST', '/v1/videos', 400, badVideo.json());
   });
 });
 
@@ -145,6 +178,10 @@ describe('parameters the type provider checks', () => {
     const renders = await front.app.inject({ method: 'GET', url: '/renders?limit=0' });
     expect(renders.statusCode).toBe(400);
     expect(renders.json()).toMatchObject({ error: 'HTTPException', field: 'limit', detail: expect.stringMatching(/^limit: /), body: '' });
+    expect((await front.app.inject({ method: 'GET', url: '/renders?status=exploded' })).json()).toMatchObject({ field: 'status' });
+    const injected = await front.app.inject({ method: 'GET', url: `/renders?model=${encodeURIComponent("x' OR 1=1")}` });
+    expect(injected.statusCode).toBe(400);
+    expect(injected.json()).toMatchObject({ field: 'model' });
     const id = await front.app.inject({ method: 'GET', url: '/renders/%01' });
     expect(id.statusCode).toBe(400);
     expect(id.json()).toMatchObject({ field: 'id', detail: 'id: not a render id' });
