@@ -52,6 +52,11 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: jsonSchemaTransform,
   });
   await app.register(swaggerUi, { routePrefix: DOCS_PREFIX });
+  // Built (and cached by @fastify/swagger) at start-up, not on the first request: converting every route's
+  // schemas takes tens of milliseconds of the event loop, which renders in flight must not wait for.
+  app.addHook('onReady', async () => {
+    app.swagger();
+  });
   app.withTypeProvider<ZodTypeProvider>().get(
     OPENAPI_PATH,
     {
