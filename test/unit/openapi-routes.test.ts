@@ -1,7 +1,7 @@
 /**
  * `/openapi.json` covers every route the front registers, from the zod schemas the routes declare; `/docs`
- * serves Swagger UI; the declared answers are what the routes send; and a path or query parameter the
- * type provider's validator refuses is answered in the route family's own envelope, naming the field.
+ * serves Swagger UI; the declared answers are what the routes send; and a parameter or small body the type
+ * provider's validator refuses is answered in the route family's own envelope, naming the field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -94,6 +94,7 @@ describe('/openapi.json', () => {
     expect(Object.keys(body('/sdapi/v1/img2img').properties)).toEqual(expect.arrayContaining(['init_images', 'mask', 'resize_mode']));
     expect(body('/sdapi/v1/extra-batch-images').properties).toHaveProperty('imageList');
     expect(body('/v1/videos', 'multipart/form-data').properties).toHaveProperty('num_frames');
+    expect((doc.paths['/v1/videos']!.post as any).requestBody.description).toMatch(/multipart/);
     expect(body('/v1/images/edits', 'multipart/form-data').properties).toHaveProperty('mask');
     const list = doc.paths['/renders']!.get!.parameters!;
     expect(list.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:status', 'query:limit', 'query:cursor']));
@@ -188,6 +189,17 @@ describe('parameters the type provider checks', () => {
     const videos = await front.app.inject({ method: 'GET', url: '/v1/videos?order=sideways' });
     expect(videos.statusCode).toBe(400);
     expect(videos.json().error).toMatchObject({ param: 'order', type: 'invalid_request_error', code: 400 });
+    // A small body the provider validates (the replay options), and one it must not (a render's: the route
+    // validates it after the body gate, with A1111's 422 for a type error).
+    const replay = await front.app.inject({ method: 'POST', url: '/renders/render-x/replay', payload: { newSeed: 'yes' } });
+    expect(replay.statusCode).toBe(400);
+    expect(replay.json()).toMatchObject({ error: 'HTTPException', field: 'newSeed' });
+    const stray = await front.app.inject({ method: 'POST', url: '/renders/render-x/replay', payload: { seed: 1 } });
+    expect(stray.statusCode).toBe(400);
+    expect(stray.json()).toMatchObject({ field: 'body' });
+    const typeError = await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'x', steps: 'many', unknown_field: 1 } });
+    expect(typeError.statusCode).toBe(422);
+    expect(typeError.json()).toMatchObject({ field: 'steps' });
     const video = await front.app.inject({ method: 'DELETE', url: '/v1/videos/%7F' });
     expect(video.statusCode).toBe(400);
     expect(video.json().error).toMatchObject({ param: 'id', code: 400 });

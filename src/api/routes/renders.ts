@@ -17,14 +17,13 @@ import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { Config } from '../../config/config.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../../operators/operators.ts';
 import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
-import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
+import { RequestError } from '../../errors/request-error.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
 import type { ApiContext } from '../context.ts';
 import { trimTrailingSlashes } from '../../text/trim.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { a1111ErrorSchema, bytesResponse } from '../openapi-shapes.ts';
-import { specOnly } from '../route-schemas.ts';
 import { cancelAnswerSchema, renderPageSchema, renderTimelineSchema, replayAnswerSchema } from './renders-schemas.ts';
 
 const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
@@ -42,12 +41,6 @@ const outputParams = z.object({ id: renderId, n: z.string().describe('output num
 // Decimal digits only: `0x0`, `1e1` or ` 1` name no output (z.coerce would read them as 0, 10, 1).
 const OUTPUT_NUMBER = /^\d{1,5}$/;
 const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish().describe('Optional; newSeed: true renders with a new seed');
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  throw requestErrorFromIssues(r.error.issues, { field: where });
-}
 
 /**
  * The Temporal UI base URL for links: one configured explicitly (a UI behind its own login, in production),
@@ -168,12 +161,12 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
 
   const replayDoc = doc('Replay a render with the same inputs (202: the new render, linked to the original)', {
     params: idParams,
-    body: specOnly(replayBody),
+    body: replayBody,
     response: { 202: replayAnswerSchema, 404: notFoundAnswer, 422: a1111ErrorSchema.describe('Not replayable (its input images are gone)') },
   });
   app.post('/renders/:id/replay', replayDoc, async (req, reply) => {
     const { id } = req.params;
-    const body = parse(replayBody, req.body, 'body');
+    const body = req.body;
     try {
       const started = await ops.replay(id, { newSeed: body?.newSeed ?? false });
       req.log.info({ renderId: started.renderId, replayOf: id }, 'replay started');
