@@ -29,6 +29,7 @@ import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 import { registerHttpTracing } from '../tracing/http.ts';
 import { registerTemporalUiProxy } from './temporal-ui-proxy.ts';
 import { registerGpuLeaseHook } from './gpu-lease-hook.ts';
+import { useZodRouteSchemas, validationRequestError } from './route-schemas.ts';
 import { isLoopbackHost, normalizeHostName } from '../config/loopback.ts';
 
 export { isLoopbackHost } from '../config/loopback.ts';
@@ -180,7 +181,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     if (req.body !== undefined) assertJsonDepth(req.body);
   });
 
-  app.setErrorHandler((err: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
+  // Routes declare zod schemas: path and query parameters are checked by them, bodies by the routes.
+  useZodRouteSchemas(app);
+
+  app.setErrorHandler((thrown: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
+    const err = validationRequestError(thrown) ?? thrown;
     if (err instanceof AdmissionRefusedError) {
       req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
       reply.header('Retry-After', String(err.retryAfterSeconds));

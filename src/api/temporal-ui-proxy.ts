@@ -35,8 +35,9 @@ export function registerTemporalUiProxy(app: FastifyInstance, opts: TemporalUiPr
       reply.hijack();
       proxy(req, reply, target, agent);
     };
-    scope.all(TEMPORAL_UI_PATH, forward);
-    scope.all(`${TEMPORAL_UI_PATH}/*`, forward);
+    // Another application's pages and API: not part of this service's document.
+    scope.all(TEMPORAL_UI_PATH, { schema: { hide: true } }, forward);
+    scope.all(`${TEMPORAL_UI_PATH}/*`, { schema: { hide: true } }, forward);
   });
 }
 

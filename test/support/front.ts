@@ -45,6 +45,8 @@ export interface TestFrontOptions {
   loras?: string[];
   /** The GPU lease render-starting routes take (api/gpu-lease-hook.ts). */
   gpuLease?: { poke(waitMs: number): Promise<void> };
+  /** Serve the Temporal UI proxy at /temporal (to an address nothing answers on, unless a test starts one). */
+  temporalUi?: { upstream: string };
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -104,6 +106,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
     ...(opts.loras ? { catalog: { loras: async () => opts.loras!, upscaleModels: async () => [] } as unknown as ComfyCatalog } : {}),
     inFlight,
     ...(opts.gpuLease ? { gpuLease: opts.gpuLease } : {}),
+    ...(opts.temporalUi ? { temporalUi: opts.temporalUi } : {}),
   });
   await app.ready();
   Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, inFlight: () => inFlight, close: () => app.close() });

@@ -7,6 +7,7 @@ import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InFlight } from '../../src/api/in-flight.ts';
 import { registerA1111Discovery } from '../../src/api/routes/a1111-discovery.ts';
+import { useZodRouteSchemas } from '../../src/api/route-schemas.ts';
 import type { ApiContext } from '../../src/api/server.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -24,6 +25,8 @@ beforeAll(async () => {
   inFlight.add({ renderId: 'render-ended', startedAt: Date.now(), interrupt: ended, skip: ended });
   const logger = createLogger('silent');
   const ctx = { config, logger, inFlight, options: { all: () => ({}), update: () => undefined }, renders: { client: {} } } as unknown as ApiContext;
+  // The routes declare zod schemas: the front's compilers read them (src/api/route-schemas.ts).
+  useZodRouteSchemas(app);
   registerA1111Discovery(app, ctx);
   await app.ready();
 });

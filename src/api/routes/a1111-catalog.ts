@@ -7,6 +7,10 @@ import type { FastifyInstance } from 'fastify';
 import { fileStem } from '../comfy-catalog.ts';
 import { LATENT_MODES, PIXEL_UPSCALERS } from '../a1111/tweaks.ts';
 import type { ApiContext } from '../context.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import { emptyListSchema, latentModesSchema, lorasSchema, memorySchema, upscalersSchema } from '../a1111/answer-schemas.ts';
+import { nullAnswer } from '../openapi-shapes.ts';
 
 /** `4x-UltraSharp.pth`, `RealESRGAN_x2plus` → 4, 2 (A1111 reports a scale per upscaler). */
 function scaleOf(name: string): number | null {
@@ -14,21 +18,43 @@ function scaleOf(name: string): number | null {
   return m ? Number(m[1] ?? m[2]) : null;
 }
 
-export function registerA1111Catalog(app: FastifyInstance, ctx: ApiContext): void {
+const doc = (summary: string, answer: z.ZodType) => ({ schema: { summary, tags: ['A1111'], response: { 200: answer } } });
+
+/** The lists A1111 has and this service has not: always empty. */
+const EMPTY_LISTS: Record<string, string> = {
+  hypernetworks: 'Hypernetworks (none)',
+  'face-restorers': 'Face restorers (none)',
+  'realesrgan-models': 'RealESRGAN models (none here: see upscalers)',
+  'sd-modules': 'Modules (none selectable)',
+  'script-info': 'Script info (none)',
+  extensions: 'Extensions (none)',
+};
+/** Every refresh action refreshes the ComfyUI file lists this service caches. */
+const REFRESH_ACTIONS: Record<string, string> = {
+  'refresh-checkpoints': 'Refresh the model lists',
+  'refresh-vae': 'Refresh the ComfyUI file lists (no VAE list here)',
+  'refresh-loras': 'Refresh the LoRA list',
+  'refresh-embeddings': 'Refresh the ComfyUI file lists (no embeddings here)',
+  'unload-checkpoint': 'No-op (ComfyUI manages its models); refreshes the file lists',
+  'reload-checkpoint': 'No-op (ComfyUI manages its models); refreshes the file lists',
+};
+
+export function registerA1111Catalog(fastify: FastifyInstance, ctx: ApiContext): void {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
   const upscaleModels = async (): Promise<string[]> => (ctx.catalog ? ctx.catalog.upscaleModels().catch(() => []) : []);
   const loras = async (): Promise<string[]> => (ctx.catalog ? ctx.catalog.loras().catch(() => []) : []);
 
-  app.get('/sdapi/v1/upscalers', async () => [
+  app.get('/sdapi/v1/upscalers', doc('Upscale methods and ComfyUI upscale models', upscalersSchema), async () => [
     ...Object.keys(PIXEL_UPSCALERS).map((name) => ({ name, model_name: null, model_path: null, model_url: null, scale: name === 'None' ? 4 : null })),
     ...(await upscaleModels()).map((file) => ({ name: fileStem(file), model_name: fileStem(file), model_path: file, model_url: null, scale: scaleOf(file) })),
   ]);
-  app.get('/sdapi/v1/latent-upscale-modes', async () => Object.keys(LATENT_MODES).map((name) => ({ name })));
-  app.get('/sdapi/v1/loras', async () =>
+  app.get('/sdapi/v1/latent-upscale-modes', doc('Latent upscale modes for the hires fix', latentModesSchema), async () => Object.keys(LATENT_MODES).map((name) => ({ name })));
+  app.get('/sdapi/v1/loras', doc("ComfyUI's LoRA files", lorasSchema), async () =>
     (await loras()).map((file) => ({ name: fileStem(file), alias: fileStem(file), path: file, metadata: {} })),
   );
 
   // A1111's shape: RAM of the machine, and CUDA memory of the GPU (here: ComfyUI's first device).
-  app.get('/sdapi/v1/memory', async () => {
+  app.get('/sdapi/v1/memory', doc("RAM and GPU memory from ComfyUI's /system_stats", memorySchema), async () => {
     try {
       if (!ctx.catalog) throw new Error('no ComfyUI backend configured');
       const stats = await ctx.catalog.systemStats();
@@ -57,11 +83,11 @@ export function registerA1111Catalog(app: FastifyInstance, ctx: ApiContext): voi
     }
   });
 
-  for (const route of ['hypernetworks', 'face-restorers', 'realesrgan-models', 'sd-modules', 'script-info', 'extensions']) {
-    app.get(`/sdapi/v1/${route}`, async () => []);
+  for (const [route, summary] of Object.entries(EMPTY_LISTS)) {
+    app.get(`/sdapi/v1/${route}`, doc(summary, emptyListSchema), async () => []);
   }
-  for (const route of ['refresh-checkpoints', 'refresh-vae', 'refresh-loras', 'refresh-embeddings', 'unload-checkpoint', 'reload-checkpoint']) {
-    app.post(`/sdapi/v1/${route}`, async () => {
+  for (const [route, summary] of Object.entries(REFRESH_ACTIONS)) {
+    app.post(`/sdapi/v1/${route}`, doc(summary, nullAnswer), async () => {
       ctx.catalog?.refresh();
       return null;
     });

@@ -15,13 +15,27 @@ import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../context.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
 import { markPolled, readPreview } from '../../operators/previews.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import {
+  optionsSchema,
+  progressQuerySchema,
+  progressSchema,
+  samplersSchema,
+  schedulersSchema,
+  sdModelsSchema,
+} from '../a1111/answer-schemas.ts';
+import { a1111Errors, nullAnswer } from '../openapi-shapes.ts';
+import { specOnly } from '../route-schemas.ts';
 
-const optionsPatchSchema = z.record(z.string(), z.unknown());
+const optionsPatchSchema = z.record(z.string(), z.unknown()).describe('Settings to change: one key or the whole dict');
 /** Clients poll progress about once a second: a late answer is worth less than a partial one. */
 const PROGRESS_TIMEOUT_MS = 3_000;
 
-export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/sdapi/v1/sd-models', async () =>
+const doc = (summary: string, response: Record<number, z.ZodType>) => ({ schema: { summary, tags: ['A1111'], response } });
+
+export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext): void {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.get('/sdapi/v1/sd-models', doc('Models (profiles) this service renders', { 200: sdModelsSchema }), async () =>
     listImageProfiles().map((p) => ({
       title: p.title,
       model_name: p.id,
@@ -32,7 +46,7 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     })),
   );
 
-  app.get('/sdapi/v1/options', async () => ({
+  app.get('/sdapi/v1/options', doc('Current settings (sd_model_checkpoint, samples_format, …)', { 200: optionsSchema }), async () => ({
     samples_format: 'png',
     send_seed: true,
     CLIP_stop_at_last_layers: 1,
@@ -41,7 +55,8 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     ...ctx.options.all(),
   }));
 
-  app.post('/sdapi/v1/options', async (req) => {
+  const optionsDoc = { summary: 'Change settings (one key or the whole dict)', tags: ['A1111'], body: specOnly(optionsPatchSchema), response: { 200: nullAnswer, ...a1111Errors() } };
+  app.post('/sdapi/v1/options', { schema: optionsDoc }, async (req) => {
     const parsed = optionsPatchSchema.safeParse(req.body ?? {});
     if (!parsed.success) throw new RequestError(422, 'body', 'options must be a JSON object');
     const checked = checkOptions(parsed.data);
@@ -61,13 +76,15 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     return null;
   });
 
-  app.get('/sdapi/v1/samplers', async () => listSamplers());
-  app.get('/sdapi/v1/schedulers', async () => listSchedulers());
-  app.get('/sdapi/v1/scripts', async () => ({ txt2img: [], img2img: [SD_UPSCALE_SCRIPT] }));
-  app.get('/sdapi/v1/sd-vae', async () => []);
-  app.get('/sdapi/v1/prompt-styles', async () => []);
-  app.get('/sdapi/v1/embeddings', async () => ({ loaded: {}, skipped: {} }));
-  app.get('/sdapi/v1/cmd-flags', async () => ({}));
+  app.get('/sdapi/v1/samplers', doc('Sampler names', { 200: samplersSchema }), async () => listSamplers());
+  app.get('/sdapi/v1/schedulers', doc('Scheduler names', { 200: schedulersSchema }), async () => listSchedulers());
+  const scripts = z.object({ txt2img: z.array(z.string()), img2img: z.array(z.string()) });
+  app.get('/sdapi/v1/scripts', doc('Scripts (img2img: sd upscale)', { 200: scripts.describe('The scripts each route runs') }), async () => ({ txt2img: [], img2img: [SD_UPSCALE_SCRIPT] }));
+  app.get('/sdapi/v1/sd-vae', doc('VAEs (none selectable)', { 200: z.array(z.unknown()).describe('Empty') }), async () => []);
+  app.get('/sdapi/v1/prompt-styles', doc('Prompt styles (none)', { 200: z.array(z.unknown()).describe('Empty') }), async () => []);
+  const embeddings = z.object({ loaded: z.record(z.string(), z.unknown()), skipped: z.record(z.string(), z.unknown()) });
+  app.get('/sdapi/v1/embeddings', doc('Embeddings (none)', { 200: embeddings.describe('No embeddings') }), async () => ({ loaded: {}, skipped: {} }));
+  app.get('/sdapi/v1/cmd-flags', doc('Command-line flags (none)', { 200: z.record(z.string(), z.unknown()).describe('Empty') }), async () => ({}));
 
   // Live progress from Temporal (heartbeats of the running prompt), not from this process: see
   // src/operators/progress.ts. SillyTavern and others treat `job_count === 0` as idle, so idle is all zeros.
@@ -78,7 +95,8 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     logger: ctx.logger.child({ component: 'progress' }),
   });
   ctx.inFlight.onFinished((renderId) => live.finished(renderId));
-  app.get('/sdapi/v1/progress', async (req) => {
+  const progressDoc = { summary: 'Live progress of the render on the GPU', tags: ['A1111'], querystring: progressQuerySchema, response: { 200: progressSchema } };
+  app.get('/sdapi/v1/progress', { schema: progressDoc }, async (req) => {
     let snapshot: ProgressSnapshot;
     try {
       let timer: NodeJS.Timeout | undefined;
@@ -97,14 +115,15 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
     }
     // A client watches: ask ComfyUI for sampler previews from now on (src/operators/previews.ts).
     markPolled(ctx.config.dataDir);
-    const skipImage = String((req.query as { skip_current_image?: unknown } | undefined)?.skip_current_image ?? '').toLowerCase() === 'true';
+    const skipImage = String(req.query.skip_current_image ?? '').toLowerCase() === 'true';
     const preview = snapshot.current && !skipImage ? readPreview(ctx.config.dataDir, snapshot.current.renderId) : undefined;
     return a1111Progress(snapshot, preview?.toString('base64'));
   });
 
   // A1111 interrupts (or skips in) the job on the GPU: here that is the oldest render this front is waiting
   // on (renders reach the GPU first in, first out). The waiting request then answers 200 with what was done.
-  app.post('/sdapi/v1/interrupt', async (req) => {
+  const interruptDoc = doc('Stop the render on the GPU; its request answers 200 with the images finished so far', { 200: z.object({}).describe('{} (also when nothing was running)') });
+  app.post('/sdapi/v1/interrupt', interruptDoc, async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
       req.log.info({ renderId: current.renderId }, 'interrupt: stopping render');
@@ -114,14 +133,14 @@ export function registerA1111Discovery(app: FastifyInstance, ctx: ApiContext): v
   });
   // A1111's captioning (CLIP interrogator, DeepBooru) has no ComfyUI core node to run on: say so plainly
   // instead of a bare 404, so clients (webuiapi's interrogate()) show why.
-  app.post('/sdapi/v1/interrogate', async () => {
+  app.post('/sdapi/v1/interrogate', doc('Captioning: not available (ComfyUI has no captioning node); always 422', a1111Errors({ 422: 'Not available here' })), async () => {
     throw new RequestError(
       422,
       'model',
       'interrogate: not available; it needs an image-captioning model (A1111 "clip" or "deepdanbooru"), and this service renders through ComfyUI, which has no captioning node',
     );
   });
-  app.post('/sdapi/v1/skip', async (req) => {
+  app.post('/sdapi/v1/skip', doc('End the current image of a batch; the render goes on with the next', { 200: nullAnswer }), async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
       req.log.info({ renderId: current.renderId }, 'skip: ending the current image');
@@ -145,7 +164,7 @@ async function signalUnlessEnded(signal: Promise<void>, log: { info(obj: object,
 }
 
 /** A1111's `/sdapi/v1/progress` body. `job_timestamp` is A1111's `YYYYMMDDhhmmss` of the job start. */
-export function a1111Progress(s: ProgressSnapshot, currentImage?: string): Record<string, unknown> {
+export function a1111Progress(s: ProgressSnapshot, currentImage?: string): z.output<typeof progressSchema> {
   const c = s.current;
   const started = c?.itemStartedAt !== undefined ? new Date(c.itemStartedAt).toISOString().replace(/[-:T]/g, '').slice(0, 14) : '0';
   return {

@@ -4,6 +4,7 @@
  */
 import { normalizeLimits } from '../a1111/normalize.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
 import { imageRouteLimits } from '../body-limits.ts';
 import { normalizeExtrasOffLoop } from '../a1111/extras.ts';
 import { readPngInfo } from '../a1111/png-info.ts';
@@ -12,12 +13,26 @@ import { infotextFor } from '../../render/infotext.ts';
 import { resolveModel } from '../../models/registry.ts';
 import type { ApiContext } from '../context.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { extrasBatchSchema, extrasSingleSchema } from '../a1111/extras.ts';
+import { extrasBatchAnswerSchema, extrasSingleAnswerSchema, pngInfoAnswerSchema, pngInfoBodySchema } from '../a1111/answer-schemas.ts';
+import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
+import { renderHeadersSchema } from '../request-headers.ts';
+import { specOnly } from '../route-schemas.ts';
 
 export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void {
   const limits = () => normalizeLimits(ctx.config);
+  const routes = app.withTypeProvider<ZodTypeProvider>();
 
   const bodyLimits = imageRouteLimits(ctx.config);
-  app.post('/sdapi/v1/png-info', { bodyLimit: bodyLimits.pngInfo }, async (req) => readPngInfo(req.body, limits()));
+  routes.post(
+    '/sdapi/v1/png-info',
+    {
+      bodyLimit: bodyLimits.pngInfo,
+      schema: { summary: 'Read the generation parameters an image carries', tags: ['A1111'], body: specOnly(pngInfoBodySchema), response: { 200: pngInfoAnswerSchema, ...a1111Errors() } },
+    },
+    async (req) => readPngInfo(req.body, limits()),
+  );
 
   const extras = (route: 'single' | 'batch') => async (req: FastifyRequest, reply: FastifyReply) => {
     const upscaler = (req.body as { upscaler_1?: unknown } | undefined)?.upscaler_1;
@@ -34,6 +49,22 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const html = [infotextFor(finished.result.request, 0), ...normalized.warnings].join('<br>');
     return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
   };
-  app.post('/sdapi/v1/extra-single-image', { bodyLimit: bodyLimits.extraSingle }, extras('single'));
-  app.post('/sdapi/v1/extra-batch-images', { bodyLimit: bodyLimits.extraBatch }, extras('batch'));
+  // The body schemas are the ones normalizeExtras validates with.
+  const schema = (summary: string, body: z.ZodType, answer: z.ZodType) => ({
+    summary,
+    tags: ['A1111'],
+    headers: specOnly(renderHeadersSchema),
+    body: specOnly(body),
+    response: { 200: answer, ...a1111Errors(RENDER_FAILURES) },
+  });
+  routes.post(
+    '/sdapi/v1/extra-single-image',
+    { bodyLimit: bodyLimits.extraSingle, schema: schema('Upscale one image through ComfyUI', extrasSingleSchema, extrasSingleAnswerSchema) },
+    extras('single'),
+  );
+  routes.post(
+    '/sdapi/v1/extra-batch-images',
+    { bodyLimit: bodyLimits.extraBatch, schema: schema('Upscale several images through ComfyUI', extrasBatchSchema, extrasBatchAnswerSchema) },
+    extras('batch'),
+  );
 }

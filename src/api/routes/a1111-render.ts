@@ -13,6 +13,12 @@ import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../a1111/tweaks.ts';
 import { sdUpscaleNeedsModels } from '../a1111/sd-upscale.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { img2imgSchema, txt2imgSchema } from '../a1111/schema.ts';
+import { renderAnswerSchema } from '../a1111/answer-schemas.ts';
+import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
+import { renderHeadersSchema } from '../request-headers.ts';
+import { specOnly } from '../route-schemas.ts';
 
 type Route = 'txt2img' | 'img2img';
 
@@ -46,8 +52,25 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
 
   // The handler releases its large-body slot itself, once the images are stored (api/body-gate.ts).
   const limits = imageRouteLimits(ctx.config);
-  app.post('/sdapi/v1/txt2img', { config: { keepsBodySlot: true }, bodyLimit: limits.txt2img }, handler('txt2img'));
-  app.post('/sdapi/v1/img2img', { config: { keepsBodySlot: true }, bodyLimit: limits.img2img }, handler('img2img'));
+  // The body schema is the one normalizeRequest validates with, after the shape and image checks.
+  const schema = (summary: string, body: typeof txt2imgSchema | typeof img2imgSchema) => ({
+    summary,
+    tags: ['A1111'],
+    headers: specOnly(renderHeadersSchema),
+    body: specOnly(body),
+    response: { 200: renderAnswerSchema, ...a1111Errors(RENDER_FAILURES) },
+  });
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  routes.post(
+    '/sdapi/v1/txt2img',
+    { config: { keepsBodySlot: true }, bodyLimit: limits.txt2img, schema: schema('Text to image (hires fix, LoRA tags)', txt2imgSchema) },
+    handler('txt2img'),
+  );
+  routes.post(
+    '/sdapi/v1/img2img',
+    { config: { keepsBodySlot: true }, bodyLimit: limits.img2img, schema: schema('Image to image, inpaint, and edits on instruction-edit models', img2imgSchema) },
+    handler('img2img'),
+  );
 }
 
 /** Fetch ComfyUI's file lists only when the body needs them (LoRA tags, a hires or SD upscale upscaler that may be a model). */

@@ -24,24 +24,46 @@ import { withSdCppArgs } from '../openai/sd-cpp-args.ts';
 import { firstIssue, imageEditFieldsSchema, imageGenerationSchema } from '../openai/schema.ts';
 import { renameFieldIn, renameRequestError, translateEdit, translateGeneration, type Translated, type TranslateContext } from '../openai/to-a1111.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { imageEditFormSchema, imagesAnswerSchema, modelListSchema, modelObjectSchema } from '../openai/answer-schemas.ts';
+import { openAiErrors } from '../openapi-shapes.ts';
+import { renderHeadersSchema } from '../request-headers.ts';
+import { specOnly } from '../route-schemas.ts';
 
 /** Longest multipart text field: a 16 Ki-character prompt in 4-byte UTF-8. */
 const MAX_FIELD_BYTES = 64 * 1024;
 const MAX_FIELDS = 64;
 
-export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext): Promise<void> {
-  const startedAt = Math.floor(Date.now() / 1000);
+const RENDER_ERRORS = {
+  409: 'Idempotency-Key reused with another body',
+  413: 'An image or the body is too large',
+  503: 'Too many renders waiting (Retry-After), or no GPU',
+  500: 'The render failed',
+};
 
-  app.get('/v1/models', async () => ({ object: 'list', data: listProfiles().map((p) => modelObject(p.id, startedAt)) }));
-  app.get('/v1/models/:id', async (req, reply) => {
-    const id = (req.params as { id: string }).id;
+export async function registerOpenAiImages(fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const startedAt = Math.floor(Date.now() / 1000);
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+
+  const listDoc = { summary: 'OpenAI: every model this service renders (image and video)', tags: ['OpenAI images'], response: { 200: modelListSchema } };
+  app.get('/v1/models', { schema: listDoc }, async () => ({ object: 'list' as const, data: listProfiles().map((p) => modelObject(p.id, startedAt)) }));
+  const modelDoc = {
+    summary: 'OpenAI: one model (by id, title or alias)',
+    tags: ['OpenAI images'],
+    params: z.object({ id: z.string() }),
+    response: { 200: modelObjectSchema, ...openAiErrors({ 404: 'No such model' }) },
+  };
+  app.get('/v1/models/:id', { schema: modelDoc }, async (req, reply) => {
+    const id = req.params.id;
     const profile = resolveModel(id);
     if (!profile) return sendOpenAiError(reply, 404, openAiError(404, `model "${id.slice(0, 100)}" does not exist; GET /v1/models lists them`, 'model'));
     return modelObject(profile.id, startedAt);
   });
 
   // Encapsulated: the multipart parser applies to these routes only.
-  await app.register(async (scope) => {
+  await app.register(async (plainScope) => {
+    const scope = plainScope.withTypeProvider<ZodTypeProvider>();
     const maxImages = Math.max(1, ctx.config.MAX_EXTRA_IMAGES);
     await scope.register(multipart, {
       limits: {
@@ -56,8 +78,26 @@ export async function registerOpenAiImages(app: FastifyInstance, ctx: ApiContext
 
     // Both release their large-body slot themselves once the images are stored (api/body-gate.ts).
     // Generations take no image; edits up to maxImages and a mask, as base64 in JSON or as multipart files.
-    scope.post('/v1/images/generations', { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, 0) }, async (req, reply) => render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)));
-    scope.post('/v1/images/edits', { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, maxImages + 1) }, async (req, reply) => {
+    // The body schemas are the ones the handlers validate with, after the sd.cpp tags are read.
+    const generationsDoc = {
+      summary: 'OpenAI: text to image (extensions: seed, negative_prompt, steps, guidance, cfg_scale, sampler, scheduler)',
+      tags: ['OpenAI images'],
+      headers: specOnly(renderHeadersSchema),
+      body: specOnly(imageGenerationSchema),
+      response: { 200: imagesAnswerSchema, ...openAiErrors(RENDER_ERRORS) },
+    };
+    const editsDoc = {
+      summary: 'OpenAI: edit images (references on instruction-edit models, img2img / inpaint on the others)',
+      tags: ['OpenAI images'],
+      consumes: ['multipart/form-data', 'application/json'],
+      headers: specOnly(renderHeadersSchema),
+      body: specOnly(imageEditFormSchema),
+      response: { 200: imagesAnswerSchema, ...openAiErrors(RENDER_ERRORS) },
+    };
+    const generations = { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, 0), schema: generationsDoc };
+    scope.post('/v1/images/generations', generations, async (req, reply) => render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)));
+    const edits = { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, maxImages + 1), schema: editsDoc };
+    scope.post('/v1/images/edits', edits, async (req, reply) => {
       const prepared = await prepareEdit(ctx, req, maxImages);
       // What an Idempotency-Key retry must repeat: the fields and the images' content (a multipart body has no
       // JSON to compare, and the bytes themselves are too large to keep).
@@ -114,7 +154,7 @@ async function prepareEdit(ctx: ApiContext, req: FastifyRequest, maxImages: numb
 }
 
 function modelObject(id: string, created: number) {
-  return { id, object: 'model', created, owned_by: 'comfy-durable' };
+  return { id, object: 'model' as const, created, owned_by: 'comfy-durable' };
 }
 
 function objectBody(body: unknown): Record<string, unknown> {

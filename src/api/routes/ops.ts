@@ -6,9 +6,21 @@ import type { FastifyInstance } from 'fastify';
 import { renderMetrics } from '../../metrics/metrics.ts';
 import { checkHealth } from '../health.ts';
 import type { ApiContext } from '../context.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { bytesResponse } from '../openapi-shapes.ts';
 
-export function registerOps(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/health', async (_req, reply) => {
+const checksSchema = z.array(z.object({ name: z.string(), ok: z.boolean(), detail: z.string().optional() }));
+const statusSchema = (ok: string, description: string) => z.object({ status: z.enum([ok, 'unavailable']), checks: checksSchema }).describe(description);
+
+export function registerOps(fastify: FastifyInstance, ctx: ApiContext): void {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const healthDoc = {
+    summary: 'Health: every ComfyUI, Temporal and a worker answer (open without the token)',
+    tags: ['Operations'],
+    response: { 200: statusSchema('ok', 'Every check passed'), 503: statusSchema('ok', 'A check failed (named in checks; backends by id)') },
+  };
+  app.get('/health', { schema: healthDoc }, async (_req, reply) => {
     const result = await checkHealth(ctx.health);
     return reply.code(result.ok ? 200 : 503).send({ status: result.ok ? 'ok' : 'unavailable', checks: result.checks });
   });
@@ -16,15 +28,22 @@ export function registerOps(app: FastifyInstance, ctx: ApiContext): void {
   // Readiness for a model-swapping proxy's start-up check: the front can take renders (Temporal answers and a
   // worker polls). Not ComfyUI: renders wait in Temporal for the GPU, and a proxy kills an entry whose check
   // fails for its whole health timeout, which a slow ComfyUI (or one the proxy has handed away) would cause.
-  app.get('/ready', async (_req, reply) => {
+  const readyDoc = {
+    summary: 'Readiness: renders can be taken (Temporal answers and a worker polls); ComfyUI not needed',
+    tags: ['Operations'],
+    response: { 200: statusSchema('ready', 'Ready'), 503: statusSchema('ready', 'Not ready (the failing check is named)') },
+  };
+  app.get('/ready', { schema: readyDoc }, async (_req, reply) => {
     const result = await checkHealth({ ...ctx.health, backends: [] });
     return reply.code(result.ok ? 200 : 503).send({ status: result.ok ? 'ready' : 'unavailable', checks: result.checks });
   });
 
-  app.get('/metrics', async (_req, reply) => {
+  const metricsDoc = { summary: 'Prometheus metrics', tags: ['Operations'], response: { 200: bytesResponse('Prometheus text exposition format', ['text/plain']) } };
+  app.get('/metrics', { schema: metricsDoc }, async (_req, reply) => {
     const { contentType, body } = await renderMetrics();
     return reply.type(contentType).send(body);
   });
 
-  app.get('/internal/ping', async () => ({}));
+  const pingDoc = { summary: "Liveness ping (A1111's UI mode serves it; open without the token)", tags: ['Operations'], response: { 200: z.object({}).describe('{}') } };
+  app.get('/internal/ping', { schema: pingDoc }, async () => ({}));
 }

@@ -17,11 +17,14 @@ import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { Config } from '../../config/config.ts';
 import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNotRunningError, RenderOperators } from '../../operators/operators.ts';
 import { cursorSchema, renderFiltersSchema } from '../../operators/query.ts';
-import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
+import { RequestError } from '../../errors/request-error.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
 import type { ApiContext } from '../context.ts';
 import { trimTrailingSlashes } from '../../text/trim.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { a1111ErrorSchema, bytesResponse } from '../openapi-shapes.ts';
+import { cancelAnswerSchema, renderPageSchema, renderTimelineSchema, replayAnswerSchema } from './renders-schemas.ts';
 
 const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'gallery');
 
@@ -32,16 +35,12 @@ const listQuerySchema = renderFiltersSchema.extend({
   outcome: z.enum(['0', '1']).default('1'),
 });
 // Temporal accepts any workflow id; ours are `render-…`. Bound the length and refuse control characters.
-const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a render id') });
+const renderId = z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a render id').describe('the render id (X-Render-Id)');
+const idParams = z.object({ id: renderId });
+const outputParams = z.object({ id: renderId, n: z.string().describe('output number, 0-based (decimal digits)') });
 // Decimal digits only: `0x0`, `1e1` or ` 1` name no output (z.coerce would read them as 0, 10, 1).
 const OUTPUT_NUMBER = /^\d{1,5}$/;
-const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish();
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  throw requestErrorFromIssues(r.error.issues, { field: where });
-}
+const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish().describe('Optional; newSeed: true renders with a new seed');
 
 /**
  * The Temporal UI base URL for links: one configured explicitly (a UI behind its own login, in production),
@@ -72,11 +71,15 @@ const GALLERY_CSP = [
 
 const extensionFor = (mime: string): string => ({ 'image/jpeg': 'jpg', 'image/webp': 'webp', 'video/mp4': 'mp4', 'video/webm': 'webm' })[mime] ?? 'png';
 
+const notFoundAnswer = a1111ErrorSchema.describe('No such render (or output)');
+const doc = <T extends object>(summary: string, schema: T) => ({ schema: { summary, tags: ['Renders'], ...schema } });
+
 function notFound(reply: FastifyReply, message: string, field = 'id'): FastifyReply {
   return sendError(reply, 404, errorBody('HTTPException', message, { field }));
 }
 
-export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
+export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
   const ops = new RenderOperators({
     client: ctx.renders.client,
     namespace: ctx.config.TEMPORAL_NAMESPACE,
@@ -94,9 +97,12 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     throw err;
   };
 
-  app.get('/renders', async (req) => {
-    const q = parse(listQuerySchema, req.query ?? {}, 'query');
-    const { limit, cursor, outcome, ...filters } = q;
+  const listDoc = doc('List renders, newest first (filters, pages)', {
+    querystring: listQuerySchema,
+    response: { 200: renderPageSchema, 400: a1111ErrorSchema.describe('A filter or the cursor is not valid (field names it)') },
+  });
+  app.get('/renders', listDoc, async (req) => {
+    const { limit, cursor, outcome, ...filters } = req.query;
     try {
       return await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1' });
     } catch (err) {
@@ -113,8 +119,12 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     }
   });
 
-  app.get('/renders/:id', async (req, reply) => {
-    const { id } = parse(idParams, req.params, 'id');
+  const showDoc = doc('One render: stages, attempts, request, graphs, prompts, outputs, reason', {
+    params: idParams,
+    response: { 200: renderTimelineSchema, 404: notFoundAnswer },
+  });
+  app.get('/renders/:id', showDoc, async (req, reply) => {
+    const { id } = req.params;
     try {
       return await ops.show(id);
     } catch (err) {
@@ -122,9 +132,12 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     }
   });
 
-  app.get('/renders/:id/outputs/:n', async (req, reply) => {
-    const { id } = parse(idParams, req.params, 'id');
-    const nText = (req.params as { n: string }).n;
+  const outputDoc = doc('Output n of a render (image or video bytes; content-addressed, cacheable)', {
+    params: outputParams,
+    response: { 200: bytesResponse('The image or video', ['image/png', 'image/jpeg', 'image/webp', 'video/mp4', 'video/webm']), 404: notFoundAnswer },
+  });
+  app.get('/renders/:id/outputs/:n', outputDoc, async (req, reply) => {
+    const { id, n: nText } = req.params;
     if (!OUTPUT_NUMBER.test(nText)) return notFound(reply, `render ${id} has no output ${JSON.stringify(nText.slice(0, 20))}`, 'n');
     const n = Number(nText);
     try {
@@ -146,9 +159,14 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     }
   });
 
-  app.post('/renders/:id/replay', async (req, reply) => {
-    const { id } = parse(idParams, req.params, 'id');
-    const body = parse(replayBody, req.body, 'body');
+  const replayDoc = doc('Replay a render with the same inputs (202: the new render, linked to the original)', {
+    params: idParams,
+    body: replayBody,
+    response: { 202: replayAnswerSchema, 404: notFoundAnswer, 422: a1111ErrorSchema.describe('Not replayable (its input images are gone)') },
+  });
+  app.post('/renders/:id/replay', replayDoc, async (req, reply) => {
+    const { id } = req.params;
+    const body = req.body;
     try {
       const started = await ops.replay(id, { newSeed: body?.newSeed ?? false });
       req.log.info({ renderId: started.renderId, replayOf: id }, 'replay started');
@@ -158,8 +176,12 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     }
   });
 
-  app.post('/renders/:id/cancel', async (req, reply) => {
-    const { id } = parse(idParams, req.params, 'id');
+  const cancelDoc = doc('Cancel a running render (ComfyUI is interrupted)', {
+    params: idParams,
+    response: { 202: cancelAnswerSchema, 404: notFoundAnswer, 409: a1111ErrorSchema.describe('The render is not running (status says what it is)') },
+  });
+  app.post('/renders/:id/cancel', cancelDoc, async (req, reply) => {
+    const { id } = req.params;
     try {
       const res = await ops.cancel(id);
       return reply.code(202).send(res);
@@ -177,11 +199,15 @@ export function registerRenders(app: FastifyInstance, ctx: ApiContext): void {
     'style.css': { type: 'text/css; charset=utf-8', body: readFileSync(path.join(galleryDir, 'style.css'), 'utf8') },
     'favicon.svg': { type: 'image/svg+xml', body: readFileSync(path.join(galleryDir, 'favicon.svg'), 'utf8') },
   };
-  app.get('/', async (_req, reply) =>
+  app.get('/', doc('The gallery page (open without the token; it asks for the token itself)', { response: { 200: bytesResponse('HTML', ['text/html']) } }), async (_req, reply) =>
     reply.type('text/html; charset=utf-8').header('Content-Security-Policy', GALLERY_CSP).header('Cache-Control', 'no-cache').send(html),
   );
-  app.get('/gallery/:file', async (req, reply) => {
-    const file = (req.params as { file: string }).file;
+  const assetDoc = doc("The gallery page's script, style sheet and icon", {
+    params: z.object({ file: z.string().describe('app.js, style.css or favicon.svg') }),
+    response: { 200: bytesResponse('The file', ['text/javascript', 'text/css', 'image/svg+xml']), 404: notFoundAnswer },
+  });
+  app.get('/gallery/:file', assetDoc, async (req, reply) => {
+    const file = req.params.file;
     const asset = Object.hasOwn(assets, file) ? assets[file] : undefined;
     if (!asset) return notFound(reply, 'no such file', 'file');
     return reply.type(asset.type).header('Cache-Control', 'no-cache').send(asset.body);

@@ -17,9 +17,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { RenderResult } from '../../render/types.ts';
-import { RequestError, requestErrorFromIssues } from '../../errors/request-error.ts';
+import { RequestError } from '../../errors/request-error.ts';
 import { AdmissionRefusedError } from '../../renders/admission.ts';
 import { requestPriority } from '../priority.ts';
+import { validationRequestError } from '../route-schemas.ts';
 import { RenderFailedError, type StartedRender } from '../../renders/render-service.ts';
 import type { ApiContext } from '../context.ts';
 import { idempotencyKey } from '../request-headers.ts';
@@ -27,6 +28,12 @@ import { readVideoBody } from '../video/body.ts';
 import { bodyLimitFor, imageRouteLimits, VIDEO_MAX_FILES } from '../body-limits.ts';
 import { inferenceSeconds, listJobs, queuedJob, readJob, VideoNotFoundError, type VideoJob } from '../video/jobs.ts';
 import { normalizeVideoRequestOffLoop, type NormalizedVideo } from '../video/normalize.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { videoFieldsSchema } from '../video/schema.ts';
+import { videoContentQuerySchema, videoDeletedSchema, videoJobSchema, videoPageSchema } from '../video/answer-schemas.ts';
+import { bytesResponse, videoErrors } from '../openapi-shapes.ts';
+import { renderHeadersSchema } from '../request-headers.ts';
+import { specOnly } from '../route-schemas.ts';
 
 export interface VideoErrorBody {
   detail: string;
@@ -43,25 +50,33 @@ function send(reply: FastifyReply, status: number, body: VideoErrorBody): Fastif
   return reply.code(status).type('application/json').send(body);
 }
 
-const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a video id') });
+const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a video id').describe('the video id (its render id)') });
 const listQuery = z.object({
-  after: z.string().min(1).max(255).optional(),
+  after: z.string().min(1).max(255).optional().describe('the id after which the page starts'),
   limit: z.coerce.number().int().min(0).max(100).default(20),
   order: z.enum(['asc', 'desc']).default('desc'),
 });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const r = schema.safeParse(value ?? {});
-  if (r.success) return r.data;
-  throw requestErrorFromIssues(r.error.issues, { field: 'query' });
-}
+/** Form fields (multipart or urlencoded: numbers as text) or JSON; files in multipart are the images. */
+const createBody = specOnly(
+  videoFieldsSchema.describe('multipart/form-data (input_reference as a file or text), a urlencoded form, or JSON; numbers may be strings'),
+);
+const createErrors = {
+  400: 'Invalid input (error.param names the field)',
+  409: 'Idempotency-Key reused with another body',
+  413: 'An image or the body is too large',
+  415: 'Unsupported content type',
+  503: 'Too many renders waiting (Retry-After)',
+};
+const doc = <T extends object>(summary: string, schema: T) => ({ schema: { summary, tags: ['Videos'], ...schema } });
 
 /** How long DELETE waits for ComfyUI to be interrupted before answering 409 "still cancelling". */
 const CANCEL_WAIT_MS = 30_000;
 
 export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Promise<void> {
   // Encapsulated: the form parsers and the video error shape apply to these routes only.
-  await app.register(async (scope) => {
+  await app.register(async (plainScope) => {
+    const scope = plainScope.withTypeProvider<ZodTypeProvider>();
     // One limit for the whole body, however it is encoded (multipart is counted as it streams: video/body.ts).
     const bodyLimit = imageRouteLimits(ctx.config).video;
     await scope.register(multipart, {
@@ -73,7 +88,8 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       route.bodyLimit ??= bodyLimit;
     });
 
-    scope.setErrorHandler((err: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
+    scope.setErrorHandler((thrown: FastifyError | RequestError | AdmissionRefusedError, req, reply) => {
+      const err = validationRequestError(thrown) ?? thrown;
       if (err instanceof AdmissionRefusedError) {
         req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
         reply.header('Retry-After', String(err.retryAfterSeconds));
@@ -116,14 +132,30 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       return { normalized, started };
     };
 
-    scope.post('/v1/videos', async (req, reply) => {
+    const consumes = ['multipart/form-data', 'application/x-www-form-urlencoded', 'application/json'];
+    const createDoc = doc('Start a video render (answers the queued job at once)', {
+      consumes,
+      headers: specOnly(renderHeadersSchema),
+      body: createBody,
+      response: { 200: videoJobSchema, ...videoErrors(createErrors) },
+    });
+    scope.post('/v1/videos', createDoc, async (req, reply) => {
       const { normalized, started } = await submit(req);
       reply.header('X-Render-Id', started.renderId);
       if (started.attached) return readJob(ctx.renders.client, started.renderId).then((v) => v.job);
       return newJob(started.renderId, normalized);
     });
 
-    scope.post('/v1/videos/sync', async (req, reply) => {
+    const syncDoc = doc('Render a video and answer its MP4 (X-Render-Id, X-Model, X-Inference-Time-S); 504 after VIDEO_SYNC_TIMEOUT_S', {
+      consumes,
+      headers: specOnly(renderHeadersSchema),
+      body: createBody,
+      response: {
+        200: bytesResponse('The video', ['video/mp4']),
+        ...videoErrors({ ...createErrors, 500: 'The render failed', 504: 'Timed out (the render is cancelled)' }),
+      },
+    });
+    scope.post('/v1/videos/sync', syncDoc, async (req, reply) => {
       const requestId = `video_sync-${randomUUID()}`;
       const { normalized, started } = await submit(req);
       reply.header('X-Request-Id', requestId).header('X-Render-Id', started.renderId).header('X-Model', normalized.request.model);
@@ -161,28 +193,45 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       }
     });
 
-    scope.get('/v1/videos', async (req) => {
-      const q = parse(listQuery, req.query);
+    const listDoc = doc('List video jobs', { querystring: listQuery, response: { 200: videoPageSchema, ...videoErrors({ 400: 'A query value is not valid (param names it)' }) } });
+    scope.get('/v1/videos', listDoc, async (req) => {
       try {
-        return await listJobs(ctx.renders.client, q);
+        return await listJobs(ctx.renders.client, req.query);
       } catch (err) {
         if (err instanceof VideoNotFoundError) throw new RequestError(400, 'after', err.message);
         throw err;
       }
     });
 
-    scope.get('/v1/videos/:id', async (req, reply) => {
-      const { id } = parse(idParams, req.params);
+    const showDoc = doc('One video job (a failed job answers with its error status)', {
+      params: idParams,
+      response: {
+        200: videoJobSchema,
+        ...videoErrors({ 404: 'No such video (or it was deleted)' }),
+        '4xx': videoJobSchema.describe('A failed job, with the status of its error'),
+        '5xx': videoJobSchema.describe('A failed job, with the status of its error'),
+      },
+    });
+    scope.get('/v1/videos/:id', showDoc, async (req, reply) => {
+      const { id } = req.params;
       const view = await readOr404(reply, id);
       if (!view) return reply;
       if (view.failedStatus !== undefined) return reply.code(view.failedStatus).send(view.job);
       return view.job;
     });
 
-    scope.get('/v1/videos/:id/content', async (req, reply) => {
-      const { id } = parse(idParams, req.params);
+    const contentDoc = doc('The MP4 of a completed video (streamed)', {
+      params: idParams,
+      querystring: videoContentQuerySchema,
+      response: {
+        200: bytesResponse('The video', ['video/mp4']),
+        ...videoErrors({ 400: 'variant other than video', 404: 'No such video, or still rendering', 410: 'No longer in the blob store', 422: 'The video failed' }),
+      },
+    });
+    scope.get('/v1/videos/:id/content', contentDoc, async (req, reply) => {
+      const { id } = req.params;
       // The OpenAI API's `variant` (video, thumbnail, spritesheet): only the video is rendered here.
-      const variant = (req.query as Record<string, unknown> | undefined)?.variant;
+      const variant = req.query.variant;
       if (variant !== undefined && variant !== 'video') {
         return send(reply, 400, videoError(400, `variant: ${JSON.stringify(variant)} is not offered; only "video" (the MP4) is, no thumbnail or spritesheet is rendered`, 'variant'));
       }
@@ -195,13 +244,18 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
 
     // Remix (the OpenAI API's new video from an earlier one with a changed prompt) is not offered: a clear
     // 4xx rather than a bare 404, so clients can tell it from an unknown video.
-    scope.post('/v1/videos/:id/remix', async (req, reply) => {
-      const { id } = parse(idParams, req.params);
+    const remixDoc = doc('Remix: not offered (always 400; create a new video instead)', { params: idParams, response: videoErrors({ 400: 'Remix is not offered' }) });
+    scope.post('/v1/videos/:id/remix', remixDoc, async (req, reply) => {
+      const { id } = req.params;
       return send(reply, 400, videoError(400, `remix is not offered: create a new video (POST /v1/videos) with the new prompt; video ${id} is unchanged`, 'id'));
     });
 
-    scope.delete('/v1/videos/:id', async (req, reply) => {
-      const { id } = parse(idParams, req.params);
+    const deleteDoc = doc('Delete a video job; a queued or running one is cancelled (ComfyUI interrupted) first', {
+      params: idParams,
+      response: { 200: videoDeletedSchema, ...videoErrors({ 404: 'No such video (or it was deleted)' }), ...videoErrors({ 409: 'Cancellation still under way' }) },
+    });
+    scope.delete('/v1/videos/:id', deleteDoc, async (req, reply) => {
+      const { id } = req.params;
       const view = await readOr404(reply, id);
       if (!view) return reply;
       const handle = ctx.renders.handle(id);
@@ -220,7 +274,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         });
       }
       req.log.info({ renderId: id, was: view.job.status }, 'video deleted');
-      return { id, deleted: true, object: 'video.deleted' };
+      return { id, deleted: true, object: 'video.deleted' } as const;
     });
 
     async function readOr404(reply: FastifyReply, id: string) {
