@@ -14,7 +14,8 @@ const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders â
   worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   api        HTTP front only
   gpu        the GPU worker inside a model-swapping proxy's GPU entry: serves /gpu/ready and /gpu/lease on
-             HOST:PORT, runs prompts only while a front holds the lease, asks ComfyUI to unload on stop
+             HOST:PORT (the lease needs GPU_LEASE_TOKEN), runs prompts only while a front holds the lease;
+             on stop, stops a prompt still running in ComfyUI and asks ComfyUI to unload
   contract   run the ComfyUI contract checks against URL (a real or fake ComfyUI)
   renders    operators: list, show, outputs, replay, cancel renders ('renders help' for details)
 `;
