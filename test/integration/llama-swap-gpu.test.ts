@@ -162,6 +162,11 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     const unload = await fetch(`${ls.url}/api/models/unload/comfy-gpu`, { method: 'POST' });
     expect(unload.status).toBe(200);
     expect((await chat).status).toBe(200);
+    const llmStart = since(mark, 'spawn', 'llm')[0]!.at;
+    // By the time the LLM was started, the held prompt had been stopped in ComfyUI (not left running beside it).
+    const atLlm = await fakeStats(fake.url);
+    expect(atLlm.outcomes[held], 'the held prompt was still running when the LLM got the GPU').toEqual(['interrupted']);
+    expect(atLlm.runs.find((r) => r.promptId === held)!.endedAt!).toBeLessThanOrEqual(llmStart);
     const done = await render;
     expect(done.status, JSON.stringify(done.json).slice(0, 300)).toBe(200);
     expect(done.json.images).toHaveLength(1);
