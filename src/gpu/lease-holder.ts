@@ -147,6 +147,9 @@ export class GpuLeaseHolder {
     req.on('response', (res) => {
       if (res.statusCode !== 200) {
         res.resume();
+        if (res.statusCode === 401) {
+          this.opts.logger.error('GPU lease refused (401): GPU_LEASE_TOKEN differs between this front and the GPU entry; renders wait until they match');
+        }
         ended(`the proxy answered ${res.statusCode}`);
         req.destroy();
         return;
