@@ -32,7 +32,17 @@ async function runMode(mode: Mode): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.LOG_LEVEL);
-  const running = await runServices(mode, config, logger);
+  let running;
+  try {
+    running = await runServices(mode, config, logger);
+  } catch (err) {
+    // Settings only a mode can judge (GPU_LEASE_TOKEN in `gpu`): a message and exit 2, like loadConfig's.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
   logger.info(
     { mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL },
     'comfy-durable ready',
