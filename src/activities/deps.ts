@@ -18,6 +18,12 @@ export interface ActivityDeps {
   logger: Logger;
   /** Unhealthy-backend marks: written by runPrompt's escalation, read by chooseBackend and /health. */
   health: BackendHealth;
+  /**
+   * Stop the prompt in ComfyUI when this worker shuts down mid-prompt, instead of leaving it for the next attempt
+   * to re-attach to. Set in a model-swapping proxy's GPU entry (mode `gpu`): the proxy hands the GPU to another
+   * group once this process has exited, so a prompt left running would share the GPU with it.
+   */
+  stopPromptOnShutdown?: boolean;
   /** For the retention activity, which reads and deletes render executions (absent: it cannot run here). */
   temporal?: { client: Client; namespace: string };
 }

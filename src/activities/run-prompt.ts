@@ -16,6 +16,8 @@
  * - cancellation of the render: cancel the prompt and wait until it stopped, so the workflow ends only when
  *   the GPU is free. Any other reason the activity is told to stop (worker shutdown, attempt timed out on
  *   the server) leaves the prompt running: the next attempt re-attaches to it, so nothing renders twice.
+ *   Except a shutdown of a model-swapping proxy's GPU entry (`stopPromptOnShutdown`): the GPU goes to another
+ *   group when it exits, so the prompt is stopped and the next attempt renders it afresh.
  * - ComfyUI lost an uploaded input (restarted on a fresh input folder): upload again, submit once more.
  * - out of memory: `/free` before the failure, so the retry finds VRAM and caches cleared.
  */
@@ -253,6 +255,13 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
           });
           if (partial) return partial;
         }
+      } else if (reason === 'WORKER_SHUTDOWN' && deps.stopPromptOnShutdown) {
+        // The proxy is taking the GPU away and gives it on once this process exits: the prompt must not outlive
+        // it. Its own id is derived, so a submission still in flight (no id recorded yet) is stopped as well.
+        // The next attempt finds it interrupted and renders the item afresh: one complete render, nothing lost.
+        const target = promptId || attemptPromptId(workflowExecution, input.item, attempt);
+        const stopped = await cancelAndWait(client, target, graceMs, log);
+        log.warn({ promptId: target, stopped }, 'GPU handed away mid-prompt: prompt stopped in ComfyUI; the next attempt renders it again');
       } else if (promptId !== '') {
         log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
       }

@@ -129,7 +129,11 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
     const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
     const activities = createActivities(
-      { config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE } },
+      {
+        config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE },
+        // The proxy gives the GPU on once this entry exits: no prompt may outlive it (activities/run-prompt.ts).
+        ...(mode === 'gpu' ? { stopPromptOnShutdown: true } : {}),
+      },
       pool,
     );
     const traced = tracing ? workerTracing(tracing) : undefined;

@@ -3,7 +3,8 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 
-function sameSecret(given: string, expected: string): boolean {
+/** Constant-time comparison of a presented secret with the expected one. */
+export function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);

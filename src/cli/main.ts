@@ -14,7 +14,8 @@ const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders â
   worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   api        HTTP front only
   gpu        the GPU worker inside a model-swapping proxy's GPU entry: serves /gpu/ready and /gpu/lease on
-             HOST:PORT, runs prompts only while a front holds the lease, asks ComfyUI to unload on stop
+             HOST:PORT (the lease needs GPU_LEASE_TOKEN), runs prompts only while a front holds the lease;
+             on stop, stops a prompt still running in ComfyUI and asks ComfyUI to unload
   contract   run the ComfyUI contract checks against URL (a real or fake ComfyUI)
   renders    operators: list, show, outputs, replay, cancel renders ('renders help' for details)
 `;
@@ -31,7 +32,17 @@ async function runMode(mode: Mode): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.LOG_LEVEL);
-  const running = await runServices(mode, config, logger);
+  let running;
+  try {
+    running = await runServices(mode, config, logger);
+  } catch (err) {
+    // Settings only a mode can judge (GPU_LEASE_TOKEN in `gpu`): a message and exit 2, like loadConfig's.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
   logger.info(
     { mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL },
     'comfy-durable ready',

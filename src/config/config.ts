@@ -105,6 +105,12 @@ const envSchema = z.object({
   GPU_LEASE_POLL_MS: positiveInt.default(1_000),
   /** `Authorization` header value for the lease request, when the proxy has API keys (`Bearer <key>`). */
   GPU_LEASE_AUTHORIZATION: optionalString,
+  /**
+   * The secret the front and the GPU entry share for the lease (`X-GPU-Lease-Token`). The lease is reachable by
+   * anyone who reaches the proxy, and whoever holds it keeps the GPU from every other group: required with
+   * GPU_LEASE_URL and in `gpu` mode. Its own header, so the proxy's API key can still use `Authorization`.
+   */
+  GPU_LEASE_TOKEN: optionalString,
   /** Most images per request (batch_size × n_iter). Open WebUI sends up to n=10. */
   MAX_BATCH: positiveInt.default(16),
   /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */
@@ -243,6 +249,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       `invalid configuration:\n  TEMPORAL_UI: the Temporal UI would be served at /temporal/ on HOST=${parsed.data.HOST} without a login; set API_TOKEN, or keep HOST on loopback`,
     );
+  }
+  if (parsed.data.GPU_LEASE_URL && !parsed.data.GPU_LEASE_TOKEN) {
+    throw new ConfigError('invalid configuration:\n  GPU_LEASE_TOKEN: required with GPU_LEASE_URL (the same secret as the GPU entry\'s)');
   }
   const dataDir = path.resolve(parsed.data.DATA_DIR);
   return {

@@ -4,7 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { ComfyClient } from '../comfyui/client.ts';
-import type { Config } from '../config/config.ts';
+import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
 import { waitingRendersQuery } from '../renders/admission.ts';
@@ -12,8 +12,11 @@ import { GpuLeaseHolder } from './lease-holder.ts';
 import { startLeaseServer, type LeaseServer } from './lease-server.ts';
 
 /** Mode `gpu` listens on HOST:PORT for the proxy's readiness check and the leases, before Temporal is reached. */
-export function startGpuEntryServer(config: Config, logger: Logger): Promise<LeaseServer> {
-  return startLeaseServer({ host: config.HOST, port: config.PORT, logger: logger.child({ component: 'gpu-lease' }) });
+export async function startGpuEntryServer(config: Config, logger: Logger): Promise<LeaseServer> {
+  if (!config.GPU_LEASE_TOKEN) {
+    throw new ConfigError('invalid configuration:\n  GPU_LEASE_TOKEN: required in `gpu` mode (the front\'s lease presents it; without it anyone who reaches the proxy could hold the GPU)');
+  }
+  return startLeaseServer({ host: config.HOST, port: config.PORT, token: config.GPU_LEASE_TOKEN, logger: logger.child({ component: 'gpu-lease' }) });
 }
 
 /**
@@ -36,9 +39,10 @@ export async function freeVram(backends: Backend[], clients: Map<string, ComfyCl
 
 /** The front's lease holder, counting running renders on the task queue in Temporal (every front's). */
 export function startLeaseHolder(config: Config, client: Client, logger: Logger): GpuLeaseHolder | undefined {
-  if (!config.GPU_LEASE_URL) return undefined;
+  if (!config.GPU_LEASE_URL || !config.GPU_LEASE_TOKEN) return undefined;
   const holder = new GpuLeaseHolder({
     url: config.GPU_LEASE_URL,
+    token: config.GPU_LEASE_TOKEN,
     pollMs: config.GPU_LEASE_POLL_MS,
     ...(config.GPU_LEASE_AUTHORIZATION ? { authorization: config.GPU_LEASE_AUTHORIZATION } : {}),
     pending: async () => (await client.workflow.count(waitingRendersQuery(config.TEMPORAL_TASK_QUEUE))).count,

@@ -14,6 +14,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from '../log.ts';
+import { LEASE_TOKEN_HEADER } from './lease-server.ts';
 
 export interface LeaseHolderOptions {
   url: string;
@@ -23,6 +24,8 @@ export interface LeaseHolderOptions {
   pollMs: number;
   /** `Authorization` for the proxy, when it wants an API key. */
   authorization?: string;
+  /** GPU_LEASE_TOKEN, which the GPU entry asks of every lease. */
+  token: string;
   logger: Logger;
 }
 
@@ -119,6 +122,7 @@ export class GpuLeaseHolder {
     const lib = url.protocol === 'https:' ? https : http;
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (this.opts.authorization) headers.authorization = this.opts.authorization;
+    headers[LEASE_TOKEN_HEADER] = this.opts.token;
     const req = lib.request(url, { method: 'GET', headers });
     this.request = req;
     const opened = Date.now();
@@ -143,6 +147,9 @@ export class GpuLeaseHolder {
     req.on('response', (res) => {
       if (res.statusCode !== 200) {
         res.resume();
+        if (res.statusCode === 401) {
+          this.opts.logger.error('GPU lease refused (401): GPU_LEASE_TOKEN differs between this front and the GPU entry; renders wait until they match');
+        }
         ended(`the proxy answered ${res.statusCode}`);
         req.destroy();
         return;

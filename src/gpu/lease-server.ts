@@ -15,6 +15,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sameSecret } from '../auth/api-token.ts';
 import type { Logger } from '../log.ts';
 
 /** Whether any front holds a lease now; GpuPool hands out prompt slots only then (gatedHealth). */
@@ -72,7 +73,14 @@ export interface LeaseServer {
 /** Comment lines on an open lease: keep intermediaries from thinking the stream died. */
 const LEASE_KEEPALIVE_MS = 15_000;
 
-export async function startLeaseServer(opts: { host: string; port: number; logger: Logger; gate?: LeaseGate }): Promise<LeaseServer> {
+/** The header that carries GPU_LEASE_TOKEN (not `Authorization`: the proxy's API key may need that one). */
+export const LEASE_TOKEN_HEADER = 'x-gpu-lease-token';
+
+/**
+ * `token`: the secret a lease request must present. Through the proxy anyone who reaches it reaches this
+ * route, and an open lease keeps the GPU from every other group, so only the front (which knows it) may hold one.
+ */
+export async function startLeaseServer(opts: { host: string; port: number; logger: Logger; token: string; gate?: LeaseGate }): Promise<LeaseServer> {
   const gate = opts.gate ?? new LeaseGate();
   let ready = false;
   const open = new Set<http.ServerResponse>();
@@ -84,6 +92,13 @@ export async function startLeaseServer(opts: { host: string; port: number; logge
       return;
     }
     if (route === '/gpu/lease') {
+      const given = req.headers[LEASE_TOKEN_HEADER];
+      if (typeof given !== 'string' || !sameSecret(given, opts.token)) {
+        opts.logger.warn({ remote: req.socket.remoteAddress, presented: given !== undefined }, 'GPU lease refused: wrong or missing X-GPU-Lease-Token');
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `the GPU lease needs the ${LEASE_TOKEN_HEADER} header with GPU_LEASE_TOKEN` } }));
+        return;
+      }
       if (!ready) {
         res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
         res.end(JSON.stringify({ error: 'the GPU worker is not connected yet' }));

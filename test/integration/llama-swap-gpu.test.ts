@@ -74,6 +74,7 @@ http.createServer((req, res) => {
       front_port: String(frontPort),
       gpu_port: String(gpuPort),
       temporal_port: String(temporalPort),
+      lease_token: 'stand-in-lease-secret',
     },
     overrides: {
       'comfy-gpu': { ttl: TTL_S, env: [`SHUTDOWN_GRACE_MS=${GRACE_MS}`, 'LOG_LEVEL=info'] },
@@ -129,21 +130,58 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     await setFaults(fake.url, { hold: HOLD });
     const mark = ls.events.length;
     const render = post('/sdapi/v1/txt2img', IMAGE);
-    await waitHeld();
+    const held = await waitHeld();
     const freesBefore = (await fakeStats(fake.url)).unloadModelsRequests;
     const unload = await fetch(`${ls.url}/api/models/unload/comfy-gpu`, { method: 'POST' });
     expect(unload.status).toBe(200);
-    // Stopped (its prompt outlived the drain and stays in ComfyUI), and ComfyUI was asked to unload.
-    await ls.waitFor((e) => e.type === 'exit' && e.model === 'comfy-gpu', mark);
-    expect((await fakeStats(fake.url)).unloadModelsRequests).toBeGreaterThan(freesBefore);
-    // No client request: the front's lease asks llama-swap for the GPU again.
-    const restarted = ls.events.length;
-    await ls.waitFor((e) => e.type === 'ready' && e.model === 'comfy-gpu', restarted);
-    await fetch(`${fake.url}/__fake/release`, { method: 'POST' });
+    // Stopped: its prompt outlived the drain, so it was stopped in ComfyUI before the entry exited (the GPU may
+    // go to another group then), and ComfyUI was asked to unload.
+    const exit = await ls.waitFor((e) => e.type === 'exit' && e.model === 'comfy-gpu', mark);
+    const afterExit = await fakeStats(fake.url);
+    expect(afterExit.outcomes[held]).toEqual(['interrupted']);
+    expect(afterExit.runs.find((r) => r.promptId === held)!.endedAt!).toBeLessThanOrEqual(exit.at);
+    expect(afterExit.unloadModelsRequests).toBeGreaterThan(freesBefore);
+    // No client request: the front's lease asks llama-swap for the GPU again; the next attempt renders afresh.
     const done = await render;
     expect(done.status, JSON.stringify(done.json).slice(0, 300)).toBe(200);
     expect(done.json.images).toHaveLength(1);
-    expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
+    expect(since(mark, 'ready', 'comfy-gpu').length).toBeGreaterThan(0);
+    // One complete render: the interrupted prompt never finished, the second one once.
+    expectRenderedOnce(await fakeStats(fake.url), { prompts: 2 });
+  }, 240_000);
+
+  it('a manual unload while an LLM request waits behind a prompt that outlasts SHUTDOWN_GRACE_MS: no prompt runs while the LLM has the GPU', async () => {
+    await resetFake(fake.url);
+    await setFaults(fake.url, { hold: HOLD });
+    const mark = ls.events.length;
+    const render = post('/sdapi/v1/txt2img', { ...IMAGE, seed: 13 });
+    const held = await waitHeld();
+    // The LLM request queues behind the lease; then the GPU entry is unloaded by hand (which does not wait for it).
+    const chat = post('/v1/chat/completions', { model: 'llm', messages: [{ role: 'user', content: 'hi' }] });
+    await ls.waitFor((e) => e.type === 'queued' && e.model === 'llm', mark);
+    const unload = await fetch(`${ls.url}/api/models/unload/comfy-gpu`, { method: 'POST' });
+    expect(unload.status).toBe(200);
+    expect((await chat).status).toBe(200);
+    const llmStart = since(mark, 'spawn', 'llm')[0]!.at;
+    // By the time the LLM was started, the held prompt had been stopped in ComfyUI (not left running beside it).
+    const atLlm = await fakeStats(fake.url);
+    expect(atLlm.outcomes[held], 'the held prompt was still running when the LLM got the GPU').toEqual(['interrupted']);
+    expect(atLlm.runs.find((r) => r.promptId === held)!.endedAt!).toBeLessThanOrEqual(llmStart);
+    const done = await render;
+    expect(done.status, JSON.stringify(done.json).slice(0, 300)).toBe(200);
+    expect(done.json.images).toHaveLength(1);
+    const llmSpawn = since(mark, 'spawn', 'llm')[0]!;
+    // The GPU came back to the render only after the LLM was stopped again (exclusive group).
+    const llmExit = since(mark, 'exit', 'llm')[0]!;
+    expect(since(mark, 'exit', 'comfy-gpu')[0]!.at).toBeLessThanOrEqual(llmSpawn.at);
+    const stats = await fakeStats(fake.url);
+    expect(stats.outcomes[held]).toEqual(['interrupted']);
+    // No prompt ran in ComfyUI while the LLM process lived.
+    for (const r of stats.runs) {
+      expect(r.endedAt, `prompt ${r.promptId} never ended`).not.toBeNull();
+      expect(r.endedAt! <= llmSpawn.at || r.startedAt >= llmExit.at, `prompt ${r.promptId} ran ${r.startedAt}-${r.endedAt}, LLM up ${llmSpawn.at}-${llmExit.at}`).toBe(true);
+    }
+    expectRenderedOnce(stats, { prompts: 2 });
   }, 240_000);
 
   it('ttl never unloads the GPU entry while a render is pending; once idle it unloads (ComfyUI freed), and new work brings it back by itself', async () => {

@@ -5,11 +5,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
 import { LeaseGate, gatedHealth, startLeaseServer, type LeaseServer } from '../../src/gpu/lease-server.ts';
+import { startGpuEntryServer } from '../../src/gpu/gpu-entry.ts';
+import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startTestFront } from '../support/front.ts';
 import { freePort } from '../support/ports.ts';
 
 const logger = createLogger('silent');
+const TOKEN = 'lease-secret-1';
+const withToken = { headers: { 'x-gpu-lease-token': TOKEN } };
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -27,7 +31,7 @@ function nextChange(gate: LeaseGate, want: boolean): Promise<void> {
 }
 
 async function server(port = 0): Promise<LeaseServer> {
-  const s = await startLeaseServer({ host: '127.0.0.1', port, logger });
+  const s = await startLeaseServer({ host: '127.0.0.1', port, logger, token: TOKEN });
   cleanups.push(() => s.close());
   return s;
 }
@@ -36,7 +40,7 @@ describe('GPU entry lease server', () => {
   it('is not ready (503) until its worker polls, and refuses leases until then', async () => {
     const s = await server();
     expect((await fetch(`${s.url}/gpu/ready`)).status).toBe(503);
-    expect((await fetch(`${s.url}/gpu/lease`)).status).toBe(503);
+    expect((await fetch(`${s.url}/gpu/lease`, withToken)).status).toBe(503);
     s.setReady(true);
     expect((await fetch(`${s.url}/gpu/ready`)).status).toBe(200);
     expect((await fetch(`${s.url}/v1/chat/completions`)).status).toBe(404);
@@ -48,7 +52,7 @@ describe('GPU entry lease server', () => {
     const health = gatedHealth({ get: () => undefined }, s.gate);
     expect(health.get({})).toMatch(/no GPU lease/);
     const ac = new AbortController();
-    const res = await fetch(`${s.url}/gpu/lease`, { signal: ac.signal });
+    const res = await fetch(`${s.url}/gpu/lease`, { ...withToken, signal: ac.signal });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
     expect(s.gate.held()).toBe(true);
@@ -59,12 +63,58 @@ describe('GPU entry lease server', () => {
   });
 });
 
+describe('the lease needs GPU_LEASE_TOKEN', () => {
+  it('refuses a lease without the token or with a wrong one (401, gate stays shut); grants it with the token', async () => {
+    const s = await server();
+    s.setReady(true);
+    const none = await fetch(`${s.url}/gpu/lease`);
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as { error: { message: string } }).error.message).toMatch(/x-gpu-lease-token/);
+    expect((await fetch(`${s.url}/gpu/lease`, { headers: { 'x-gpu-lease-token': 'lease-secret-2' } })).status).toBe(401);
+    expect((await fetch(`${s.url}/gpu/lease`, { headers: { 'x-gpu-lease-token': '' } })).status).toBe(401);
+    // The proxy's API key travels in Authorization: a token there is not the lease token.
+    expect((await fetch(`${s.url}/gpu/lease`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(401);
+    expect(s.gate.held()).toBe(false);
+    // Readiness stays open: the proxy's checkEndpoint sends no headers.
+    expect((await fetch(`${s.url}/gpu/ready`)).status).toBe(200);
+    const ac = new AbortController();
+    expect((await fetch(`${s.url}/gpu/lease`, { ...withToken, signal: ac.signal })).status).toBe(200);
+    expect(s.gate.held()).toBe(true);
+    ac.abort();
+    await nextChange(s.gate, false);
+  });
+
+  it('a holder with the wrong token never opens the gate', async () => {
+    const s = await server();
+    s.setReady(true);
+    const refused: string[] = [];
+    const quiet = (): void => undefined;
+    const spy = { info: quiet, debug: quiet, error: quiet, warn: (o: unknown) => void refused.push(JSON.stringify(o)), child: () => spy } as unknown as typeof logger;
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 1, pollMs: 50, logger: spy, token: 'not-it' });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await new Promise<void>((resolve) => {
+      const t = setInterval(() => {
+        if (refused.some((r) => r.includes('401'))) (clearInterval(t), resolve());
+      }, 20);
+    });
+    expect(holder.held()).toBe(false);
+    expect(s.gate.held()).toBe(false);
+  });
+
+  it('is required: with GPU_LEASE_URL on the front, and in `gpu` mode', async () => {
+    expect(() => loadConfig({ GPU_LEASE_URL: 'http://127.0.0.1:8080/upstream/comfy-gpu/gpu/lease' })).toThrow(/GPU_LEASE_TOKEN: required with GPU_LEASE_URL/);
+    expect(loadConfig({ GPU_LEASE_URL: 'http://127.0.0.1:8080/upstream/comfy-gpu/gpu/lease', GPU_LEASE_TOKEN: TOKEN }).GPU_LEASE_TOKEN).toBe(TOKEN);
+    await expect(startGpuEntryServer(loadConfig({ HOST: '127.0.0.1', PORT: String(await freePort()) }), logger)).rejects.toThrow(ConfigError);
+  });
+});
+
 describe('front lease holder', () => {
   it('holds the lease while renders are pending and releases it when none are', async () => {
     const s = await server();
     s.setReady(true);
     let pending = 0;
-    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => pending, pollMs: 50, logger });
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => pending, pollMs: 50, logger, token: TOKEN });
     holder.start();
     cleanups.push(() => holder.stop());
     pending = 2;
@@ -76,9 +126,9 @@ describe('front lease holder', () => {
 
   it('asks again when the GPU entry goes away while renders are pending (an unload), by itself', async () => {
     const port = await freePort();
-    const first = await startLeaseServer({ host: '127.0.0.1', port, logger });
+    const first = await startLeaseServer({ host: '127.0.0.1', port, logger, token: TOKEN });
     first.setReady(true);
-    const holder = new GpuLeaseHolder({ url: `${first.url}/gpu/lease`, pending: async () => 1, pollMs: 50, logger });
+    const holder = new GpuLeaseHolder({ url: `${first.url}/gpu/lease`, pending: async () => 1, pollMs: 50, logger, token: TOKEN });
     holder.start();
     cleanups.push(() => holder.stop());
     await nextChange(first.gate, true);
@@ -91,7 +141,7 @@ describe('front lease holder', () => {
   it('a poke takes the lease at once, before Temporal counts the render', async () => {
     const s = await server();
     s.setReady(true);
-    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 0, pollMs: 60_000, logger });
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 0, pollMs: 60_000, logger, token: TOKEN });
     holder.start();
     cleanups.push(() => holder.stop());
     await holder.poke(5_000);
