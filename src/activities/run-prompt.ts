@@ -326,6 +326,8 @@ function withBackend(err: unknown, backendId: string): unknown {
     message: err.message,
     ...(err.type ? { type: err.type } : {}),
     nonRetryable: err.nonRetryable ?? false,
+    // Temporal's Duration type does not resolve here (its `ms` dependency's types sit outside that package's exports).
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- a value copied from one failure to another
     ...(err.nextRetryDelay !== undefined ? { nextRetryDelay: err.nextRetryDelay } : {}),
     details: [{ ...(d as Record<string, unknown> | undefined), backend: backendId }, ...(err.details?.slice(1) ?? [])],
     ...(err.cause ? { cause: err.cause } : {}),

@@ -10,7 +10,7 @@ import { startTestFront } from '../support/front.ts';
 import { freePort } from '../support/ports.ts';
 
 const logger = createLogger('silent');
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });

@@ -138,7 +138,7 @@ describe('bad input: 4xx naming the field', () => {
     ['a reference that is not an image', { prompt: 'x', input_reference: Buffer.from('not an image at all').toString('base64') }, 'input_reference', /not a PNG, JPEG or WebP/],
     ['an image URL', { prompt: 'x', input_reference: 'https://example.com/a.png' }, 'input_reference', /URLs are not accepted/],
   ])('%s', (_name, fields, field, message) => {
-    const e = fails(fields as Record<string, unknown>);
+    const e = fails(fields);
     expect(e.status).toBeGreaterThanOrEqual(400);
     expect(e.status).toBeLessThan(500);
     expect(e.field).toBe(field);
