@@ -1,7 +1,8 @@
 /** Video API fields → RenderRequest: defaults per model, grids, tasks and roles, and every bad input as a 4xx naming its field. */
 import { describe, expect, it } from 'vitest';
 import { RequestError } from '../../src/api/a1111/errors.ts';
-import { normalizeVideoRequest, type UploadedFile } from '../../src/api/video/normalize.ts';
+import { normalizeVideoRequest } from '../../src/api/video/normalize.ts';
+import type { UploadedFile } from '../../src/api/video/image-inputs.ts';
 import { makePng } from '../golden/helpers.ts';
 
 const ctx = { defaultModel: 'videogen-wan22-5b', random: () => 0.5, limits: { maxImageBytes: 1_000_000, maxImagePixels: 4096 * 4096 } };
