@@ -33,7 +33,8 @@ const listQuerySchema = renderFiltersSchema.extend({
 });
 // Temporal accepts any workflow id; ours are `render-…`. Bound the length and refuse control characters.
 // eslint-disable-next-line no-control-regex -- refusing control characters is what this regex is for
-const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a render id') });
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f]+$/;
+const idParams = z.object({ id: z.string().min(1).max(255).regex(NO_CONTROL_CHARACTERS, 'not a render id') });
 // Decimal digits only: `0x0`, `1e1` or ` 1` name no output (z.coerce would read them as 0, 10, 1).
 const OUTPUT_NUMBER = /^\d{1,5}$/;
 // gRPC UNKNOWN and INVALID_ARGUMENT: how Temporal refuses a list cursor it cannot read.

@@ -43,8 +43,10 @@ function send(reply: FastifyReply, status: number, body: VideoErrorBody): Fastif
   return reply.code(status).type('application/json').send(body);
 }
 
+// Bound the length and refuse control characters.
 // eslint-disable-next-line no-control-regex -- refusing control characters is what this regex is for
-const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a video id') });
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f]+$/;
+const idParams = z.object({ id: z.string().min(1).max(255).regex(NO_CONTROL_CHARACTERS, 'not a video id') });
 const listQuery = z.object({
   after: z.string().min(1).max(255).optional(),
   limit: z.coerce.number().int().min(0).max(100).default(20),
