@@ -18,7 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ComfyClient } from '../src/comfyui/client.ts';
 import type { ComfyGraph } from '../src/comfyui/graph.ts';
-import { submitAndFollow } from '../src/comfyui/follow.ts';
+import { submitAndFollow } from '../src/comfyui/submit-and-follow.ts';
 import { planRender } from '../src/models/plan.ts';
 import type { Engine } from '../src/models/profile.ts';
 import { applyModelOverrides, getProfile, parseModelOverrides, resetModelOverrides, type ModelOverrides } from '../src/models/registry.ts';

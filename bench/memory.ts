@@ -4,7 +4,7 @@
  * whole time (upload, waiting, drain) and compared with the idle figure measured just before.
  */
 import { randomFillSync } from 'node:crypto';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import type { BenchContext } from './lib/context.ts';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { normalizeRequest } from '../src/api/a1111/normalize.ts';
 import { ComfyClient } from '../src/comfyui/client.ts';
-import { submitAndFollow } from '../src/comfyui/follow.ts';
+import { submitAndFollow } from '../src/comfyui/submit-and-follow.ts';
 import type { ComfyGraph } from '../src/comfyui/graph.ts';
 import { planRender } from '../src/models/plan.ts';
 import { MODEL, type BenchContext } from './lib/context.ts';

@@ -14,7 +14,7 @@ function read(file: string): string | undefined {
 /** Direct children of `pid`, from every thread's `children` list. */
 export function childrenOf(pid: number): number[] {
   const out = new Set<number>();
-  let tasks: string[] = [];
+  let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {

@@ -81,7 +81,7 @@ export async function startFakeHost(cleanups: Cleanups, count: number): Promise<
   const urls = await new Promise<string[]>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => reject(new Error('fake host did not start within 30 s')), 30_000);
-    child.stdout!.on('data', (b: Buffer) => {
+    child.stdout.on('data', (b: Buffer) => {
       buf += b.toString();
       const m = /^FAKES (.+)$/m.exec(buf);
       if (m) {

@@ -5,8 +5,7 @@ import type { BlobRef, RenderRequest } from '../render/types.ts';
 import { toFailure } from './failures.ts';
 import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
 import { storeOutputFile } from './store-outputs.ts';
-import type { RenderActivities } from './types.ts';
-import { clientFor, type ActivityDeps } from './deps.ts';
+import type { ActivityDeps } from './deps.ts';
 
 /** Called by runPrompt, which stores the outputs of the backend it ran on in the same activity. */
 export async function collectFiles(

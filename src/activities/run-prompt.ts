@@ -22,9 +22,10 @@
  * - out of memory: `/free` before the failure, so the retry finds VRAM and caches cleared.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { CancelledFailure } from '@temporalio/common';
-import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError, isComfyError } from '../comfyui/errors.ts';
-import { followPrompt, submitAndFollow, type FollowProgress, type FollowResult } from '../comfyui/follow.ts';
+import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError } from '../comfyui/errors.ts';
+import { followPrompt } from '../comfyui/follow.ts';
+import type { FollowProgress, FollowResult } from '../comfyui/follow-types.ts';
+import { submitAndFollow } from '../comfyui/submit-and-follow.ts';
 import { attemptPromptId } from './prompt-ids.ts';
 import { validateBeforeSubmit } from './presubmit.ts';
 import { findLivePrompt, previousPrompts, queuedClientId } from './reattach.ts';
@@ -42,14 +43,14 @@ import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { ItemProgress } from './item-progress.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles } from './collect-outputs.ts';
-import type { BackendHealth } from '../backends/health.ts';
-import { toFailure } from './failures.ts';
+import { toFailure, withBackend } from './failures.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
 import { uploadAll } from './upload-inputs.ts';
 import { clearPreview, previewsWanted, writePreview } from '../operators/previews.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
-import { RetryableFailureType } from '../workflows/failure-types.ts';
+import { cancelReason, outcomeLabel } from './attempt-outcome.ts';
+import { deadBackendMs, ensureBackendUsable, waitReachable } from './backend-readiness.ts';
 import { inSpan, inSpanPair } from '../tracing/spans.ts';
 import { SpanKind } from '@opentelemetry/api';
 
@@ -68,15 +69,6 @@ export function stopGraceMs(stallTimeoutMs: number): number {
 const UNHEALTHY_RETRY_MS = 1_000;
 /** After a backend refused connections, the next attempt (on another backend) starts this soon. */
 const DEAD_BACKEND_RETRY_MS = 1_000;
-
-/**
- * How long ComfyUI may refuse every connection before the attempt gives up on it: nothing listens on its
- * port, so its process (and its in-memory queue) is gone; the item moves to another GPU at once instead of
- * after the whole stall timeout. A quick restart (a few seconds) is still waited for.
- */
-export function deadBackendMs(stallTimeoutMs: number): number {
-  return Math.min(10_000, stallTimeoutMs);
-}
 
 export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivities['runPrompt'] {
   const objectInfo = new ObjectInfoCache();
@@ -326,59 +318,6 @@ async function partialRun(
   };
 }
 
-/** Names the backend in a failure's details, so the workflow knows where the attempt's prompt may live. */
-function withBackend(err: unknown, backendId: string): unknown {
-  if (!(err instanceof ApplicationFailure)) return err;
-  const d = err.details?.[0];
-  if (d !== undefined && (typeof d !== 'object' || d === null || Array.isArray(d))) return err;
-  return ApplicationFailure.create({
-    message: err.message,
-    ...(err.type ? { type: err.type } : {}),
-    nonRetryable: err.nonRetryable ?? false,
-    ...(err.nextRetryDelay !== undefined ? { nextRetryDelay: err.nextRetryDelay } : {}),
-    details: [{ ...(d as Record<string, unknown> | undefined), backend: backendId }, ...(err.details?.slice(1) ?? [])],
-    ...(err.cause ? { cause: err.cause } : {}),
-  });
-}
-
-/**
- * Resolves once ComfyUI answers `/queue`; rethrows the connection error after `budgetMs`, or once every
- * connection was refused for `refusedDeadMs` (with `refusedForMs` set: its process is gone).
- */
-async function waitReachable(client: ComfyClient, budgetMs: number, refusedDeadMs: number, everyMs: number, signal: AbortSignal): Promise<void> {
-  const deadline = Date.now() + budgetMs;
-  let refusedSince: number | undefined;
-  for (;;) {
-    try {
-      await client.getQueue({ signal, timeoutMs: 10_000 });
-      return;
-    } catch (e) {
-      if (!(e instanceof ComfyUnavailableError) || Date.now() + everyMs > deadline) throw e;
-      refusedSince = e.refused ? (refusedSince ?? Date.now()) : undefined;
-      if (refusedSince !== undefined && Date.now() - refusedSince >= refusedDeadMs) {
-        const refusedForMs = Date.now() - refusedSince;
-        throw new ComfyUnavailableError({ url: e.url, refusedForMs, cause: e, message: `ComfyUI at ${e.url} refused every connection for ${Math.round(refusedForMs / 1000)} s: its process is gone` });
-      }
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-/** Refuse to submit to a backend still marked unhealthy (a wedged ComfyUI runs nothing new). */
-async function ensureBackendUsable(health: BackendHealth, backend: Backend, client: ComfyClient, retryAfterMs: number): Promise<void> {
-  if (!health.get(backend)) return;
-  const mark = await health.recheck(backend, client);
-  if (!mark) return;
-  throw ApplicationFailure.create({
-    message: `ComfyUI backend ${backend.id} (${backend.url}) is unhealthy since ${new Date(mark.since).toISOString()}: ${mark.reason}`,
-    type: RetryableFailureType.BackendUnhealthy,
-    nonRetryable: false,
-    nextRetryDelay: retryAfterMs,
-    // The workflow paces its own attempts and cannot read nextRetryDelay back from a failure: say it in details.
-    details: [{ ...mark, retryAfterMs }],
-  });
-}
-
 /**
  * Submit; when ComfyUI says a LoadImage file is missing (HTTP 400, nothing queued), upload the render's
  * inputs again and submit once more with the same prompt id.
@@ -405,35 +344,5 @@ async function submitWithReupload(
       await uploadAll(deps, backend, uploads);
       objectInfo.invalidate(backend.id);
     }
-  }
-}
-
-/** `CancelledFailure.message` is the SDK's reason: CANCELLED, WORKER_SHUTDOWN, TIMED_OUT, NOT_FOUND, ... */
-function cancelReason(reason: unknown): string | undefined {
-  return reason instanceof CancelledFailure ? reason.message : undefined;
-}
-
-function outcomeLabel(err: unknown): string {
-  if (!isComfyError(err)) {
-    return err instanceof ApplicationFailure && err.type === RetryableFailureType.BackendUnhealthy ? 'backend_unhealthy' : 'error';
-  }
-  switch (err.type) {
-    case 'ComfyStall':
-      return 'stall';
-    case 'ComfyPromptLost':
-      return 'lost';
-    case 'ComfyOutOfMemory':
-      return 'oom';
-    case 'ComfyExecution':
-      return 'execution_error';
-    case 'ComfyValidation':
-      return 'validation';
-    case 'ComfyUnavailable':
-    case 'ComfyProtocol':
-      return 'unavailable';
-    case 'ComfyInterrupted':
-      return 'interrupted';
-    default:
-      return 'error';
   }
 }

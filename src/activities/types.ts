@@ -68,14 +68,15 @@ export interface BuiltRender {
   limits: RenderLimits;
 }
 
+// Property signatures, not methods: Temporal calls activities as plain functions, never on this object.
 export interface RenderActivities {
-  runPrompt(input: RunPromptInput): Promise<PromptRun>;
+  runPrompt: (input: RunPromptInput) => Promise<PromptRun>;
   /**
    * Stop whatever ComfyUI may still run for attempts 1..attempts of an item (cancel while running, dequeue
    * while pending, no-op once finished or unknown). Used when a render ends — cancelled, or out of
    * attempts/time — while an attempt's prompt may have been left running for a re-attach that never comes.
    */
-  stopPrompts(input: StopPromptsInput): Promise<void>;
+  stopPrompts: (input: StopPromptsInput) => Promise<void>;
 }
 
 export interface StopPromptsInput {
@@ -87,7 +88,7 @@ export interface StopPromptsInput {
 
 /** The retention workflow's one activity: `renders prune --older-than RENDER_RETENTION_DAYS`, by the worker. */
 export interface RetentionActivities {
-  pruneExpired(): Promise<RetentionRunResult>;
+  pruneExpired: () => Promise<RetentionRunResult>;
 }
 
 /** What a retention run records in its history: the prune's result, with at most 100 of the ids deleted. */

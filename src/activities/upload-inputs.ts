@@ -1,7 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Backend, InputUpload } from '../render/types.ts';
 import { toFailure } from './failures.ts';
-import type { RenderActivities } from './types.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
 import { FailureType } from '../workflows/failure-types.ts';
 import { BlobNotFoundError } from '../blobs/store.ts';

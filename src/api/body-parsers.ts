@@ -37,7 +37,7 @@ export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoop
         done(err as Error);
         return;
       }
-      json(req, bytes.toString('utf8'), done);
+      void json(req, bytes.toString('utf8'), done);
       return;
     }
     scanJsonOffLoop(bytes).then(

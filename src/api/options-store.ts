@@ -34,6 +34,12 @@ export class OptionsStore {
     return this.values[key];
   }
 
+  /** A string option, or undefined when it is unset or not a string. */
+  getString(key: string): string | undefined {
+    const v = this.values[key];
+    return typeof v === 'string' ? v : undefined;
+  }
+
   update(patch: Record<string, unknown>): void {
     this.values = { ...this.values, ...patch };
     mkdirSync(path.dirname(this.file), { recursive: true });

@@ -28,7 +28,7 @@ export function specOnly<S extends z.ZodType>(schema: S): z.ZodType<unknown, unk
   const meta = z.globalRegistry.get(schema);
   if (meta) z.globalRegistry.add(copy, meta);
   checkedByRoute.add(copy);
-  return copy as unknown as z.ZodType<unknown, unknown>;
+  return copy;
 }
 
 const unchecked = (): boolean => true;

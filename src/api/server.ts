@@ -86,8 +86,10 @@ function closeSilentSockets(server: http.Server, afterMs: number): void {
 }
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
+  // Typed as Fastify's logger, not pino's: Fastify infers the instance's logger type from it.
+  const logger: FastifyBaseLogger = deps.logger.child({ component: 'api' });
   const app: FastifyInstance = Fastify({
-    loggerInstance: deps.logger.child({ component: 'api' }) as FastifyBaseLogger,
+    loggerInstance: logger,
     // Routes without images; image routes set their own (body-limits.ts).
     bodyLimit: deps.config.JSON_BODY_LIMIT_BYTES,
     // Receiving the request (headers and body) is bounded: a body trickled a byte a minute would otherwise hold
@@ -195,7 +197,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       req.log.info({ field: err.field, status: err.status }, err.message);
       return reply.code(err.status).send(toA1111ErrorBody(err));
     }
-    const fe = err as FastifyError;
+    const fe = err;
     if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe instanceof SyntaxError) {
       return sendError(reply, 400, errorBody('HTTPException', `request body is not valid JSON: ${fe.message}`, { field: 'body' }));
     }

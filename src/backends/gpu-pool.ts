@@ -66,6 +66,7 @@ export class GpuPool {
       const onAbort = (): void => {
         this.waiters.delete(done);
         if (timer) clearTimeout(timer);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason is passed on as given (as fetch does): the caller sees its own cancellation
         reject(signal?.reason ?? new Error('aborted'));
       };
       const timer = timeoutMs !== undefined ? setTimeout(done, timeoutMs) : undefined;

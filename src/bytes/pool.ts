@@ -95,7 +95,7 @@ class BytePool {
   async run<N extends TaskName>(name: N, input: TaskInput<N>, transfer: ArrayBuffer[] = []): Promise<TaskOutput<N>> {
     await loadWorkerCode();
     return new Promise<TaskOutput<N>>((resolve, reject) => {
-      this.queue.push({ name, input, transfer, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ name, input, transfer, resolve, reject });
       this.dispatch();
     });
   }

@@ -8,7 +8,7 @@
  * (U+200B–U+200D, U+2060, U+FEFF) and the Unicode line/paragraph separators (U+2028/U+2029) are shown as a
  * `\uXXXX` escape instead: readable, inert, and still valid inside JSON strings.
  */
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- finding control characters is what this regex is for
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
 export function sanitizeForTerminal(s: string): string {

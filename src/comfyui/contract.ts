@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { PNG } from 'pngjs';
 import { ComfyClient } from './client.ts';
 import { ComfyValidationError } from './errors.ts';
-import { submitAndFollow } from './follow.ts';
+import { submitAndFollow } from './submit-and-follow.ts';
 import type { ComfyGraph } from './graph.ts';
 import { readPngSize } from './png-metadata.ts';
 import { derivePromptId } from './prompt-id.ts';

@@ -3,6 +3,7 @@
  * ApplicationFailure type) and `retryable`, so activities classify failures without string matching.
  * Type strings match `src/workflows/failure-types.ts` where they overlap (ComfyValidation, ComfyExecution).
  */
+import { inspect } from 'node:util';
 import { executionHint, missingNodeExplanation, packageOfNode } from './plugins.ts';
 import type { ComfyErrorBody, NodeErrors } from './schemas.ts';
 
@@ -297,7 +298,7 @@ export class ComfyAbortError extends ComfyError {
   readonly retryable = false;
   constructor(reason?: unknown) {
     super(
-      reason instanceof Error ? `aborted: ${reason.message}` : reason !== undefined ? `aborted: ${String(reason)}` : 'aborted',
+      reason instanceof Error ? `aborted: ${reason.message}` : reason !== undefined ? `aborted: ${typeof reason === 'string' ? reason : inspect(reason)}` : 'aborted',
       reason !== undefined ? { cause: reason } : undefined,
     );
     this.name = 'AbortError';

@@ -136,11 +136,12 @@ export const objectInfoSchema = z.record(z.string(), z.unknown()).transform((raw
 /** The allowed values of a combo input (V1 list, V3 `COMBO`, `COMFY_DYNAMICCOMBO_V3` keys), or undefined. */
 export function comboOptions(spec: InputSpec): unknown[] | undefined {
   const [head] = spec;
-  if (Array.isArray(head)) return head;
+  if (Array.isArray(head)) return head as unknown[];
   const opts = inputOptions(spec);
   if (!Array.isArray(opts.options)) return undefined;
-  if (head === 'COMBO') return opts.options;
-  if (head === 'COMFY_DYNAMICCOMBO_V3') return opts.options.map((o) => (isRecord(o) ? o.key : o));
+  const options = opts.options as unknown[];
+  if (head === 'COMBO') return options;
+  if (head === 'COMFY_DYNAMICCOMBO_V3') return options.map((o) => (isRecord(o) ? o.key : o));
   return undefined;
 }
 

@@ -65,6 +65,7 @@ function makeChunk(type: string, data: Buffer): Buffer {
 }
 
 function isLatin1(s: string): boolean {
+  // eslint-disable-next-line no-control-regex -- a tEXt chunk holds Latin-1 without NUL; \u0001 is its first legal character
   return /^[\u0001-\u00ff]*$/.test(s);
 }
 

@@ -212,8 +212,8 @@ function missingModelFilesOf(id: string, node: RawNode, objectInfo: ObjectInfo):
 function fileList(spec: InputSpec): unknown[] | undefined {
   const opts = inputOptions(spec);
   if (Object.keys(opts).some((k) => k.endsWith('_upload')) || opts.remote !== undefined) return undefined;
-  if (Array.isArray(spec[0])) return spec[0];
-  if (spec[0] === 'COMBO' && Array.isArray(opts.options)) return opts.options;
+  if (Array.isArray(spec[0])) return spec[0] as unknown[];
+  if (spec[0] === 'COMBO' && Array.isArray(opts.options)) return opts.options as unknown[];
   return undefined;
 }
 

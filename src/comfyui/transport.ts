@@ -17,7 +17,7 @@ export const noopLogger: ComfyLogger = {
   info: () => undefined,
   warn: () => undefined,
   error: () => undefined,
-} as unknown as ComfyLogger;
+};
 
 export interface CallOptions {
   signal?: AbortSignal;

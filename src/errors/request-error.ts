@@ -33,8 +33,8 @@ export function describeValue(v: unknown): string {
   if (v === undefined) return 'nothing';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'string') return v.length > 40 ? `a string of ${v.length} characters` : JSON.stringify(v);
-  if (typeof v === 'object') return 'an object';
-  return `${typeof v} ${String(v)}`;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return `${typeof v} ${String(v)}`;
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
 /** The part of a zod issue the mapping reads (zod's own type, without importing zod here). */

@@ -157,7 +157,7 @@ export function loadModelOverrides(path?: string): ModelOverrides {
   try {
     json = JSON.parse(fs.readFileSync(path, 'utf8'));
   } catch (e) {
-    throw new Error(`model overrides file ${path}: ${(e as Error).message}`);
+    throw new Error(`model overrides file ${path}: ${(e as Error).message}`, { cause: e });
   }
   return applyModelOverrides(json, `model overrides file ${path}`);
 }

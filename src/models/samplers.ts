@@ -95,7 +95,7 @@ interface A1111SchedulerDef {
   default_rho: number;
   need_inner_model: boolean;
   /** ComfyUI scheduler; `automatic` = the model's default; `custom` = a sigma node (`custom` says which). */
-  comfy: string | 'automatic' | 'custom';
+  comfy: string;
   custom?: CustomScheduleKind;
   approx?: string;
   /** Further accepted spellings that A1111 does not list (sd.cpp, ComfyUI). */
@@ -157,7 +157,7 @@ for (const s of A1111_SAMPLERS) {
 }
 
 interface SchedulerEntry {
-  comfy: string | 'automatic' | 'custom';
+  comfy: string;
   custom?: CustomScheduleKind;
   approx?: string;
   label: string;

@@ -42,7 +42,7 @@ export function failureView(converter: PayloadConverter, f: T.api.failure.v1.IFa
     if (details !== undefined) view.details = details;
   } else if (f.timeoutFailureInfo) {
     view.type = 'Timeout';
-    const t = enumName(temporal.api.enums.v1.TimeoutType as never, f.timeoutFailureInfo.timeoutType, 'TIMEOUT_TYPE_');
+    const t = enumName(temporal.api.enums.v1.TimeoutType, f.timeoutFailureInfo.timeoutType, 'TIMEOUT_TYPE_');
     if (t) view.timeoutType = t;
     const details = decodeFirst(converter, f.timeoutFailureInfo.lastHeartbeatDetails);
     if (details !== undefined) view.details = { lastHeartbeat: details };
@@ -56,7 +56,7 @@ export function failureView(converter: PayloadConverter, f: T.api.failure.v1.IFa
   } else if (f.activityFailureInfo) {
     view.type = 'ActivityFailure';
     view.activityType = f.activityFailureInfo.activityType?.name ?? undefined;
-    const rs = enumName(temporal.api.enums.v1.RetryState as never, f.activityFailureInfo.retryState, 'RETRY_STATE_');
+    const rs = enumName(temporal.api.enums.v1.RetryState, f.activityFailureInfo.retryState, 'RETRY_STATE_');
     if (rs) view.retryState = rs;
   } else if (f.childWorkflowExecutionFailureInfo) {
     view.type = 'ChildWorkflowFailure';

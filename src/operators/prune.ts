@@ -110,7 +110,7 @@ export async function pruneRenders(opts: PruneOptions): Promise<PruneResult> {
     // Only files we uploaded: `<input>/comfy-durable/<sha256>.<ext>` (src/models/plan.ts), and none a
     // remaining render may still need.
     const dir = path.join(opts.comfyInputDir, INPUT_SUBFOLDER);
-    let names: string[] = [];
+    let names: string[];
     try {
       names = await readdir(dir);
     } catch {

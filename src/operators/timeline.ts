@@ -318,7 +318,7 @@ function recordBuilt(tl: RenderTimeline, built: Record<string, unknown>, at: num
 }
 
 function withRetryState(error: FailureView, retryState: unknown): FailureView {
-  const rs = enumName(temporal.api.enums.v1.RetryState as never, retryState, 'RETRY_STATE_');
+  const rs = enumName(temporal.api.enums.v1.RetryState, retryState, 'RETRY_STATE_');
   return rs && !error.retryState ? { ...error, retryState: rs } : error;
 }
 

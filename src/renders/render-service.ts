@@ -157,7 +157,7 @@ export class RenderService {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError) || fingerprint === undefined) throw err;
       const handle = this.client.workflow.getHandle<typeof render>(renderId);
       const described = await handle.describe();
-      const memo = (await described.memo) ?? {};
+      const memo = described.memo ?? {};
       if (memo.bodyFingerprint !== fingerprint) {
         throw new IdempotencyConflictError(renderId);
       }
@@ -202,7 +202,7 @@ export class RenderService {
     }
     // After a failure the key may start its render again, with any body (ALLOW_DUPLICATE_FAILED_ONLY).
     if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED') return 'new';
-    const memo = (await described.memo) ?? {};
+    const memo = described.memo ?? {};
     if (memo.bodyFingerprint !== fingerprint) throw new IdempotencyConflictError(described.workflowId);
     return 'attach';
   }

@@ -3,7 +3,7 @@
  * dir, so renders survive restarts of the whole service. A real server, never an in-memory fake.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -208,7 +208,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
     } catch (err) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`temporal dev server at ${address} not ready: ${String(err)}\n${output()}`);
+        throw new Error(`temporal dev server at ${address} not ready: ${String(err)}\n${output()}`, { cause: err });
       }
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -3,6 +3,7 @@
  * activity that is the interceptor's `RunActivity`. Only the OpenTelemetry API: with tracing off these are
  * its no-op spans, which cost nothing.
  */
+import { inspect } from 'node:util';
 import { SpanStatusCode, trace, type Attributes, type Span, type SpanKind } from '@opentelemetry/api';
 
 export const comfyTracer = () => trace.getTracer('comfy-durable/comfyui');
@@ -12,8 +13,10 @@ export const renderTracer = () => trace.getTracer('comfy-durable/render');
 /** Ends a span, marking it failed when given an error. */
 export function endSpan(span: Span, err?: unknown): void {
   if (err !== undefined) {
-    span.recordException(err instanceof Error ? err : String(err));
-    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    // A thrown non-Error (a string, an object) is shown as written, not as `[object Object]`.
+    const message = err instanceof Error ? err.message : typeof err === 'string' ? err : inspect(err);
+    span.recordException(err instanceof Error ? err : message);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
   }
   span.end();
 }

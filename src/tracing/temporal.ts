@@ -63,7 +63,7 @@ function workflowSpanExporter(tracing: Tracing): InjectedSinks<WorkflowSpanSinks
       fn: (info, spans) => {
         const { workflowId, runId, workflowType, taskQueue, namespace, attempt } = info;
         // Only these become attributes (the sink reads nothing else of the info).
-        inner.export.fn({ workflowId, runId, workflowType, taskQueue, namespace, attempt } as WorkflowInfo, spans);
+        return inner.export.fn({ workflowId, runId, workflowType, taskQueue, namespace, attempt } as WorkflowInfo, spans);
       },
     },
   };

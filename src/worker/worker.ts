@@ -147,7 +147,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
 
 /** Bundles left by workers that are gone (killed, so they could not clean up). */
 function removeStaleBundles(dir: string): void {
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(dir);
   } catch {

@@ -66,7 +66,8 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
 
   /** The running item's scope: interrupt and skip cancel it (runPrompt then stops its prompt in ComfyUI). */
   let itemScope: CancellationScope | undefined;
-  let skipCurrent = false;
+  // Reset as each item starts; the skip signal sets it while that item runs.
+  let skipCurrent: boolean;
   setHandler(interruptSignal, () => {
     status.interrupted = true;
     itemScope?.cancel();

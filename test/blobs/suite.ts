@@ -11,9 +11,9 @@ import { BlobNotFoundError, type BlobStore } from '../../src/blobs/store.ts';
 export interface StoreUnderTest {
   store: BlobStore;
   otherHost: BlobStore;
-  leftovers(): Promise<string[]>;
+  leftovers: () => Promise<string[]>;
   /** Puts something that is not a blob (a stray name) where blobs live: `relative` under the blob root. */
-  plantStray(relative: string): Promise<void>;
+  plantStray: (relative: string) => Promise<void>;
 }
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -75,7 +75,7 @@ export function blobStoreSuite(name: string, open: () => StoreUnderTest): void {
         store.putStream([bytes.subarray(0, 100), bytes.subarray(100)], { mime: 'image/png' }),
       ]);
       expect(new Set(refs.map((r) => r.sha256)).size).toBe(1);
-      expect(Buffer.compare(await store.get(refs[0]!.sha256), bytes)).toBe(0);
+      expect(Buffer.compare(await store.get(refs[0].sha256), bytes)).toBe(0);
     });
 
     it('stores an empty blob', async () => {

@@ -11,6 +11,7 @@
  */
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
@@ -38,8 +39,8 @@ let pg: TestPostgres;
 let temporal: TemporalCluster;
 let s3: S3TestServer;
 let fakes: FakeComfyUI[] = [];
-let workers: TestService[] = [];
-let apis: TestService[] = [];
+const workers: TestService[] = [];
+const apis: TestService[] = [];
 
 const body = (seed: number) => ({ prompt: 'cluster', model: 'imagegen-flux-schnell', width: 64, height: 64, steps: 4, seed });
 
@@ -98,7 +99,7 @@ let client: Client;
 const waitingForGpu = (key: string): Promise<true> =>
   waitFor(`${key} to wait for a GPU`, async () => {
     const d = await client.workflow.getHandle(renderIdForKey(key)).describe();
-    return d.raw.pendingActivities?.some((a) => a.activityType?.name === 'runPrompt' && a.state === 1) ? true : undefined;
+    return d.raw.pendingActivities?.some((a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED) ? true : undefined;
   });
 
 /** When the render's successful prompt attempt started (server clock), once it has. */

@@ -44,7 +44,7 @@ export class CaptureWs {
         const b = Buffer.isBuffer(raw) ? raw : Buffer.concat(raw as Buffer[]);
         this.frames.push({ t, kind: 'binary', event_type: b.length >= 4 ? b.readUInt32BE(0) : null, len: b.length, head_hex: b.subarray(0, 16).toString('hex') });
       } else {
-        const text = raw.toString();
+        const text = (raw as Buffer).toString();
         try {
           const j = JSON.parse(text) as { type?: unknown; data?: unknown };
           this.frames.push({ t, kind: 'text', type: j.type ?? null, data: j.data ?? null });

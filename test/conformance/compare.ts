@@ -96,7 +96,8 @@ function diff(a: unknown, b: unknown, path: string, out: string[], ignoreValues:
 function pyish(v: unknown): string {
   if (v === null || v === undefined) return 'None';
   if (Array.isArray(v)) return `[${v.map((x) => (typeof x === 'string' ? `'${x}'` : pyish(x))).join(', ')}]`;
-  return String(v);
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
 }
 
 /** `frame_line()`: the summary a transcript is compared by. */
@@ -194,7 +195,7 @@ export function compareCaptures(real: Capture, fake: Capture, fakePaths: Array<[
 function compareHttp(s: Step, t: Step, nA: Normalize, nB: Normalize): string[] {
   const lines: string[] = [];
   if (s.status !== t.status) lines.push(`status real=${String(s.status)} fake=${String(t.status)}`);
-  const ct = (x: Step) => String(x.content_type ?? '').split(';')[0];
+  const ct = (x: Step) => (typeof x.content_type === 'string' ? x.content_type : '').split(';')[0];
   if (ct(s) !== ct(t)) lines.push(`content-type real=${String(s.content_type)} fake=${String(t.content_type)}`);
   const hdrs = (x: Step, n: Normalize) =>
     Object.fromEntries(

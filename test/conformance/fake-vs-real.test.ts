@@ -41,7 +41,7 @@ const DELIBERATE_GAPS: Array<{ step: RegExp; line: RegExp; why: string }> = [
     // F's `status` (q=2) comes before E's `execution_start` is a thread race (the interrupt scenario shows
     // the other order); the fake's worker always starts first.
     step: /^queue-delete ws1 frames$/,
-    line: /^(\[frames\] sequence differs \(real 16 frames, fake 16\):|    [-+] (real|fake): status \{status\} q=2)$/,
+    line: /^(\[frames\] sequence differs \(real 16 frames, fake 16\):| {4}[-+] (real|fake): status \{status\} q=2)$/,
     why: 'thread race on the real server',
   },
 ];

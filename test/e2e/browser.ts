@@ -50,7 +50,7 @@ export class Browser {
     private readonly userDataDir: string,
   ) {
     ws.on('message', (data) => {
-      const msg = JSON.parse(String(data)) as CdpMessage;
+      const msg = JSON.parse((data as Buffer).toString()) as CdpMessage;
       if (msg.id !== undefined) {
         const p = this.pending.get(msg.id);
         this.pending.delete(msg.id);

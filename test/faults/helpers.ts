@@ -2,6 +2,7 @@
  * Shared pieces of the fault suite: the scenario wrapper that prints `fault: <scenario>: ok|FAIL (<ms>)`,
  * fake-ComfyUI controls and the "rendered exactly once" assertions.
  */
+import { inspect } from 'node:util';
 import { expect, it } from 'vitest';
 import type { FaultsBody } from '../../tools/fake-comfyui/faults.ts';
 import type { FakeStatsSnapshot } from '../../tools/fake-comfyui/state.ts';
@@ -59,7 +60,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${lastErr instanceof Error ? String(lastErr) : inspect(lastErr)}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

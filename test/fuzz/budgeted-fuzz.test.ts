@@ -109,7 +109,7 @@ async function send(req: FuzzRequest): Promise<void> {
     method: req.method,
     headers: req.headers,
     signal: AbortSignal.timeout(HANG_MS),
-    ...(body === undefined ? {} : { body: streamed ? (ReadableStream.from(body as AsyncIterable<Uint8Array>) as unknown as string) : (body as string) }),
+    ...(body === undefined ? {} : { body: streamed ? ReadableStream.from(body) : (body as string) }),
     ...(streamed ? { duplex: 'half' as const } : {}),
   };
   try {

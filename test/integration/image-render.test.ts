@@ -291,7 +291,7 @@ describe('operators', () => {
       .map((e) => JSON.stringify(e))
       .join('\n')
       .match(/"data":\s*"([A-Za-z0-9+/=]+)"/g)
-      ?.map((m) => Buffer.from(m.replace(/.*"data":\s*"/, '').replace(/"$/, ''), 'base64').toString('utf8'))
+      ?.map((m) => Buffer.from(m.replace(/^"data":\s*"/, '').replace(/"$/, ''), 'base64').toString('utf8'))
       .join('\n');
     expect(decoded).toContain('"plan"');
     expect(decoded).toContain('KSampler');

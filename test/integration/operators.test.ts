@@ -68,12 +68,15 @@ async function spawnCli(...args: string[]): Promise<CliResult> {
 async function cli(...args: string[]): Promise<CliResult> {
   const out: string[] = [];
   const err: string[] = [];
+  // Taken off the streams only to be put back on them afterwards, never called detached.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const { write: outWrite } = process.stdout;
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const { write: errWrite } = process.stderr;
   process.env.TEMPORAL_ADDRESS = temporal.address;
   process.env.DATA_DIR = svc.dataDir;
-  process.stdout.write = ((chunk: string | Uint8Array) => out.push(String(chunk)) > 0) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => err.push(String(chunk)) > 0) as typeof process.stderr.write;
+  process.stdout.write = ((chunk: string | Uint8Array) => out.push(String(chunk)) > 0);
+  process.stderr.write = ((chunk: string | Uint8Array) => err.push(String(chunk)) > 0);
   try {
     const code = await runRenders(args);
     return { code, stdout: out.join(''), stderr: err.join('') };
@@ -387,10 +390,10 @@ describe('replaying failed renders', () => {
     expect(fresh.status).toBe(202);
     expect(fresh.json.originalId).toBe(ids.failedBefore);
     expect(fresh.json.seed).not.toBe(100);
-    const tl = (await waitFor(async () => {
+    const tl = await waitFor(async () => {
       const t = (await http('GET', `/renders/${fresh.json.renderId}`)).json as RenderTimeline;
       return t.status === 'running' ? undefined : t;
-    })) as RenderTimeline;
+    });
     expect(tl.status).toBe('completed');
     expect(tl.request?.seed).toBe(fresh.json.seed);
     expect(tl.replayOf).toBe(ids.failedBefore);

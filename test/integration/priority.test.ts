@@ -5,6 +5,7 @@
  * running render is never displaced by the priority-1 arrival). Priority shows in `renders list`.
  */
 import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
@@ -53,7 +54,7 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 const waitingForGpu = (key: string) =>
   waitFor(`${key} to wait for the GPU`, async () => {
     const d = await client.workflow.getHandle(renderIdForKey(key)).describe();
-    return d.raw.pendingActivities?.some((a) => a.activityType?.name === 'runPrompt' && a.state === 1) ? true : undefined;
+    return d.raw.pendingActivities?.some((a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED) ? true : undefined;
   });
 
 /** When the render's completed prompt attempt started (server clock). */

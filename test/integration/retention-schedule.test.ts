@@ -171,7 +171,7 @@ describe.each(variants)('retention schedule, %s blob store', (_name, setup, skip
     expect(await ensureRetentionSchedule(client, { ...other, everyMs: undefined })).toBe('deleted');
     expect(await queueOf(scheduleId())).toBe(svc.taskQueue);
     // A schedule an older version moved to another queue is brought back to the queue in its id.
-    await client.schedule.getHandle(scheduleId()).update((prev) => ({ ...prev, action: { ...prev.action, taskQueue: other.taskQueue } as typeof prev.action }));
+    await client.schedule.getHandle(scheduleId()).update((prev) => ({ ...prev, action: { ...prev.action, taskQueue: other.taskQueue } }));
     expect(await ensureRetentionSchedule(client, { taskQueue: svc.taskQueue, everyMs: 6 * 3_600_000, logger })).toBe('updated');
     expect(await queueOf(scheduleId())).toBe(svc.taskQueue);
     // The default queue keeps the plain id older versions created.

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
-import { makePng, redSquare } from '../support/fixtures.ts';
+import { makePng } from '../support/fixtures.ts';
 import { fakeStats, setFaults, waitFor } from '../faults/helpers.ts';
 import { audioStream, ffprobe, videoStream } from '../support/ffprobe.ts';
 import { startService, type TestService } from '../support/service.ts';

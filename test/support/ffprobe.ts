@@ -6,7 +6,8 @@ const run = promisify(execFile);
 
 export interface ProbedStream {
   index: number;
-  codec_type: 'video' | 'audio' | string;
+  /** `video`, `audio`, … */
+  codec_type: string;
   codec_name: string;
   profile?: string;
   width?: number;

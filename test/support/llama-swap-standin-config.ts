@@ -106,13 +106,13 @@ export function parseStandinConfig(opts: Pick<StandinOptions, 'config' | 'macros
   for (const [id, value] of Object.entries((raw.models ?? {}) as Record<string, Record<string, unknown>>)) {
     let m = substitute(value, macros) as Record<string, unknown>;
     // docs/llama-swap-facts.md:89 — ${PORT} only for an entry whose cmd uses it.
-    if (String(m.cmd ?? '').includes('${PORT}')) m = substitute(m, { PORT: String(nextPort++) }) as Record<string, unknown>;
+    if (typeof m.cmd === 'string' && m.cmd.includes('${PORT}')) m = substitute(m, { PORT: String(nextPort++) }) as Record<string, unknown>;
     const entry: Entry = {
       id,
       cmd: String(m.cmd),
-      ...(m.cmdStop ? { cmdStop: String(m.cmdStop) } : {}),
+      ...(typeof m.cmdStop === 'string' && m.cmdStop ? { cmdStop: m.cmdStop } : {}),
       proxy: String(m.proxy),
-      checkEndpoint: String(m.checkEndpoint ?? '/health'),
+      checkEndpoint: typeof m.checkEndpoint === 'string' ? m.checkEndpoint : '/health',
       aliases: (m.aliases as string[] | undefined) ?? [],
       env: (m.env as string[] | undefined) ?? [],
       ttl: Number(m.ttl ?? 0),

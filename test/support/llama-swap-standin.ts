@@ -145,7 +145,7 @@ export class LlamaSwapStandin extends EventEmitter {
     }
     let model: string | undefined;
     let path = `${route}${url.search}`;
-    let body: Buffer = Buffer.alloc(0);
+    let body: Buffer;
     if (route.startsWith('/upstream/')) {
       // docs/llama-swap-facts.md:18 — the longest prefix naming a model or alias; stripped, any method.
       const parts = route.slice('/upstream/'.length).split('/');

@@ -134,7 +134,7 @@ export async function startTemporalCluster(pg: TestPostgres): Promise<TemporalCl
     await run('/bin/sh', [nsScript], { PATH: `${path.dirname(cli)}:${basePath}`, HOME: process.env.HOME, ...nsEnv, TEMPORAL_ADDRESS: address, SETUP_SLEEP_SECONDS: '1', SETUP_MAX_ATTEMPTS: '120' }, 'create-namespace.sh');
   } catch (err) {
     await stopChild('SIGKILL');
-    throw new Error(`${(err as Error).message}\nserver output:\n${out.slice(-8_000)}`);
+    throw new Error(`${(err as Error).message}\nserver output:\n${out.slice(-8_000)}`, { cause: err });
   }
 
   return {

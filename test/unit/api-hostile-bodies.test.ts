@@ -19,7 +19,7 @@ const nested = (depth: number): unknown => JSON.parse(nestedJson(depth));
 async function post(url: string, body: unknown) {
   const payload = typeof body === 'string' ? body : JSON.stringify(body);
   const res = await front.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload });
-  return { status: res.statusCode, json: res.json() as Record<string, unknown> };
+  return { status: res.statusCode, json: res.json<Record<string, unknown>>() };
 }
 
 describe('deep JSON (red-team: depth 5000 rendered, then answered 500)', () => {

@@ -39,7 +39,7 @@ describe('strict Authorization parsing', () => {
     expect(authorized('Bearer  s3cret', 's3cret')).toBe(true);
     expect(authorized(`${basic('u:s3cret')}!!junk`, 's3cret')).toBe(false);
     expect(authorized(`${basic('u:s3cret')} junk`, 's3cret')).toBe(false);
-    expect(authorized(`${basic('u:s3cret').replace(/=+$/, '')}`, 's3cret')).toBe(false);
+    expect(authorized(`${basic('u:s3cret').replace(/={1,2}$/, '')}`, 's3cret')).toBe(false);
   });
 });
 

@@ -8,7 +8,7 @@ describe('terminal output (red-team: raw escapes from prompts)', () => {
   it('C0 (but newline and tab), DEL and C1 controls, the 8-bit CSI U+009B included, become inert escapes', () => {
     const hostile = 'a\u001b[31mred\u001b]0;title\u0007\u001b[2K\r\u009b31m\u007f\u0085z\tok\n';
     const s = sanitizeForTerminal(hostile);
-    // eslint-disable-next-line no-control-regex
+    // eslint-disable-next-line no-control-regex -- the expected output is checked for control characters
     expect(s).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
     expect(s).toBe('a\\u001b[31mred\\u001b]0;title\\u0007\\u001b[2K\\u000d\\u009b31m\\u007f\\u0085z\tok\n');
     // Still valid JSON when it was JSON (the --json output keeps parsing).

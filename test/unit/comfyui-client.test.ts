@@ -319,7 +319,7 @@ describe('files and info', () => {
     const broken = { input: { required: { ok: ['INT'], bad: 'INT' } }, output: 'LATENT', name: 'Broken' };
     const warnings: Array<Record<string, unknown>> = [];
     const log = { debug() {}, info() {}, error() {}, warn: (o: Record<string, unknown>) => void warnings.push(o) };
-    const logged = new ComfyClient({ baseUrl: stub.url, logger: log as never });
+    const logged = new ComfyClient({ baseUrl: stub.url, logger: log });
     stub.overrides.set('GET /object_info', () => ({ status: 200, json: { FluxGuidance: guidance, Broken: broken, Junk: 7 } }));
     stub.overrides.set('GET /object_info/FluxGuidance', () => ({ status: 200, json: { FluxGuidance: guidance } }));
     stub.overrides.set('GET /object_info/Nope', () => ({ status: 200, json: {} }));

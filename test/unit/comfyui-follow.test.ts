@@ -7,7 +7,9 @@ import {
   ComfyStallError,
 } from '../../src/comfyui/errors.ts';
 import type { EventSession } from '../../src/comfyui/event-stream.ts';
-import { followPrompt, submitAndFollow, type FollowProgress } from '../../src/comfyui/follow.ts';
+import { followPrompt } from '../../src/comfyui/follow.ts';
+import type { FollowProgress } from '../../src/comfyui/follow-types.ts';
+import { submitAndFollow } from '../../src/comfyui/submit-and-follow.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 import { derivePromptId } from '../../src/comfyui/prompt-id.ts';
 import { ComfyStub } from './comfyui-stub.ts';

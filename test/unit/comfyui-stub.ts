@@ -267,7 +267,7 @@ export class ComfyStub {
           },
         };
       }
-      const p: StubPrompt = { id: (id as string | undefined) ?? randomUUID(), number: this.counter++, clientId: b['client_id'] as string | undefined, graph: b['prompt'] };
+      const p: StubPrompt = { id: id ?? randomUUID(), number: this.counter++, clientId: b['client_id'] as string | undefined, graph: b['prompt'] };
       this.pending.push(p);
       this.broadcastStatus();
       return { status: 200, json: { prompt_id: p.id, number: p.number, node_errors: {} } };

@@ -119,7 +119,7 @@ function dockerArgs(ins: Instruction[]): Record<string, string> {
 }
 function dockerEnv(ins: Instruction[]): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const a of only(ins, 'ENV')) for (const m of a.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(\S+)/g)) env[m[1]!] = m[2]!;
+  for (const a of only(ins, 'ENV')) for (const m of a.matchAll(/\b([A-Za-z_]\w*)=(\S+)/g)) env[m[1]!] = m[2]!;
   return env;
 }
 

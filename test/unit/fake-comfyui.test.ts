@@ -366,8 +366,8 @@ describe('caching and rendered files', () => {
 
     // As on the real server: a missing DynamicCombo (`format`) is dropped by validation, not refused, and
     // the node fails at execution.
-    delete g['10']!.inputs.format;
-    delete g['10']!.inputs['format.codec'];
+    delete g['10'].inputs.format;
+    delete g['10'].inputs['format.codec'];
     const noCodec = await http.submit(g);
     const h2 = await http.waitForHistory<History>(noCodec.prompt_id);
     expect(h2.status.messages.find((m) => m[0] === 'execution_error')![1]).toMatchObject({ node_type: 'SaveVideo', exception_type: 'KeyError' });

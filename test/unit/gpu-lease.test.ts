@@ -14,7 +14,7 @@ import { freePort } from '../support/ports.ts';
 const logger = createLogger('silent');
 const TOKEN = 'lease-secret-1';
 const withToken = { headers: { 'x-gpu-lease-token': TOKEN } };
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
@@ -95,7 +95,10 @@ describe('the lease needs GPU_LEASE_TOKEN', () => {
     cleanups.push(() => holder.stop());
     await new Promise<void>((resolve) => {
       const t = setInterval(() => {
-        if (refused.some((r) => r.includes('401'))) (clearInterval(t), resolve());
+        if (refused.some((r) => r.includes('401'))) {
+          clearInterval(t);
+          resolve();
+        }
       }, 20);
     });
     expect(holder.held()).toBe(false);

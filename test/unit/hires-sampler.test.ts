@@ -41,7 +41,7 @@ describe('hires fix sampler and scheduler', () => {
     }
     expect(plain.info).not.toMatch(/Hires sampler|Hires schedule type/);
     // Naming the first pass's own sampler is no difference either.
-    const first = String(plain.graph.sampler!.inputs.sampler_name);
+    const first = plain.graph.sampler!.inputs.sampler_name as string;
     expect(build({ ...base, hr_sampler_name: first === 'euler' ? 'Euler' : first }).info).not.toMatch(/Hires sampler/);
   });
 

@@ -89,8 +89,8 @@ describe('HTTP front connections', () => {
     await closed(extra);
     // The held three are still usable: one of them gets its answer.
     let answer = '';
-    const got = new Promise<void>((resolve) => held[0]!.on('data', (d: Buffer) => ((answer += d.toString('latin1')), resolve())));
-    held[0]!.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    const got = new Promise<void>((resolve) => held[0].on('data', (d: Buffer) => ((answer += d.toString('latin1')), resolve())));
+    held[0].write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
     await got;
     expect(answer).toMatch(/^HTTP\/1\.1 \d{3}/);
     expect(held.every((s) => !s.destroyed)).toBe(true);

@@ -17,7 +17,7 @@ function inflatedDuring(f: () => unknown): number {
     const out = real(buf, opts);
     total += out.length;
     return out;
-  }) as typeof zlib.inflateSync);
+  }));
   try {
     f();
   } catch {

@@ -104,7 +104,7 @@ describe('timeline of recorded histories', () => {
     expect(text).toMatch(/runPrompt\[0\]\s+completed/);
     expect(text).toMatch(/attempt 1\s+failed .*ComfyStall/);
     expect(text).toMatch(/attempt 2\s+completed/);
-    expect(text).toMatch(/sampler\s+KSampler\s+.*seed=2/);
+    expect(text).toMatch(/sampler\s+KSampler\s+(?:\S.*)?seed=2/);
     expect(formatTimeline(timeline('failure'))).toContain('REASON: runPrompt: ComfyExecution');
   });
 });

@@ -1,7 +1,8 @@
 /** Video API fields → RenderRequest: defaults per model, grids, tasks and roles, and every bad input as a 4xx naming its field. */
 import { describe, expect, it } from 'vitest';
 import { RequestError } from '../../src/api/a1111/errors.ts';
-import { normalizeVideoRequest, type UploadedFile } from '../../src/api/video/normalize.ts';
+import { normalizeVideoRequest } from '../../src/api/video/normalize.ts';
+import type { UploadedFile } from '../../src/api/video/image-inputs.ts';
 import { makePng } from '../golden/helpers.ts';
 
 const ctx = { defaultModel: 'videogen-wan22-5b', random: () => 0.5, limits: { maxImageBytes: 1_000_000, maxImagePixels: 4096 * 4096 } };
@@ -138,7 +139,7 @@ describe('bad input: 4xx naming the field', () => {
     ['a reference that is not an image', { prompt: 'x', input_reference: Buffer.from('not an image at all').toString('base64') }, 'input_reference', /not a PNG, JPEG or WebP/],
     ['an image URL', { prompt: 'x', input_reference: 'https://example.com/a.png' }, 'input_reference', /URLs are not accepted/],
   ])('%s', (_name, fields, field, message) => {
-    const e = fails(fields as Record<string, unknown>);
+    const e = fails(fields);
     expect(e.status).toBeGreaterThanOrEqual(400);
     expect(e.status).toBeLessThan(500);
     expect(e.field).toBe(field);

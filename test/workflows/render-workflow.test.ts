@@ -11,7 +11,7 @@ import { ApplicationFailure, CancelledFailure, WorkflowFailedError } from '@temp
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BuiltRender, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/activities/types.ts';
+import type { BuiltRender, RenderActivities, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/activities/types.ts';
 import type { PromptRun, RenderRequest } from '../../src/render/types.ts';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
@@ -70,7 +70,7 @@ function attemptsSeen(renderId: string, n: number): Promise<void> {
   });
 }
 
-const activities = {
+const activities: RenderActivities = {
   async runPrompt(input: RunPromptInput): Promise<PromptRun> {
     const info = Context.current().info;
     callsOf(input.renderId).push({ input, priorityKey: info.priority?.priorityKey, startToCloseMs: info.startToCloseTimeoutMs });

@@ -30,7 +30,7 @@ export function signatures(prompt: Graph, isChanged: (node: RawNode) => string):
     const inputs = node.inputs && typeof node.inputs === 'object' ? (node.inputs as Record<string, unknown>) : {};
     const parts = Object.keys(inputs)
       .sort()
-      .map((k) => {
+      .map((k): unknown[] => {
         const v = inputs[k];
         if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && Object.hasOwn(prompt, v[0])) return [k, 'link', sig(v[0]), v[1]];
         return [k, 'value', v];

@@ -47,7 +47,7 @@ export function withProfileFiles(base: RawObjectInfo): RawObjectInfo {
     for (const graph of sampleGraphs(profile)) {
       for (const p of missingModelFiles(graph, parsed)) {
         if (p.classType && p.input) addToList(info, p.classType, p.input, p.value as string);
-        if (p.classType && p.input) addToList(parsed as unknown as RawObjectInfo, p.classType, p.input, p.value as string);
+        if (p.classType && p.input) addToList(parsed, p.classType, p.input, p.value as string);
       }
     }
   }
@@ -75,7 +75,7 @@ export function withInputFiles(base: RawObjectInfo, inputDir: string): RawObject
     const required = node?.input?.required;
     const spec = required?.image;
     if (!node || !isObject(required) || !Array.isArray(spec)) continue;
-    out[name] = { ...node, input: { ...node.input, required: { ...required, image: [files, ...spec.slice(1)] } } };
+    out[name] = { ...node, input: { ...node.input, required: { ...required, image: [files, ...(spec as unknown[]).slice(1)] } } };
   }
   return out;
 }

@@ -2,7 +2,7 @@
  * The jobs API view (`comfy_execution/jobs.py`): one normalised dict per queued, running or finished prompt,
  * with the status mapping clients rely on (`error` + `execution_interrupted` → `cancelled`).
  */
-import type { HistoryItem, QueueItem, WireItem } from './queue.ts';
+import type { HistoryItem, QueueItem } from './queue.ts';
 
 export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'cancelled';
 export const JOB_STATUSES: readonly JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'cancelled'];
@@ -57,7 +57,7 @@ function outputsSummary(outputs: HistoryItem['outputs']): { count: number; previ
 }
 
 export function historyJob(promptId: string, h: HistoryItem, includeOutputs: boolean): Job {
-  const [priority, , prompt, extraData] = h.prompt as WireItem;
+  const [priority, , prompt, extraData] = h.prompt;
   let start: unknown;
   let end: unknown;
   let executionError: unknown;

@@ -88,7 +88,7 @@ export function finalizedInputs(info: RawNodeInfo, live: Record<string, unknown>
     for (const [cat, inner] of categories(dict)) {
       for (const [id, spec] of Object.entries(inner)) {
         if (!Array.isArray(spec)) continue;
-        const io = spec[0];
+        const io: unknown = spec[0];
         if (typeof io === 'string' && DYNAMIC_TYPES.has(io)) {
           expand(io, spec, cat, [...prefix, id]);
         } else {
@@ -104,7 +104,7 @@ export function finalizedInputs(info: RawNodeInfo, live: Record<string, unknown>
     const opts = specOptions(spec);
     if (io === DYNAMIC_COMBO) {
       if (!Object.hasOwn(live, id)) return;
-      const options = Array.isArray(opts.options) ? opts.options : [];
+      const options: unknown[] = Array.isArray(opts.options) ? opts.options : [];
       const selected = options.find((o) => isObject(o) && o.key === live[id]);
       if (!isObject(selected)) return;
       parse(selected.inputs, prefix);
@@ -130,7 +130,7 @@ export function finalizedInputs(info: RawNodeInfo, live: Record<string, unknown>
       const min = typeof template.min === 'number' ? template.min : 0;
       const names: string[] = Array.isArray(template.names)
         ? template.names.map(String)
-        : Array.from({ length: typeof template.max === 'number' ? template.max : 0 }, (_, i) => `${String(template.prefix ?? '')}${i}`);
+        : Array.from({ length: typeof template.max === 'number' ? template.max : 0 }, (_, i) => `${typeof template.prefix === 'string' ? template.prefix : ''}${i}`);
       let anyLive = false;
       names.forEach((name, i) => {
         const eid = join(prefix, name);

@@ -11,6 +11,7 @@ import { resolveAnnotated } from './files.ts';
 import type { RawNodeInfo } from './node-schema.ts';
 import { outputTypes } from './node-schema.ts';
 import { readImageHeader } from './png.ts';
+import { pyStr } from './py.ts';
 import type { Graph } from './queue.ts';
 
 export type FakeValue =
@@ -92,7 +93,7 @@ export function int(n: NodeRunCtx, name: string, dflt: number): number {
 
 export function str(n: NodeRunCtx, name: string, dflt: string): string {
   const v = n.literal(name);
-  return v === undefined || v === null ? dflt : String(v);
+  return v === undefined || v === null ? dflt : pyStr(v);
 }
 
 export function need<K extends FakeValue['kind']>(n: NodeRunCtx, name: string, kind: K): Extract<FakeValue, { kind: K }> {
@@ -104,7 +105,7 @@ export function need<K extends FakeValue['kind']>(n: NodeRunCtx, name: string, k
 }
 
 function opaque(n: NodeRunCtx, i: number, type?: string): FakeValue {
-  return { kind: 'opaque', sig: n.outSig(i), type: type ?? String(outputTypes(n.info)[i] ?? '*') };
+  return { kind: 'opaque', sig: n.outSig(i), type: type ?? pyStr(outputTypes(n.info)[i] ?? '*') };
 }
 
 function latent(n: NodeRunCtx, i: number, width: number, height: number, count: number): FakeValue {
@@ -146,7 +147,7 @@ async function loadImageFile(n: NodeRunCtx): Promise<{ width: number; height: nu
 }
 
 /** Primitive* nodes pass their widget value on, so a linked `steps` or `switch` is read like a literal. */
-const primitive: NodeImpl = (n) => ({ outputs: [{ kind: 'opaque', sig: n.outSig(0), type: String(outputTypes(n.info)[0] ?? '*'), value: n.literal('value') }] });
+const primitive: NodeImpl = (n) => ({ outputs: [{ kind: 'opaque', sig: n.outSig(0), type: pyStr(outputTypes(n.info)[0] ?? '*'), value: n.literal('value') }] });
 
 /**
  * `check_lazy_status` of nodes with lazy inputs: the inputs still needed before the node can run. The

@@ -121,7 +121,7 @@ export function pyRepr(v: unknown): string {
   if (typeof v === 'number') return pyNum(v, false);
   if (typeof v === 'string') return reprString(v);
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(', ')}]`;
-  return `{${Object.entries(v as object)
+  return `{${Object.entries(v)
     .map(([k, x]) => `${reprString(k)}: ${pyRepr(x)}`)
     .join(', ')}}`;
 }

@@ -85,7 +85,7 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
     const origin = req.headers.origin;
     const hostHeader = req.headers.host ?? '';
     if (origin && LOOPBACK.has(hostHeader.replace(/:\d+$/, ''))) {
-      let originHost = '';
+      let originHost: string;
       try {
         originHost = new URL(origin).host;
       } catch {

@@ -67,7 +67,7 @@ export function modelFolders(info: RawObjectInfo): Record<string, string[]> {
   const combo = (node: string, input: string): string[] => {
     const spec = info[node]?.input?.required?.[input];
     if (!Array.isArray(spec)) return [];
-    const head = spec[0];
+    const head: unknown = spec[0];
     const opts = isObject(spec[1]) ? spec[1] : {};
     const list = Array.isArray(head) ? head : head === 'COMBO' && Array.isArray(opts.options) ? opts.options : [];
     return list.map(String);

@@ -108,7 +108,8 @@ export class WsRecorder {
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (raw, isBinary) => {
       if (isBinary) return;
-      const ev = JSON.parse(raw.toString()) as WsEvent;
+      // A text frame, and ws's default binaryType: a Buffer.
+      const ev = JSON.parse((raw as Buffer).toString()) as WsEvent;
       this.events.push(ev);
       this.notify();
     });
@@ -128,7 +129,7 @@ export class WsRecorder {
       ws.once('error', reject);
     });
     const first = await rec.waitFor((e) => e.type === 'status');
-    rec.sid = String(first.data.sid ?? '');
+    rec.sid = typeof first.data.sid === 'string' ? first.data.sid : '';
     return rec;
   }
 

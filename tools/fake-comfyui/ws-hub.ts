@@ -137,7 +137,8 @@ export class WsHub {
       first = false;
       if (isBinary || !wasFirst) return;
       try {
-        const msg = JSON.parse(raw.toString()) as { type?: unknown; data?: unknown };
+        // A text frame, and ws's default binaryType: a Buffer.
+        const msg = JSON.parse((raw as Buffer).toString()) as { type?: unknown; data?: unknown };
         if (msg.type === 'feature_flags' && msg.data && typeof msg.data === 'object') {
           this.metadata.set(sid, { featureFlags: msg.data as Record<string, unknown> });
           this.sendFrame(ws, JSON.stringify({ type: 'feature_flags', data: SERVER_FEATURE_FLAGS }));

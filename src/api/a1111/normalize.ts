@@ -230,7 +230,7 @@ function sdUpscaleSize(plan: Plan, init: DecodedImage, ctx: NormalizeContext): S
 
 function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body {
   const parsed = schemaFor(route).safeParse(body);
-  if (parsed.success) return parsed.data as A1111Body;
+  if (parsed.success) return parsed.data;
   throw requestErrorFromIssues(parsed.error.issues, { status: 422, value: body });
 }
 

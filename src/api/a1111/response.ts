@@ -217,7 +217,7 @@ export function buildParameters(route: A1111Route, body: unknown, request?: Rend
   // Accepts the raw body as well as a parsed one: coercion makes the echo show what was understood.
   const parsed = schemaFor(route).safeParse(body);
   const sent: Record<string, unknown> = parsed.success
-    ? (parsed.data as Record<string, unknown>)
+    ? parsed.data
     : body !== null && typeof body === 'object'
       ? (body as Record<string, unknown>)
       : {};

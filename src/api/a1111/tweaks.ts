@@ -183,7 +183,7 @@ const HARMLESS: Record<string, readonly unknown[]> = {
 export function chooseOutputFormat(b: A1111Body, options: Record<string, unknown>, warnings: string[]): OutputFormat | undefined {
   const o = b.override_settings ?? {};
   // Own keys only, and only primitives are read: an object value (`{"toString": 1}`) would throw on conversion.
-  const pick = (k: string): unknown => {
+  const pick = (k: string): string | number | boolean | undefined => {
     const v = Object.hasOwn(o, k) && o[k] !== undefined && o[k] !== null ? o[k] : Object.hasOwn(options, k) ? options[k] : undefined;
     return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : undefined;
   };
@@ -203,7 +203,7 @@ export function chooseOutputFormat(b: A1111Body, options: Record<string, unknown
 export function overrideWarnings(b: A1111Body, options: Record<string, unknown>, warnings: string[]): void {
   for (const [k, v] of Object.entries(b.override_settings ?? {})) {
     if (APPLIED_OVERRIDES.has(k) || v === null || v === undefined) continue;
-    if ((Object.hasOwn(HARMLESS, k) && HARMLESS[k]!.includes(v as never)) || (Object.hasOwn(options, k) && options[k] === v)) continue;
+    if ((Object.hasOwn(HARMLESS, k) && HARMLESS[k]!.includes(v)) || (Object.hasOwn(options, k) && options[k] === v)) continue;
     warnings.push(`override_settings.${k}: not applied by this service`);
   }
 }

@@ -115,7 +115,8 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
     }
     // A client watches: ask ComfyUI for sampler previews from now on (src/operators/previews.ts).
     markPolled(ctx.config.dataDir);
-    const skipImage = String(req.query.skip_current_image ?? '').toLowerCase() === 'true';
+    const skipParam = (req.query as { skip_current_image?: unknown } | undefined)?.skip_current_image;
+    const skipImage = skipParam === true || (typeof skipParam === 'string' && skipParam.toLowerCase() === 'true');
     const preview = snapshot.current && !skipImage ? readPreview(ctx.config.dataDir, snapshot.current.renderId) : undefined;
     return a1111Progress(snapshot, preview?.toString('base64'));
   });

@@ -39,7 +39,7 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const catalog: CatalogLists = {};
     // Only a name that is not a built-in method can be a model file.
     if (ctx.catalog && typeof upscaler === 'string' && upscaler.trim() !== '') catalog.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
-    const defaultModel = resolveModel(String(ctx.options.get('sd_model_checkpoint') ?? ''))?.id ?? ctx.config.DEFAULT_MODEL;
+    const defaultModel = resolveModel(ctx.options.getString('sd_model_checkpoint') ?? '')?.id ?? ctx.config.DEFAULT_MODEL;
     const normalized = await normalizeExtrasOffLoop(route, req.body, { defaultModel, limits: limits(), catalog });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
     const finished = await startAndWait(ctx, req, reply, `sdapi.extras-${route}`, normalized);

@@ -26,7 +26,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
   const handler = (route: Route) => async (req: FastifyRequest, reply: FastifyReply) => {
     const priority = requestPriority(req.headers['x-priority'], req.body);
     assertBodyShape(req.body, a1111BodyLimits(ctx.config.MAX_IMAGE_BYTES));
-    const defaultModel = String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL);
+    const defaultModel = ctx.options.getString('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL;
     const catalog = await catalogFor(ctx, req.body);
     const normalized = await normalizeRequestOffLoop(route, req.body, {
       defaultModel,

@@ -170,7 +170,7 @@ function issueError(error: Parameters<typeof firstIssue>[0]): RequestError {
 
 function translateContext(ctx: ApiContext): TranslateContext {
   return {
-    defaultModel: String(ctx.options.get('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL),
+    defaultModel: ctx.options.getString('sd_model_checkpoint') ?? ctx.config.DEFAULT_MODEL,
     maxBatch: ctx.config.MAX_BATCH,
     ...(ctx.config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: ctx.config.MAX_RENDER_PIXELS } : {}),
   };

@@ -35,11 +35,15 @@ const listQuerySchema = renderFiltersSchema.extend({
   outcome: z.enum(['0', '1']).default('1'),
 });
 // Temporal accepts any workflow id; ours are `render-…`. Bound the length and refuse control characters.
-const renderId = z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a render id').describe('the render id (X-Render-Id)');
+// eslint-disable-next-line no-control-regex -- refusing control characters is what this regex is for
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f]+$/;
+const renderId = z.string().min(1).max(255).regex(NO_CONTROL_CHARACTERS, 'not a render id').describe('the render id (X-Render-Id)');
 const idParams = z.object({ id: renderId });
 const outputParams = z.object({ id: renderId, n: z.string().describe('output number, 0-based (decimal digits)') });
 // Decimal digits only: `0x0`, `1e1` or ` 1` name no output (z.coerce would read them as 0, 10, 1).
 const OUTPUT_NUMBER = /^\d{1,5}$/;
+// gRPC UNKNOWN and INVALID_ARGUMENT: how Temporal refuses a list cursor it cannot read.
+const CURSOR_REFUSED_CODES = new Set<number>([2, 3]);
 const replayBody = z.strictObject({ newSeed: z.boolean().optional() }).nullish().describe('Optional; newSeed: true renders with a new seed');
 
 /**
@@ -108,7 +112,7 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
     } catch (err) {
       // A cursor of the right alphabet that Temporal cannot read (`AAAA`) fails as INVALID_ARGUMENT or even
       // UNKNOWN: when the same list without it works, the cursor was the problem, and the client's fault.
-      if (cursor !== undefined && isGrpcServiceError(err) && (err.code === 2 || err.code === 3)) {
+      if (cursor !== undefined && isGrpcServiceError(err) && CURSOR_REFUSED_CODES.has(err.code)) {
         const withoutCursor = await ops.list(filters, { pageSize: 1, withOutcome: false }).then(
           () => true,
           () => false,
@@ -144,7 +148,7 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
       const ref = (await ops.outputs(id))[n];
       // Videos are streamed from the blob store, never read whole.
       const video = ref?.mime.startsWith('video/') === true;
-      const { bytes } = video ? { bytes: await ctx.blobs.openRead(ref!.sha256) } : await ops.output(id, n);
+      const { bytes } = video ? { bytes: await ctx.blobs.openRead(ref.sha256) } : await ops.output(id, n);
       const mime = ref?.mime ?? 'image/png';
       // Content-addressed: the bytes behind a sha256 never change.
       reply
@@ -152,7 +156,7 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
         .header('Cache-Control', 'private, max-age=86400')
         .header('Content-Disposition', `inline; filename="${id}-${n}.${extensionFor(mime)}"`);
       if (ref) reply.header('ETag', `"${ref.sha256}"`);
-      if (video) reply.header('Content-Length', String(ref!.size));
+      if (video) reply.header('Content-Length', String(ref.size));
       return reply.send(bytes);
     } catch (err) {
       return mapError(reply, err);

@@ -50,7 +50,10 @@ function send(reply: FastifyReply, status: number, body: VideoErrorBody): Fastif
   return reply.code(status).type('application/json').send(body);
 }
 
-const idParams = z.object({ id: z.string().min(1).max(255).regex(/^[^\u0000-\u001f\u007f]+$/, 'not a video id').describe('the video id (its render id)') });
+// Bound the length and refuse control characters.
+// eslint-disable-next-line no-control-regex -- refusing control characters is what this regex is for
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f]+$/;
+const idParams = z.object({ id: z.string().min(1).max(255).regex(NO_CONTROL_CHARACTERS, 'not a video id').describe('the video id (its render id)') });
 const listQuery = z.object({
   after: z.string().min(1).max(255).optional().describe('the id after which the page starts'),
   limit: z.coerce.number().int().min(0).max(100).default(20),
@@ -99,7 +102,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         req.log.info({ field: err.field, status: err.status }, err.message);
         return send(reply, err.status, videoError(err.status, err.message, err.field || undefined));
       }
-      const fe = err as FastifyError;
+      const fe = err;
       if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe instanceof SyntaxError) {
         return send(reply, 400, videoError(400, `request body is not valid JSON: ${fe.message}`, 'body'));
       }

@@ -8,7 +8,7 @@
 import type { FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import { RequestError } from '../a1111/errors.ts';
-import type { UploadedFile } from './normalize.ts';
+import type { UploadedFile } from './image-inputs.ts';
 
 export interface VideoBody {
   fields: Record<string, unknown>;

@@ -140,7 +140,7 @@ export async function readJob(client: Client, id: string): Promise<JobView> {
   const job = queuedJob({
     id,
     model: d.typedSearchAttributes.get(RENDER_MODEL) ?? '',
-    prompt: typeof memo.videoPrompt === 'string' ? memo.videoPrompt : String(memo.prompt ?? ''),
+    prompt: typeof memo.videoPrompt === 'string' ? memo.videoPrompt : typeof memo.prompt === 'string' ? memo.prompt : '',
     size: typeof memo.size === 'string' ? memo.size : null,
     frames,
     fps,

@@ -2,8 +2,8 @@
  * Pieces every image family shares: a small graph builder that gives each node a readable id and a
  * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
  */
-import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
-import type { RenderKind, RenderRequest, SigmaSchedule } from '../../render/types.ts';
+import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
+import type { RenderKind, SigmaSchedule } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 import { isGguf, requireFile } from './engine.ts';
