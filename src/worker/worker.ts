@@ -29,11 +29,11 @@ const BUNDLER = path.join(here, `bundle-workflows${ownExt}`);
 export const PREBUILT_BUNDLE = path.join(here, '..', 'workflow-bundle.js');
 
 /**
- * The node flags of this process for the bundler child: compiled, it is plain JavaScript; under TypeScript it
- * needs tsx's loader, added when the host runs another loader (vitest). tsx is resolved only then: a
- * production install of dist/ has no dev dependencies.
+ * The node flags of this process for a child running our own code (the workflow bundler, `start`'s worker
+ * process): compiled, it is plain JavaScript; under TypeScript it needs tsx's loader, added when the host runs
+ * another loader (vitest). tsx is resolved only then: a production install of dist/ has no dev dependencies.
  */
-function bundlerNodeArgs(): string[] {
+export function childNodeArgs(): string[] {
   const execArgv = process.execArgv;
   if (compiled || execArgv.some((a) => a.includes('tsx'))) return execArgv;
   return [...execArgv, '--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
@@ -56,7 +56,7 @@ export async function bundleWorkflowsInChild(outDir: string, interceptorModules:
   if (compiled && isDefault && existsSync(PREBUILT_BUNDLE)) return PREBUILT_BUNDLE;
   removeStaleBundles(outDir);
   const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
-  await promisify(execFile)(process.execPath, [...bundlerNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {
+  await promisify(execFile)(process.execPath, [...childNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {
     maxBuffer: 16 * 1024 * 1024,
   });
   return out;
