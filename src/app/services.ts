@@ -4,13 +4,7 @@
  * app/worker-process.ts); `worker` and `api` run one part.
  */
 import type { FastifyInstance } from 'fastify';
-import { Runtime } from '@temporalio/worker';
-import { createActivities } from '../activities/index.ts';
-import { buildServer } from '../api/server.ts';
 import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
-import { OptionsStore } from '../api/options-store.ts';
-import { ComfyCatalog } from '../api/comfy-catalog.ts';
-import { RenderService } from '../renders/render-service.ts';
 import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
@@ -23,11 +17,9 @@ import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
 import { ensureSearchAttributes } from '../temporal/ensure-search-attributes.ts';
 import { backendsFromUrls, gpuBackends } from '../backends/backends.ts';
 import { BackendHealth } from '../backends/health.ts';
-import { GpuPool } from '../backends/gpu-pool.ts';
-import { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules, type WorkerSet } from '../worker/worker.ts';
+import type { WorkerSet } from '../worker/worker.ts';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing } from '../tracing/tracing.ts';
-import { clientTracingInterceptors, workerTracing } from '../tracing/temporal.ts';
 import { setBackendHealthSource, setBlobStoreSizeSource, setPeerMetricsSource } from '../metrics/metrics.ts';
 import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
@@ -85,11 +77,12 @@ export interface ServiceOptions {
 }
 
 export async function runServices(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Running> {
-  // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
-  Runtime.install({ shutdownSignals: [], logger: undefined });
   // Before any client or worker exists: they pick the global tracer provider up when they make spans.
   const tracing = startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
   if (tracing) logger.info({ mode }, 'OpenTelemetry tracing on');
+  // The Temporal workers and the HTTP front each load only where they run (RSS: the SDK's worker runtime is
+  // tens of MB a `start` front does not need, and Fastify with every route the same in its worker process).
+  const { clientTracingInterceptors, workerTracing } = tracing ? await import('../tracing/temporal.ts') : {};
   if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   if (!getProfile(config.DEFAULT_MODEL)) {
     throw new Error(`DEFAULT_MODEL=${config.DEFAULT_MODEL} is not a known model`);
@@ -131,7 +124,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
     setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   }
-  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, tracing ? { workflowInterceptors: clientTracingInterceptors() } : {});
+  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, clientTracingInterceptors ? { workflowInterceptors: clientTracingInterceptors() } : {});
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
 
   // The worker process starts now; the front is built meanwhile and listens once the worker is ready.
@@ -151,6 +144,14 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let stopProbing: (() => void) | undefined;
   let metricsServer: MetricsServer | undefined;
   if ((mode === 'start' && opts.workersInProcess) || mode === 'worker' || mode === 'gpu') {
+    const [{ Runtime }, { createActivities }, { GpuPool }, { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules }] = await Promise.all([
+      import('@temporalio/worker'),
+      import('../activities/index.ts'),
+      import('../backends/gpu-pool.ts'),
+      import('../worker/worker.ts'),
+    ]);
+    // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
+    Runtime.install({ shutdownSignals: [], logger: undefined });
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
     const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
@@ -158,7 +159,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       { config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE } },
       pool,
     );
-    const traced = tracing ? workerTracing(tracing) : undefined;
+    const traced = tracing && workerTracing ? workerTracing(tracing) : undefined;
     workers = await createWorkers({
       address,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -190,6 +191,12 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let uiWarning: string | undefined;
   const leaseHolder = mode === 'start' || mode === 'api' ? startLeaseHolder(config, client, logger) : undefined;
   if (mode === 'start' || mode === 'api') {
+    const [{ buildServer }, { OptionsStore }, { ComfyCatalog }, { RenderService }] = await Promise.all([
+      import('../api/server.ts'),
+      import('../api/options-store.ts'),
+      import('../api/comfy-catalog.ts'),
+      import('../renders/render-service.ts'),
+    ]);
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
     api = await buildServer({
       config,
@@ -201,7 +208,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         ? new RenderService(
             client,
             config.TEMPORAL_TASK_QUEUE,
-            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
+            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
           )
         : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
       tracing: tracing !== undefined,

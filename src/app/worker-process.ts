@@ -17,7 +17,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.ts';
-import { childNodeArgs } from '../worker/worker.ts';
+import { childNodeArgs } from '../worker/child-node-args.ts';
 import { isFromWorker, type RegistryJson, type ToWorker } from './worker-ipc.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
