@@ -71,6 +71,8 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
   const pendingMetrics = new Map<number, (m: RegistryJson) => void>();
   let settleFirst!: { resolve: () => void; reject: (err: Error) => void };
   const ready = new Promise<void>((resolve, reject) => (settleFirst = { resolve, reject }));
+  // Awaited only once the front is built: a child that dies sooner must not count as an unhandled rejection.
+  ready.catch(() => undefined);
   const killOnExit = (): void => {
     child?.kill('SIGKILL');
   };
