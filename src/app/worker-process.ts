@@ -66,6 +66,7 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
   let stopping = false;
   let crashes = 0;
   let restartAt = 0;
+  let backoffMs = 0;
   let restartTimer: NodeJS.Timeout | undefined;
   let nextId = 0;
   const pendingMetrics = new Map<number, (m: RegistryJson) => void>();
@@ -119,6 +120,7 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
       readySince = 0;
       const delay = Math.min(maxMs, firstMs * 2 ** crashes);
       crashes += 1;
+      backoffMs = delay;
       restartAt = Date.now() + delay;
       log.error({ workerPid: c.pid, code, signal, restartInMs: delay, crashes }, 'worker process died: starting it again (its renders re-attach)');
       restartTimer = setTimeout(launch, delay);
@@ -131,7 +133,7 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
     status: () => {
       if (child && childReady) return { ok: true, detail: `running (pid ${child.pid})`, pid: child.pid! };
       if (child) return { ok: false, detail: `starting (pid ${child.pid})`, pid: child.pid! };
-      if (restartTimer) return { ok: false, detail: `restarting in ${Math.max(0, restartAt - Date.now())} ms after ${crashes} crash(es)` };
+      if (restartTimer) return { ok: false, detail: `restarting after ${crashes} crash(es) in a row: back-off ${backoffMs} ms, ${Math.max(0, restartAt - Date.now())} ms left` };
       return { ok: false, detail: stopping ? 'stopped' : 'not running' };
     },
     metrics: (timeoutMs = 2_000) => {

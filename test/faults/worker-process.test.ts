@@ -4,6 +4,7 @@
  *   heartbeats go on, the render completes in Temporal while the front is still frozen, with one attempt.
  * - The worker process SIGKILLed mid-render: the front starts it again, the next attempt re-attaches, the
  *   client waiting on the front gets its images, rendered once; /metrics merges the new worker's counters.
+ * - A worker process that keeps dying is started again with a doubling back-off; the front serves meanwhile.
  * - SIGTERM: the waiting client gets its images, the worker process drains and exits, then the front (exit 0).
  * - The front SIGKILLed: its worker process notices and exits (no orphan).
  */
@@ -46,11 +47,15 @@ beforeEach(async () => {
   await setFaults(fake.url, { slow: { stepMs: 200 } });
 }, 240_000);
 
-/** The worker process as /health reports it: `running (pid N)` once it is up. */
-async function workerPid(): Promise<number | undefined> {
+/** The worker process as /health reports it: running, starting or restarting. */
+async function workerState(): Promise<string> {
   const health = (await (await fetch(`${svc.url}/health`)).json()) as { checks: Array<{ name: string; detail?: string }> };
-  const detail = health.checks.find((c) => c.name === 'worker-process')?.detail ?? '';
-  const m = /^running \(pid (\d+)\)$/.exec(detail);
+  return health.checks.find((c) => c.name === 'worker-process')?.detail ?? '';
+}
+
+/** The worker process's pid once it is up (`running (pid N)`). */
+async function workerPid(): Promise<number | undefined> {
+  const m = /^running \(pid (\d+)\)$/.exec(await workerState());
   return m ? Number(m[1]) : undefined;
 }
 
@@ -149,6 +154,32 @@ describe('start mode: the worker in its own process', () => {
       expect(metrics.match(/^# TYPE comfy_durable_backend_healthy gauge$/gm)).toHaveLength(1);
       expect(metricValue(metrics, 'comfy_durable_backend_healthy', { backend: 'comfyui-0' })).toBe(1);
       expect(await workerPid()).toBe(newPid);
+    },
+    150_000,
+  );
+
+  scenario(
+    'a worker process that keeps dying is started again with a growing back-off, the front serving meanwhile',
+    async () => {
+      const restarting = async (): Promise<{ crashes: number; backoffMs: number } | undefined> => {
+        const m = /^restarting after (\d+) crash\(es\) in a row: back-off (\d+) ms/.exec(await workerState());
+        return m ? { crashes: Number(m[1]), backoffMs: Number(m[2]) } : undefined;
+      };
+      process.kill((await workerPid())!, 'SIGKILL');
+      const first = await waitFor('a restart scheduled', restarting, 30_000, 50);
+      // The next one dies while it starts: one more crash in a row, twice the back-off.
+      const starting = await waitFor('the worker process starting again', async () => Number(/^starting \(pid (\d+)\)$/.exec(await workerState())?.[1]) || undefined, 60_000, 50);
+      process.kill(starting, 'SIGKILL');
+      const second = await waitFor('the next restart scheduled', async () => {
+        const r = await restarting();
+        return r && r.crashes === first.crashes + 1 ? r : undefined;
+      }, 30_000, 50);
+      expect(second.backoffMs).toBe(Math.min(30_000, first.backoffMs * 2));
+      expect((await fetch(`${svc.url}/health`)).status).toBe(503);
+      expect((await fetch(`${svc.url}/sdapi/v1/sd-models`)).status).toBe(200);
+      await waitFor('the worker process running again', workerPid, 120_000, 200);
+      const r = await a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'after the crashes', seed: 34 });
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
     },
     150_000,
   );
