@@ -41,7 +41,8 @@ const config = loadConfig({
   TEMPORAL_TASK_QUEUE: 'idle-mem',
   LOG_LEVEL: 'warn',
 });
-const running = await runServices('start', config, createLogger('warn', 'idle-mem'));
+// Workers in this process: the rows are this process's memory (npm start runs them in a second process).
+const running = await runServices('start', config, createLogger('warn', 'idle-mem'), { workersInProcess: true });
 await mark('services running (workers + front), idle');
 // The first render creates the workflow sandbox (the bundle in a V8 context) and the ComfyUI clients' state.
 for (let i = 0; i < 3; i++) {

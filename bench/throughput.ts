@@ -8,7 +8,7 @@ import type { BenchContext } from './lib/context.ts';
 import { steadyLoad } from './lib/closed-loop.ts';
 import { startFloor } from './lib/floor.ts';
 import { BEFORE } from './lib/report.ts';
-import { cpuMs, processTreeCpuMs, rssBytes } from './lib/proc.ts';
+import { processTreeCpuMs, serviceCpuMs, serviceRssBytes } from './lib/proc.ts';
 import { dist, fmtDist, log, mb, ms, sleep, type BenchResult } from './lib/report.ts';
 import { postJson, startBenchService, startFakeHost } from './lib/stack.ts';
 import { ComfyClient } from '../src/comfyui/client.ts';
@@ -47,7 +47,7 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
   let seq = 0;
   let cpuStart: Record<string, number> | undefined;
   const cpuNow = (): Record<string, number> => ({
-    service: cpuMs(svc.nodePid),
+    service: serviceCpuMs(svc.nodePid),
     temporal: processTreeCpuMs(temporal.process.pid!),
     fakes: processTreeCpuMs(host.child.pid!),
     bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
@@ -60,7 +60,7 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
     cpuEnd = cpuNow();
   })();
   let peakRss = 0;
-  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(svc.nodePid))), 200);
+  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, serviceRssBytes(svc.nodePid))), 200);
 
   const client = async (c: number): Promise<void> => {
     while (Date.now() < windowEnd && Date.now() < hardStop) {

@@ -72,8 +72,25 @@ export function cpuMs(pid: number): number {
  * which spawns `node --require preflight --import loader main.ts` and relays signals to it.
  */
 export function serviceNodePid(wrapperPid: number): number {
-  const kids = descendantsOf(wrapperPid).filter((p) => cmdline(p).includes('src/cli/main.ts'));
+  if (/src\/cli\/main\.ts|dist\/cli\/main\.js/.test(cmdline(wrapperPid))) return wrapperPid;
+  // Not `start`'s worker process, a child of the front running the same script.
+  const kids = descendantsOf(wrapperPid).filter((p) => cmdline(p).includes('src/cli/main.ts') && !cmdline(p).includes('--supervised'));
   return kids[0] ?? wrapperPid;
+}
+
+/** `start` mode's worker process: the front's child running `worker --supervised` (none while it restarts). */
+export function workerProcessPids(frontPid: number): number[] {
+  return childrenOf(frontPid).filter((p) => cmdline(p).includes('--supervised'));
+}
+
+/** RSS of a `start` service: its front plus its worker process. */
+export function serviceRssBytes(frontPid: number): number {
+  return [frontPid, ...workerProcessPids(frontPid)].reduce((a, p) => a + rssBytes(p), 0);
+}
+
+/** CPU time of a `start` service: its front plus its (current) worker process. */
+export function serviceCpuMs(frontPid: number): number {
+  return [frontPid, ...workerProcessPids(frontPid)].reduce((a, p) => a + cpuMs(p), 0);
 }
 
 export function processTreeCpuMs(pid: number): number {

@@ -1,7 +1,7 @@
 /**
  * `/health`: 200 only when every dependency of a render answers — each ComfyUI (`/system_stats`), Temporal,
- * and a worker polling the render queue — else 503 with the failing checks, so orchestrators and the
- * model-swapping proxy do not route to a half-started service.
+ * a worker polling the render queue and, in `start` mode, the front's own worker process — else 503 with the
+ * failing checks, so orchestrators and the model-swapping proxy do not route to a half-started service.
  */
 import type { Client } from '@temporalio/client';
 // @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
@@ -28,6 +28,8 @@ export interface HealthDeps {
    * files in DATA_DIR, so an `api`-only front sees them too (src/backends/health.ts).
    */
   unhealthy?: () => Map<string, string>;
+  /** `start` mode: the state of the front's worker process (running, starting, restarting after a crash). */
+  workerProcess?: () => { ok: boolean; detail: string };
 }
 
 const timeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
@@ -71,6 +73,12 @@ export async function checkHealth(deps: HealthDeps): Promise<{ ok: boolean; chec
         return { name: 'worker', ok: false, detail: (err as Error).message };
       }
     })(),
+    ...(deps.workerProcess ? [Promise.resolve(workerProcessCheck(deps.workerProcess()))] : []),
   ]);
   return { ok: checks.every((c) => c.ok), checks };
+}
+
+/** Temporal lists a dead worker's pollers for a while; the front knows its own worker process at once. */
+function workerProcessCheck(state: { ok: boolean; detail: string }): HealthCheck {
+  return { name: 'worker-process', ok: state.ok, detail: state.detail };
 }

@@ -1,15 +1,10 @@
 /**
  * Composition root: builds the pieces each process mode needs from the validated config.
- * `start` = embedded Temporal (unless TEMPORAL_ADDRESS) + worker + front; `worker` and `api` run one part.
+ * `start` = embedded Temporal (unless TEMPORAL_ADDRESS) + front + a worker process (`worker` mode in a child,
+ * app/worker-process.ts); `worker` and `api` run one part.
  */
 import type { FastifyInstance } from 'fastify';
-import { Runtime } from '@temporalio/worker';
-import { createActivities } from '../activities/index.ts';
-import { buildServer } from '../api/server.ts';
 import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
-import { OptionsStore } from '../api/options-store.ts';
-import { ComfyCatalog } from '../api/comfy-catalog.ts';
-import { RenderService } from '../renders/render-service.ts';
 import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
@@ -22,12 +17,10 @@ import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
 import { ensureSearchAttributes } from '../temporal/ensure-search-attributes.ts';
 import { backendsFromUrls, gpuBackends } from '../backends/backends.ts';
 import { BackendHealth } from '../backends/health.ts';
-import { GpuPool } from '../backends/gpu-pool.ts';
-import { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules, type WorkerSet } from '../worker/worker.ts';
+import type { WorkerSet } from '../worker/worker.ts';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing } from '../tracing/tracing.ts';
-import { clientTracingInterceptors, workerTracing } from '../tracing/temporal.ts';
-import { setBackendHealthSource, setBlobStoreSizeSource } from '../metrics/metrics.ts';
+import { setBackendHealthSource, setBlobStoreSizeSource, setPeerMetricsSource } from '../metrics/metrics.ts';
 import { blobStoreSizer } from '../blobs/size.ts';
 import { ensureNamespaceRetention } from '../temporal/retention.ts';
 import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
@@ -36,6 +29,7 @@ import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 import { freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
 import { gatedHealth } from '../gpu/lease-server.ts';
+import { startWorkerProcess, type WorkerProcess } from './worker-process.ts';
 
 /** `gpu`: the GPU worker inside a model-swapping proxy's GPU entry (docs/llama-swap.md). */
 export type Mode = 'start' | 'worker' | 'api' | 'gpu';
@@ -70,14 +64,25 @@ export function comfyClients(backends: Backend[], logger: Logger): Map<string, C
 export interface ServiceOptions {
   /** Trace into this exporter (tests), whatever the OTLP configuration. */
   spanExporter?: SpanExporter;
+  /**
+   * `start`: run the workers in this process, as one event loop with the front, instead of in a worker
+   * process. For tests and benches that observe the workers from here (spans into an in-memory exporter,
+   * model profiles registered at run time, this process's memory); the service itself never does.
+   */
+  workersInProcess?: boolean;
+  /** `start`: the environment the worker process reads its configuration from (default: this process's). */
+  workerEnv?: NodeJS.ProcessEnv;
+  /** `worker`: run by a `start` front, which serves the metrics and the gauges it shares (app/worker-child.ts). */
+  supervised?: boolean;
 }
 
 export async function runServices(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Running> {
-  // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
-  Runtime.install({ shutdownSignals: [], logger: undefined });
   // Before any client or worker exists: they pick the global tracer provider up when they make spans.
   const tracing = startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
   if (tracing) logger.info({ mode }, 'OpenTelemetry tracing on');
+  // The Temporal workers and the HTTP front each load only where they run (RSS: the SDK's worker runtime is
+  // tens of MB a `start` front does not need, and Fastify with every route the same in its worker process).
+  const { clientTracingInterceptors, workerTracing } = tracing ? await import('../tracing/temporal.ts') : {};
   if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   if (!getProfile(config.DEFAULT_MODEL)) {
     throw new Error(`DEFAULT_MODEL=${config.DEFAULT_MODEL} is not a known model`);
@@ -114,17 +119,39 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   // Unhealthy-backend marks live in DATA_DIR, which front and worker share (as they share blobs): a front
   // in `api` mode sees what the worker's escalation decided.
   const health = new BackendHealth(config.dataDir, logger.child({ component: 'backend-health' }));
-  // Listing a bucket costs a request per thousand objects: size an S3 store less often than a local directory.
-  setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
-  setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
-  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, tracing ? { workflowInterceptors: clientTracingInterceptors() } : {});
+  if (!opts.supervised) {
+    // Listing a bucket costs a request per thousand objects: size an S3 store less often than a local directory.
+    setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
+    setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
+  }
+  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, clientTracingInterceptors ? { workflowInterceptors: clientTracingInterceptors() } : {});
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
+
+  // The worker process starts now; the front is built meanwhile and listens once the worker is ready.
+  let workerProcess: WorkerProcess | undefined;
+  if (mode === 'start' && !opts.workersInProcess) {
+    const temporalAddress = address;
+    workerProcess = startWorkerProcess({
+      env: { ...(opts.workerEnv ?? process.env), TEMPORAL_ADDRESS: temporalAddress },
+      logger,
+      stopTimeoutMs: config.SHUTDOWN_GRACE_MS + 30_000,
+    });
+    setPeerMetricsSource(() => workerProcess!.metrics());
+  }
 
   let workers: WorkerSet | undefined;
   let workersDone: Promise<void> = new Promise(() => undefined);
   let stopProbing: (() => void) | undefined;
   let metricsServer: MetricsServer | undefined;
-  if (mode === 'start' || mode === 'worker' || mode === 'gpu') {
+  if ((mode === 'start' && opts.workersInProcess) || mode === 'worker' || mode === 'gpu') {
+    const [{ Runtime }, { createActivities }, { GpuPool }, { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules }] = await Promise.all([
+      import('@temporalio/worker'),
+      import('../activities/index.ts'),
+      import('../backends/gpu-pool.ts'),
+      import('../worker/worker.ts'),
+    ]);
+    // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
+    Runtime.install({ shutdownSignals: [], logger: undefined });
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
     const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
@@ -136,7 +163,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       },
       pool,
     );
-    const traced = tracing ? workerTracing(tracing) : undefined;
+    const traced = tracing && workerTracing ? workerTracing(tracing) : undefined;
     workers = await createWorkers({
       address,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -157,7 +184,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
     stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
     leaseServer?.setReady(true);
-    if (mode !== 'start' && config.METRICS_PORT !== undefined) {
+    if (mode !== 'start' && !opts.supervised && config.METRICS_PORT !== undefined) {
       metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, token: config.API_TOKEN, logger });
     }
   }
@@ -168,18 +195,24 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let uiWarning: string | undefined;
   const leaseHolder = mode === 'start' || mode === 'api' ? startLeaseHolder(config, client, logger) : undefined;
   if (mode === 'start' || mode === 'api') {
+    const [{ buildServer }, { OptionsStore }, { ComfyCatalog }, { RenderService }] = await Promise.all([
+      import('../api/server.ts'),
+      import('../api/options-store.ts'),
+      import('../api/comfy-catalog.ts'),
+      import('../renders/render-service.ts'),
+    ]);
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
     api = await buildServer({
       config,
       logger,
       blobs,
-      // `start` mode: renders start eagerly on the worker's connection (RenderService). Every front builds the
-      // graphs itself (renders/submit.ts), with the configuration it shares with its workers.
+      // Workers in this process (tests): renders start eagerly on the worker's connection (RenderService).
+      // Every front builds the graphs itself (renders/submit.ts), with the configuration it shares with its workers.
       renders: workers
         ? new RenderService(
             client,
             config.TEMPORAL_TASK_QUEUE,
-            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(tracing ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
+            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
           )
         : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
       tracing: tracing !== undefined,
@@ -193,6 +226,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         backends,
         probeComfy: (b) => clients.get(b.id)!.systemStats(),
         unhealthy: () => health.unhealthy(backends),
+        ...(workerProcess ? { workerProcess: () => workerProcess.status() } : {}),
       },
       catalog: new ComfyCatalog({
         objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
@@ -201,6 +235,16 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),
       ...(leaseHolder ? { gpuLease: leaseHolder } : {}),
     });
+    if (workerProcess) {
+      try {
+        await workerProcess.ready;
+      } catch (err) {
+        await api.close();
+        await connection.close().catch(() => undefined);
+        await devServer?.stop();
+        throw err;
+      }
+    }
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
     if (devServer?.uiUrl) {
       uiUrl = `${apiUrl}${TEMPORAL_UI_PATH}/`;
@@ -223,8 +267,13 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       // The GPU entry: no new prompts from here on (the gate closes with the leases).
       await leaseServer?.close();
       stopProbing?.();
-      await workers?.shutdown();
-      await workersDone.catch(() => undefined);
+      if (workers) {
+        await workers.shutdown();
+        await workersDone.catch(() => undefined);
+      }
+      // Drains the worker process's running activities, while Temporal still runs.
+      await workerProcess?.stop();
+      if (workerProcess) setPeerMetricsSource(undefined);
       if (leaseServer) await freeVram(gpuBackends(backends, config.GPU_BACKENDS), clients, logger);
       await metricsServer?.close();
       await connection.close().catch(() => undefined);

@@ -7,10 +7,12 @@ import { loadConfig, ConfigError } from '../config/config.ts';
 import { createLogger } from '../log.ts';
 import { runServices, type Mode } from '../app/services.ts';
 import { sanitizeForTerminal } from './sanitize.ts';
+import { SUPERVISED_FLAG } from '../app/worker-process.ts';
+import { answerFront } from '../app/worker-child.ts';
 
 const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders â€¦>
 
-  start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), worker and HTTP front
+  start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), HTTP front, and the worker in a child process
   worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   api        HTTP front only
   gpu        the GPU worker inside a model-swapping proxy's GPU entry: serves /gpu/ready and /gpu/lease on
@@ -20,7 +22,7 @@ const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders â
   renders    operators: list, show, outputs, replay, cancel renders ('renders help' for details)
 `;
 
-async function runMode(mode: Mode): Promise<void> {
+async function runMode(mode: Mode, supervised = false): Promise<void> {
   let config;
   try {
     config = loadConfig();
@@ -31,10 +33,11 @@ async function runMode(mode: Mode): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger(config.LOG_LEVEL);
+  // The worker process of a `start` front logs to the same stdout: its name tells its lines apart.
+  const logger = createLogger(config.LOG_LEVEL, supervised ? 'comfy-durable-worker' : undefined);
   let running;
   try {
-    running = await runServices(mode, config, logger);
+    running = await runServices(mode, config, logger, { supervised });
   } catch (err) {
     // Settings only a mode can judge (GPU_LEASE_TOKEN in `gpu`): a message and exit 2, like loadConfig's.
     if (err instanceof ConfigError) {
@@ -42,6 +45,11 @@ async function runMode(mode: Mode): Promise<void> {
       process.exit(2);
     }
     throw err;
+  }
+  if (supervised) {
+    logger.info({ mode, temporal: running.temporalAddress }, 'worker process ready');
+    answerFront(running, logger, { drainTimeoutMs: config.SHUTDOWN_GRACE_MS + 20_000 });
+    return;
   }
   logger.info(
     { mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL },
@@ -90,8 +98,10 @@ async function runMode(mode: Mode): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
-    case 'start':
     case 'worker':
+      // `start`'s worker process (app/worker-process.ts); it needs the front's IPC channel.
+      return runMode(command, rest[0] === SUPERVISED_FLAG && process.send !== undefined);
+    case 'start':
     case 'api':
     case 'gpu':
       return runMode(command);

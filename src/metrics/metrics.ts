@@ -4,15 +4,16 @@
  * Who counts what: the HTTP front counts renders started; the worker counts render outcomes (completed,
  * failed by reason, duration) where the workflow ends, through a workflow sink (src/metrics/render-sinks.ts),
  * so a render that completes while no front waits (a front restart, an async client) is counted once; and it
- * counts what happens on the GPU (prompt attempts by outcome, stalls, escalations, re-uploads). In `start` mode both
- * live in one process and `GET /metrics` shows everything; with `api` and `worker` as separate processes
+ * counts what happens on the GPU (prompt attempts by outcome, stalls, escalations, re-uploads). In `start` mode the
+ * worker is a child process of the front, and the front's `GET /metrics` merges the child's registry into its
+ * own at scrape time (setPeerMetricsSource); with `api` and `worker` as separate processes
  * the worker serves its own registry on `METRICS_PORT` (see src/app/services.ts), and the front's backend
  * gauge reads the unhealthy markers the worker writes into the shared DATA_DIR (src/backends/health.ts).
  *
  * Module-level on purpose: prom-client metrics are registered once per name, and every component of a
  * process must increment the same counter objects.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -135,6 +136,22 @@ new Gauge({
   },
 });
 
+type RegistryJson = MetricObjectWithValues<MetricValue<string>>[];
+let peerMetrics: (() => Promise<RegistryJson | undefined>) | undefined;
+
+/**
+ * `start` mode: the worker process's registry (undefined while it restarts or does not answer), merged into
+ * this one's as prom-client merges a cluster's workers: counters and histograms summed (each is counted in
+ * one process only), the process metrics of the two processes summed (memory, CPU) or averaged (event-loop
+ * lag), the start time omitted. A restarted worker's counters start again from zero, as a counter may.
+ */
+export function setPeerMetricsSource(source: typeof peerMetrics): void {
+  peerMetrics = source;
+}
+
 export async function renderMetrics(): Promise<{ contentType: string; body: string }> {
-  return { contentType: registry.contentType, body: await registry.metrics() };
+  const peer = await peerMetrics?.();
+  if (!peer) return { contentType: registry.contentType, body: await registry.metrics() };
+  const merged = AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), peer]);
+  return { contentType: merged.contentType, body: await merged.metrics() };
 }

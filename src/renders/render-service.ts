@@ -109,10 +109,10 @@ export class RenderService {
     readonly client: Client,
     private readonly taskQueue: string,
     /**
-     * `start` mode: a client on the worker's own NativeConnection, which starts renders eagerly: the server
-     * hands the render's first workflow task back in the start response, to the worker in this process, so
-     * a render skips one matching hop and one poll (bench/eager-probe.ts). Results are still awaited on
-     * `client`.
+     * Workers in this process (tests; `start` runs them in a child process): a client on the worker's own
+     * NativeConnection, which starts renders eagerly: the server hands the render's first workflow task back in
+     * the start response, to the worker in this process, so a render skips one matching hop and one poll
+     * (bench/eager-probe.ts). Results are still awaited on `client`.
      */
     private readonly eagerStarter?: Client,
   ) {}

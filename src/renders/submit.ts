@@ -10,7 +10,7 @@
  *   3. admission: MAX_WAITING_RENDERS (AdmissionRefusedError, 503), skipped when the key attaches to its
  *      running or completed render;
  *   4. input images go to the blob store, only now that nothing above refused the request;
- *   5. start, with the priority, eagerly in `start` mode (RenderService).
+ *   5. start, with the priority, eagerly when the workers run in this process (RenderService).
  * Nothing is stored or started when a step before 4 refuses. Waiting is `wait` (the route decides how long
  * and what a client going away means).
  *

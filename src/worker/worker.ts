@@ -7,8 +7,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../log.ts';
@@ -18,6 +17,7 @@ import { gpuTaskQueue } from '../workflows/queues.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 import type { WorkerTracing } from '../tracing/temporal.ts';
+import { childNodeArgs } from './child-node-args.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
@@ -27,17 +27,6 @@ export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', `index${ownExt}
 const BUNDLER = path.join(here, `bundle-workflows${ownExt}`);
 /** Built by scripts/build.sh from the same compiled workflows as this dist/, so it is never stale against it. */
 export const PREBUILT_BUNDLE = path.join(here, '..', 'workflow-bundle.js');
-
-/**
- * The node flags of this process for the bundler child: compiled, it is plain JavaScript; under TypeScript it
- * needs tsx's loader, added when the host runs another loader (vitest). tsx is resolved only then: a
- * production install of dist/ has no dev dependencies.
- */
-function bundlerNodeArgs(): string[] {
-  const execArgv = process.execArgv;
-  if (compiled || execArgv.some((a) => a.includes('tsx'))) return execArgv;
-  return [...execArgv, '--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
-}
 
 /** The workflow interceptor modules of a worker: render outcomes always, the tracing ones when tracing is on. */
 export function workflowInterceptorModules(tracing?: WorkerTracing): string[] {
@@ -56,7 +45,7 @@ export async function bundleWorkflowsInChild(outDir: string, interceptorModules:
   if (compiled && isDefault && existsSync(PREBUILT_BUNDLE)) return PREBUILT_BUNDLE;
   removeStaleBundles(outDir);
   const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
-  await promisify(execFile)(process.execPath, [...bundlerNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {
+  await promisify(execFile)(process.execPath, [...childNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {
     maxBuffer: 16 * 1024 * 1024,
   });
   return out;

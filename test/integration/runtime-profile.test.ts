@@ -1,7 +1,7 @@
 /**
  * A model added at run time renders through the whole stack: a synthetic Flux-family profile (a unet file
- * no recorded fixture lists) is registered in this process, then the service (runServices, as `npm start`
- * does, on a real Temporal dev server) and the fake ComfyUI run here too. Nothing else is told about the
+ * no recorded fixture lists) is registered in this process, then the service (runServices in `start` mode,
+ * its workers here too, on a real Temporal dev server) and the fake ComfyUI run here too. Nothing else is told about the
  * model: the A1111 routes list and resolve it, the submitter builds its graph with the Flux builder, and
  * the fake accepts its file because it lists every registered profile's files.
  */
@@ -49,7 +49,8 @@ beforeAll(async () => {
     PORT: String(port),
     TEMPORAL_TASK_QUEUE: `renders-${Math.random().toString(36).slice(2, 10)}`,
   });
-  running = await runServices('start', config, createLogger('warn', 'runtime-profile-test'));
+  // Workers in this process: the profile registered here must be known to them too.
+  running = await runServices('start', config, createLogger('warn', 'runtime-profile-test'), { workersInProcess: true });
   url = `http://127.0.0.1:${port}`;
 }, 180_000);
 

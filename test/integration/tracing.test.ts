@@ -1,6 +1,6 @@
 /**
- * OpenTelemetry tracing end to end: the service runs in this process (runServices, as `npm start` does, on a
- * real Temporal dev server and the fake ComfyUI) with an in-memory exporter. One txt2img is one trace:
+ * OpenTelemetry tracing end to end: the service runs in this process (runServices in `start` mode with its
+ * workers here too, on a real Temporal dev server and the fake ComfyUI) with an in-memory exporter. One txt2img is one trace:
  * HTTP request → StartWorkflow → RunWorkflow → StartActivity/RunActivity runPrompt → comfyui.submit (with
  * the prompt id ComfyUI got) → follow → collect. The history that traced render left replays on workers
  * without tracing, so a fleet can turn tracing on worker by worker.
@@ -40,7 +40,8 @@ beforeAll(async () => {
     PORT: String(port),
     TEMPORAL_TASK_QUEUE: `renders-${Math.random().toString(36).slice(2, 10)}`,
   });
-  running = await runServices('start', config, createLogger('warn', 'tracing-test'), { spanExporter: exporter });
+  // Workers in this process: their spans must reach this exporter.
+  running = await runServices('start', config, createLogger('warn', 'tracing-test'), { spanExporter: exporter, workersInProcess: true });
   url = `http://127.0.0.1:${port}`;
 }, 180_000);
 

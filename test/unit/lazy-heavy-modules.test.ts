@@ -25,7 +25,28 @@ function heavyModulesLoadedBy(entry: string, after = ''): string[] {
   return JSON.parse(out) as string[];
 }
 
+/** Which of `packages` (CommonJS) are in the module cache of a fresh node after importing `entry`. */
+function packagesLoadedBy(entry: string, packages: string[]): string[] {
+  const script = `
+    import { createRequire } from 'node:module';
+    await import(${JSON.stringify(pathToFileURL(path.join(root, entry)).href)});
+    const keys = Object.keys(createRequire(import.meta.url).cache);
+    process.stdout.write(JSON.stringify(${JSON.stringify(packages)}.filter((p) => keys.some((k) => k.includes('/node_modules/' + p + '/')))));
+  `;
+  const out = execFileSync(process.execPath, ['--import', tsxLoader, '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return JSON.parse(out) as string[];
+}
+
 describe('heavy modules load on first use', () => {
+  it("each part loads where it runs: the CLI loads neither the Temporal worker SDK (start's front) nor Fastify (its worker process)", () => {
+    // main.ts runs a command when imported: its static imports are checked through the modules it imports.
+    expect(packagesLoadedBy('src/app/services.ts', ['@temporalio/worker', 'fastify'])).toEqual([]);
+    expect(packagesLoadedBy('src/app/worker-process.ts', ['@temporalio/worker', 'fastify'])).toEqual([]);
+    expect(packagesLoadedBy('src/app/worker-child.ts', ['@temporalio/worker', 'fastify'])).toEqual([]);
+    // The check sees these packages when they do load.
+    expect(packagesLoadedBy('src/worker/worker.ts', ['@temporalio/worker', 'fastify'])).toEqual(['@temporalio/worker']);
+  });
+
   it('importing the service (start/worker/api) loads neither sharp nor the AWS SDK', () => {
     expect(heavyModulesLoadedBy('src/app/services.ts')).toEqual([]);
   });

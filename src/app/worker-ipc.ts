@@ -1,0 +1,25 @@
+/**
+ * Messages between a `start` front and its worker process (app/worker-process.ts, app/worker-child.ts), over
+ * node's IPC channel. The channel is also the child's lifeline: it closes when the front dies, however it dies.
+ */
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+
+/** The metrics of one registry as prom-client serialises them for aggregation. */
+export type RegistryJson = MetricObjectWithValues<MetricValue<string>>[];
+
+export type ToWorker =
+  /** Drain (running activities get SHUTDOWN_GRACE_MS) and exit. */
+  | { type: 'stop' }
+  | { type: 'metrics'; id: number };
+
+export type FromWorker = { type: 'ready' } | { type: 'metrics'; id: number; metrics: RegistryJson };
+
+const isObject = (m: unknown): m is Record<string, unknown> => typeof m === 'object' && m !== null;
+
+export function isToWorker(m: unknown): m is ToWorker {
+  return isObject(m) && (m.type === 'stop' || (m.type === 'metrics' && typeof m.id === 'number'));
+}
+
+export function isFromWorker(m: unknown): m is FromWorker {
+  return isObject(m) && (m.type === 'ready' || (m.type === 'metrics' && typeof m.id === 'number' && Array.isArray(m.metrics)));
+}
