@@ -56,8 +56,8 @@ export async function bundleWorkflowsInChild(outDir: string, interceptorModules:
   const defaults = workflowInterceptorModules();
   const isDefault = interceptorModules.length === defaults.length && interceptorModules.every((m, i) => m === defaults[i]);
   if (compiled && isDefault && existsSync(PREBUILT_BUNDLE)) return PREBUILT_BUNDLE;
-  // Test runs only: the test run bundled these same sources once at its start (test/support/global-setup.ts),
-  // so the dozens of services the suite starts do not each run webpack for the same bytes.
+  // Test runs only: the suite bundles these same sources once (test/support/workflow-bundle.ts), so the
+  // dozens of services it starts do not each run webpack for the same bytes.
   const shared = process.env[TEST_BUNDLE_ENV];
   if (isDefault && shared && existsSync(shared)) return shared;
   removeStaleBundles(outDir);
