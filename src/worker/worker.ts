@@ -27,6 +27,8 @@ export const WORKFLOWS_PATH = path.join(here, '..', 'workflows', `index${ownExt}
 const BUNDLER = path.join(here, `bundle-workflows${ownExt}`);
 /** Built by scripts/build.sh from the same compiled workflows as this dist/, so it is never stale against it. */
 export const PREBUILT_BUNDLE = path.join(here, '..', 'workflow-bundle.js');
+/** Test-only: the path of a bundle of these sources with the default interceptors, built once per test run. */
+export const TEST_BUNDLE_ENV = 'COMFY_DURABLE_TEST_WORKFLOW_BUNDLE';
 
 /** The workflow interceptor modules of a worker: render outcomes always, the tracing ones when tracing is on. */
 export function workflowInterceptorModules(tracing?: WorkerTracing): string[] {
@@ -43,6 +45,10 @@ export async function bundleWorkflowsInChild(outDir: string, interceptorModules:
   const defaults = workflowInterceptorModules();
   const isDefault = interceptorModules.length === defaults.length && interceptorModules.every((m, i) => m === defaults[i]);
   if (compiled && isDefault && existsSync(PREBUILT_BUNDLE)) return PREBUILT_BUNDLE;
+  // Test runs only: the suite bundles these same sources once (test/support/workflow-bundle.ts), so the
+  // dozens of services it starts do not each run webpack for the same bytes.
+  const shared = process.env[TEST_BUNDLE_ENV];
+  if (isDefault && shared && existsSync(shared)) return shared;
   removeStaleBundles(outDir);
   const out = path.join(outDir, `workflow-bundle-${process.pid}.js`);
   await promisify(execFile)(process.execPath, [...childNodeArgs(), BUNDLER, WORKFLOWS_PATH, out, ...interceptorModules], {

@@ -3,10 +3,11 @@
  * processes on one task queue and data dir, as in production. The worker is SIGKILLed mid-render and
  * restarted (the new attempt re-attaches to the running prompt), drained with SIGTERM (the prompt keeps
  * running and is re-attached, not rendered again), the front is drained, stopped at once by a second signal,
- * and SIGKILLed while a client waits (the client retries with its Idempotency-Key). Plus the Idempotency-Key
- * contract, and health and metrics across the two processes.
+ * and SIGKILLed while a client waits (the client retries with its Idempotency-Key). The same worker kill in the
+ * middle of a video: the client still gets the MP4 it waited for. Plus the Idempotency-Key contract, and health
+ * and metrics across the two processes.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -14,6 +15,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { BackendHealth } from '../../src/backends/health.ts';
+import { ffprobe, videoStream } from '../support/ffprobe.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
@@ -135,6 +137,36 @@ describe('worker restarts', () => {
       expect(attempts).toHaveLength(2);
     },
     60_000,
+  );
+});
+
+describe('video worker restarts', () => {
+  scenario(
+    'worker SIGKILLed mid-video, restarted -> the new attempt re-attaches, rendered once, the MP4 plays',
+    async () => {
+      // 61 steps of 200 ms: a 12 s sampler, long enough to kill and restart a worker in the middle of it.
+      const body = { model: 'videogen-minimax-h3', prompt: 'kill the worker mid-video', size: '192x128', num_frames: 22, num_inference_steps: 61, seed: 31 };
+      const pending = fetch(`${front.url}/v1/videos/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const promptId = await waitRunning(fake.url);
+      await waitProgress(fake.url, promptId, 3);
+      await worker.kill('SIGKILL');
+      await worker.restart();
+      const res = await pending;
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect(res.status, bytes.toString().slice(0, 500)).toBe(200);
+      const file = path.join(front.dataDir, 'killed.mp4');
+      writeFileSync(file, bytes);
+      const p = await ffprobe(file);
+      expect(videoStream(p)).toMatchObject({ codec_name: 'h264', width: 192, height: 128, nb_read_frames: '22' });
+      expect(p.streams.some((s) => s.codec_type === 'audio')).toBe(true);
+      const stats = await fakeStats(fake.url);
+      expectRenderedOnce(stats, { prompts: 1 });
+      expect(stats.interrupts).toBe(0);
+      const attempts = await runPromptAttempts(client, res.headers.get('x-render-id')!);
+      expect(attempts.map((a) => a.outcome)).toEqual(['timed-out', 'completed']);
+      expect(attempts[1]!.promptId).toBe(promptId);
+    },
+    90_000,
   );
 });
 

@@ -1,6 +1,7 @@
 /**
  * The embedded default (`npm start` without TEMPORAL_ADDRESS): the service starts its own Temporal dev server
- * with a SQLite file under DATA_DIR, renders through it, and keeps its renders across a restart.
+ * with a SQLite file under DATA_DIR, renders through it, and keeps its renders across a restart. With
+ * TEMPORAL_UI=true the Web UI is served through the front's guards, over HTTP and in a real headless Chromium.
  */
 import { existsSync } from 'node:fs';
 import http from 'node:http';
@@ -12,6 +13,7 @@ import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/ser
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { retentionScheduleId } from '../../src/temporal/retention-schedule.ts';
+import { Browser, chromiumMissing, type Page } from '../e2e/browser.ts';
 
 let fake: FakeComfyUI;
 let svc: TestService;
@@ -207,5 +209,48 @@ describe('embedded mode with TEMPORAL_UI=true', () => {
     expect(await listening('127.0.0.1', uiProcessPort)).toBe(true);
     const ip = externalIp();
     if (ip) expect(await listening(ip, uiProcessPort)).toBe(false);
+  });
+
+  // The UI's page, its assets and its own API calls all go through `/temporal/` and the front's guards, and it
+  // shows the render. Without the token the browser's requests get 401.
+  describe.skipIf(chromiumMissing !== undefined)(`in headless Chromium${chromiumMissing ? ` — skipped: ${chromiumMissing}` : ''}`, () => {
+    let browser: Browser;
+    let page: Page;
+    let renderId = '';
+
+    beforeAll(async () => {
+      const res = await fetch(`${withUi.url}/sdapi/v1/txt2img`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer },
+        body: JSON.stringify({ prompt: 'seen in the temporal ui', model: 'imagegen-flux-schnell', width: 64, height: 64, steps: 1, seed: 3 }),
+      });
+      await res.arrayBuffer();
+      expect(res.status).toBe(200);
+      renderId = res.headers.get('x-render-id') ?? '';
+      browser = await Browser.launch();
+      page = await browser.newPage();
+    }, 180_000);
+
+    afterAll(async () => {
+      await browser?.close().catch(() => undefined);
+    });
+
+    it("without the token a page of the front's origin cannot use the UI's API", async () => {
+      await page.goto(`${withUi.url}/`);
+      const statuses = await page.evaluate<number[]>(
+        `Promise.all(['/temporal/', '/temporal/api/v1/namespaces/default/workflows'].map((u) => fetch(u).then((r) => r.status)))`,
+      );
+      expect(statuses).toEqual([401, 401]);
+    });
+
+    it('with the token, the UI loads through /temporal/ and lists the render from its own API calls', async () => {
+      await page.setExtraHeaders(bearer);
+      await page.goto(`${withUi.url}/temporal/namespaces/default/workflows`);
+      await page.waitFor(`document.body.innerText.includes(${JSON.stringify(renderId)})`, 60_000);
+      // Its resources came from the guarded path, not from the UI process's own port.
+      const urls = await page.evaluate<string[]>('performance.getEntriesByType("resource").map((e) => e.name)');
+      expect(urls.some((u) => u.startsWith(`${withUi.url}/temporal/api/v1/`))).toBe(true);
+      expect(urls.filter((u) => u.startsWith('http') && !u.startsWith(`${withUi.url}/`))).toEqual([]);
+    }, 90_000);
   });
 });

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePort } from './ports.ts';
+import { sharedWorkflowBundle, TEST_BUNDLE_ENV } from './workflow-bundle.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /**
@@ -58,6 +59,9 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
   let out = '';
   let child!: ChildProcess;
 
+  // Services that run workflows (start, worker) under tsx take the run's one bundle instead of building their own.
+  const bundleEnv = opts.runtime !== 'dist' && mode !== 'api' ? { [TEST_BUNDLE_ENV]: await sharedWorkflowBundle() } : {};
+
   const launch = async (): Promise<void> => {
     // dist: npm start's launcher, which execs node (same pid, so SIGKILL reaches the service itself).
     const [cmd, args] =
@@ -74,6 +78,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
         PORT: String(port),
         HOST: '127.0.0.1',
         TEMPORAL_TASK_QUEUE: taskQueue,
+        ...bundleEnv,
         // A worker has no /health to poll: readiness is its 'comfy-durable ready' log line, logged at info.
         LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? (mode === 'worker' ? 'info' : 'warn'),
         ...opts.env,
