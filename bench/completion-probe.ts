@@ -41,10 +41,20 @@ try {
       const workflowId = `completion-${seq++}`;
       const t0 = nowMs();
       if (variant.update) {
-        const startWorkflowOperation = new WithStartWorkflowOperation('probeCrossQueueWithUpdate', { taskQueue, workflowId, args: [otherQueue], workflowIdConflictPolicy: 'FAIL' });
+        const startWorkflowOperation = new WithStartWorkflowOperation('probeCrossQueueWithUpdate', {
+          taskQueue,
+          workflowId,
+          args: [otherQueue],
+          workflowIdConflictPolicy: 'FAIL',
+        });
         await variant.client.workflow.executeUpdateWithStart('result', { startWorkflowOperation });
       } else {
-        const h = await variant.client.workflow.start('probeCrossQueueWithUpdate', { taskQueue, workflowId, args: [otherQueue], ...(v === 0 ? { requestEagerStart: true } : {}) });
+        const h = await variant.client.workflow.start('probeCrossQueueWithUpdate', {
+          taskQueue,
+          workflowId,
+          args: [otherQueue],
+          ...(v === 0 ? { requestEagerStart: true } : {}),
+        });
         await h.result();
       }
       const t1 = nowMs();

@@ -164,9 +164,13 @@ export async function runEngineBench(opts: EngineBenchOptions): Promise<ModelRes
   write('');
   write('model                  comfyui (median)  sglang (median)  ratio (comfyui/sglang)');
   for (const r of results) {
-    write(`${r.model.padEnd(22)} ${`${(r.medianMs.comfyui / 1000).toFixed(2)} s`.padStart(16)}  ${`${(r.medianMs.sglang / 1000).toFixed(2)} s`.padStart(15)}  ${r.ratio.toFixed(2)}×`);
+    write(
+      `${r.model.padEnd(22)} ${`${(r.medianMs.comfyui / 1000).toFixed(2)} s`.padStart(16)}  ${`${(r.medianMs.sglang / 1000).toFixed(2)} s`.padStart(15)}  ${r.ratio.toFixed(2)}×`,
+    );
     for (const c of r.checks) {
-      write(`  seed ${c.seed}: sglang noise score ${c.noise.toFixed(2)} (not noise ≤ ${NOT_NOISE_MAX}), similarity to comfyui ${c.similarity.toFixed(2)} (close ≥ ${CLOSE_MIN}): ${c.ok ? 'PASS' : 'CHECK'}`);
+      write(
+        `  seed ${c.seed}: sglang noise score ${c.noise.toFixed(2)} (not noise ≤ ${NOT_NOISE_MAX}), similarity to comfyui ${c.similarity.toFixed(2)} (close ≥ ${CLOSE_MIN}): ${c.ok ? 'PASS' : 'CHECK'}`,
+      );
     }
   }
   return results;
@@ -187,12 +191,22 @@ async function main(): Promise<number> {
     strict: true,
   });
   if (values.help) {
-    process.stdout.write('usage: tsx bench/engines.ts --url <comfyui> [--models flux-dev,qwen-image,h3] [--runs 3] [--seed 1234] [--models-config FILE] [--out DIR] | --dry-run\n');
+    process.stdout.write(
+      'usage: tsx bench/engines.ts --url <comfyui> [--models flux-dev,qwen-image,h3] [--runs 3] [--seed 1234] [--models-config FILE] [--out DIR] | --dry-run\n',
+    );
     return 0;
   }
   const configPath = values['models-config'] ?? process.env.MODELS_CONFIG;
   const overrides = configPath ? parseModelOverrides(JSON.parse(readFileSync(configPath, 'utf8')), configPath) : undefined;
-  const common = { models: values.models.split(',').map((s) => s.trim()).filter(Boolean), seed: Number(values.seed), ...(overrides ? { overrides } : {}), ...(values.out ? { outDir: values.out } : {}) };
+  const common = {
+    models: values.models
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    seed: Number(values.seed),
+    ...(overrides ? { overrides } : {}),
+    ...(values.out ? { outDir: values.out } : {}),
+  };
   if (values['dry-run']) {
     const { startFakeComfyUI } = await import('../tools/fake-comfyui/server.ts');
     const fake = await startFakeComfyUI({ port: 0, sgldPlugin: true });

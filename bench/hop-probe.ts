@@ -91,7 +91,12 @@ async function probe(label: string, dynamicConfig: Record<string, unknown>): Pro
     const wfRunning = wfWorker.run();
     // Let every workflow task run so that all 12 activities wait in the GPU queue before anyone polls it.
     await waitUntil(async () => {
-      const d = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: `${prioQueue}-gpu` }, taskQueueType: 2, reportStats: true });
+      const d = await client.workflowService.describeTaskQueue({
+        namespace: 'default',
+        taskQueue: { name: `${prioQueue}-gpu` },
+        taskQueueType: 2,
+        reportStats: true,
+      });
       return Number(d.stats?.approximateBacklogCount ?? 0) >= 12;
     });
     const keys = new Map(handles.map((h, i) => [h.workflowId, i < 10 ? 5 : 1]));

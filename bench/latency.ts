@@ -26,13 +26,16 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   const runTag = Math.random().toString(36).slice(2, 8);
   const tls: Mark[][] = [];
   const stopAt = Math.min(ctx.deadline, Date.now() + (ctx.quick ? 15_000 : 40_000));
-  for (let i = 0; i < 3; i++) await postJson(`${stack.svc.url}/sdapi/v1/txt2img`, JSON.stringify(txt2imgBody(`latency warm ${i}`, 990_000 + i)), AbortSignal.timeout(60_000));
+  for (let i = 0; i < 3; i++)
+    await postJson(`${stack.svc.url}/sdapi/v1/txt2img`, JSON.stringify(txt2imgBody(`latency warm ${i}`, 990_000 + i)), AbortSignal.timeout(60_000));
   for (let i = 0; i < n && Date.now() < stopAt; i++) {
     // With an Idempotency-Key the render id is known up front: this process long-polls the same workflow's
     // result as the front does, which separates Temporal's delivery of the result from the front's own work.
     const key = `bench-latency-${runTag}-${i}`;
     const watcher = watchResult(temporal, renderIdForKey(key), Date.now() + 30_000);
-    const r = await postJson(`${stack.svc.url}/sdapi/v1/txt2img`, JSON.stringify(txt2imgBody(`latency ${i}`, 300_000 + i)), AbortSignal.timeout(60_000), { 'idempotency-key': key });
+    const r = await postJson(`${stack.svc.url}/sdapi/v1/txt2img`, JSON.stringify(txt2imgBody(`latency ${i}`, 300_000 + i)), AbortSignal.timeout(60_000), {
+      'idempotency-key': key,
+    });
     const resultAt = await watcher;
     if (r.status !== 200) throw new Error(`txt2img answered ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
     const renderId = r.headers.get('x-render-id') ?? '';

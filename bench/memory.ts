@@ -44,11 +44,21 @@ export function noisePng(width: number, height: number): Buffer {
 }
 
 function img2imgBody(tag: string, seed: number, png: Buffer): string {
-  return JSON.stringify({ prompt: `bench ${tag}`, model: MODEL, width: 512, height: 512, seed, denoising_strength: 0.6, init_images: [png.toString('base64')] });
+  return JSON.stringify({
+    prompt: `bench ${tag}`,
+    model: MODEL,
+    width: 512,
+    height: 512,
+    seed,
+    denoising_strength: 0.6,
+    init_images: [png.toString('base64')],
+  });
 }
 
 /** A fresh service (its own process, so the RSS is this benchmark's) logging its memoryUsage(), and a fake. */
-export function prepareMemory(ctx: BenchContext): Promise<{ fake: Awaited<ReturnType<typeof startFake>>; svc: Awaited<ReturnType<typeof startBenchService>>; memLog: string }> {
+export function prepareMemory(
+  ctx: BenchContext,
+): Promise<{ fake: Awaited<ReturnType<typeof startFake>>; svc: Awaited<ReturnType<typeof startBenchService>>; memLog: string }> {
   return ctx.lazy('memory', async () => {
     const { temporal } = await ctx.temporal();
     const fake = await startFake(ctx.cleanups);
@@ -157,11 +167,16 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   const whileWaiting = heap.filter((r) => r.at >= waitingSince && r.at < waitingSince + 2_000);
   const midWait = whileWaiting[Math.floor(whileWaiting.length / 2)];
   const heapLine = (label: string, r: MemRow | undefined): string =>
-    r ? `${label}: rss ${mb(r.rss)} = JS heap ${mb(r.heapTotal)} (used ${mb(r.heapUsed)}) + ArrayBuffers ${mb(r.arrayBuffers)} + other ${mb(r.rss - r.heapTotal - r.arrayBuffers)}` : `${label}: n/a`;
+    r
+      ? `${label}: rss ${mb(r.rss)} = JS heap ${mb(r.heapTotal)} (used ${mb(r.heapUsed)}) + ArrayBuffers ${mb(r.arrayBuffers)} + other ${mb(r.rss - r.heapTotal - r.arrayBuffers)}`
+      : `${label}: n/a`;
 
   // Where a render's time went while 100 piled up (first 10 to start): front ingest, Temporal, upload.
   const tls: Mark[][] = [];
-  for (const r of results.filter((x) => x.renderId).sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0)).slice(0, 10)) {
+  for (const r of results
+    .filter((x) => x.renderId)
+    .sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0))
+    .slice(0, 10)) {
     const h = await fetchHistory(temporalClient, r.renderId!);
     tls.push([{ label: 'http.sent', at: r.sentAt! }, ...timeline(h)].filter((m) => !m.label.startsWith('collectOutputs')).slice(0, 16));
   }
@@ -198,7 +213,8 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
 
 function failureSummary(results: Array<{ status: number; error?: string }>): string[] {
   const by = new Map<string, number>();
-  for (const r of results) if (r.status !== 200) by.set(`${r.status} ${r.error ?? ''}`.slice(0, 160), (by.get(`${r.status} ${r.error ?? ''}`.slice(0, 160)) ?? 0) + 1);
+  for (const r of results)
+    if (r.status !== 200) by.set(`${r.status} ${r.error ?? ''}`.slice(0, 160), (by.get(`${r.status} ${r.error ?? ''}`.slice(0, 160)) ?? 0) + 1);
   return [...by.entries()].slice(0, 4).map(([k, n]) => `  failed ×${n}: ${k}`);
 }
 

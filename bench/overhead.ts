@@ -31,7 +31,13 @@ export function graphFor(body: Record<string, unknown>, renderId: string): Comfy
 
 export async function directRender(client: ComfyClient, graph: ComfyGraph): Promise<number> {
   const t0 = nowMs();
-  const r = await submitAndFollow(client, { graph, promptId: randomUUID(), stallTimeoutMs: 30_000, pollIntervalMs: 1_000, signal: AbortSignal.timeout(30_000) });
+  const r = await submitAndFollow(client, {
+    graph,
+    promptId: randomUUID(),
+    stallTimeoutMs: 30_000,
+    pollIntervalMs: 1_000,
+    signal: AbortSignal.timeout(30_000),
+  });
   let bytes = 0;
   for (const f of r.files) if (f.type === 'output') bytes += (await client.view(f)).data.length;
   const t1 = nowMs();

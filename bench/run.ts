@@ -28,14 +28,24 @@ const BENCHES: Record<string, { title: string; budget: string; allot: [number, n
 };
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, quick: { type: 'boolean', default: false }, smoke: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+  options: {
+    only: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    smoke: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h' },
+  },
   strict: true,
 });
 if (values.help) {
   process.stdout.write(`usage: tsx bench/run.ts [--only ${Object.keys(BENCHES).join(',')}] [--quick | --smoke]\n`);
   process.exit(0);
 }
-const selected = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : Object.keys(BENCHES);
+const selected = values.only
+  ? values.only
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+  : Object.keys(BENCHES);
 for (const s of selected) {
   if (!BENCHES[s]) {
     process.stderr.write(`unknown benchmark ${JSON.stringify(s)}; known: ${Object.keys(BENCHES).join(', ')}\n`);
@@ -96,7 +106,14 @@ try {
       printBlock(r);
       results.push(r);
     } catch (e) {
-      const r: BenchResult = { name, title: b.title, figure: `failed: ${(e as Error).message.split('\n')[0]}`, budget: b.budget, verdict: 'ERROR', lines: [String((e as Error).stack ?? e).slice(0, 2000)] };
+      const r: BenchResult = {
+        name,
+        title: b.title,
+        figure: `failed: ${(e as Error).message.split('\n')[0]}`,
+        budget: b.budget,
+        verdict: 'ERROR',
+        lines: [String((e as Error).stack ?? e).slice(0, 2000)],
+      };
       printBlock(r);
       results.push(r);
     }

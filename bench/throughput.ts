@@ -19,7 +19,9 @@ export const BUDGET_RPS = 25;
 const BACKENDS = 4;
 
 /** The fakes (one child process) and a service with all of them as backends. */
-export function prepareThroughput(ctx: BenchContext): Promise<{ host: Awaited<ReturnType<typeof startFakeHost>>; svc: Awaited<ReturnType<typeof startBenchService>> }> {
+export function prepareThroughput(
+  ctx: BenchContext,
+): Promise<{ host: Awaited<ReturnType<typeof startFakeHost>>; svc: Awaited<ReturnType<typeof startBenchService>> }> {
   return ctx.lazy('throughput', async () => {
     const { temporal } = await ctx.temporal();
     const host = await startFakeHost(ctx.cleanups, BACKENDS);
@@ -37,7 +39,11 @@ export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
   const { host, svc } = await prepareThroughput(ctx);
 
   // One warm render per backend path (object_info caches, connections, JIT).
-  await Promise.all(Array.from({ length: backends }, (_, i) => postJson(`${svc.url}/sdapi/v1/txt2img`, JSON.stringify(txt2imgBody(`tp warm ${i}`, 800_000 + i)), AbortSignal.timeout(60_000))));
+  await Promise.all(
+    Array.from({ length: backends }, (_, i) =>
+      postJson(`${svc.url}/sdapi/v1/txt2img`, JSON.stringify(txt2imgBody(`tp warm ${i}`, 800_000 + i)), AbortSignal.timeout(60_000)),
+    ),
+  );
 
   const t0 = Date.now();
   const windowStart = t0 + warmMs;

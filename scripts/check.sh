@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The static checks `npm test` runs before the tests: the type check (src, test and bench in one program),
-# eslint and the import check, side by side (tsc is single-threaded; the other two fit beside it). Each one's
-# output is kept apart and printed whole once it ends, and every failing check is named: one failure does
+# eslint, the import check and the formatter check, side by side (tsc is single-threaded; the others fit
+# beside it). Each one's output is kept apart and printed whole once it ends, and every failing check is named: one failure does
 # not hide another, and the script fails if any did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-checks=(typecheck lint lint:deps)
+checks=(typecheck lint lint:deps format:check)
 pids=()
 for c in "${checks[@]}"; do
   npm run -s "$c" >"$out/$c.log" 2>&1 &

@@ -26,7 +26,11 @@ const modelFree = (prefix: string): Graph => ({
     inputs: { image: ['mf_load', 0], upscale_method: 'nearest-exact', width: 48, height: 40, crop: 'disabled' },
     _meta: { title: 'Upscale Image' },
   },
-  mf_save: { class_type: 'SaveImage', inputs: { images: ['mf_scale', 0], filename_prefix: `comfy-durable-verdicts/${prefix}` }, _meta: { title: 'Save Image' } },
+  mf_save: {
+    class_type: 'SaveImage',
+    inputs: { images: ['mf_scale', 0], filename_prefix: `comfy-durable-verdicts/${prefix}` },
+    _meta: { title: 'Save Image' },
+  },
 });
 
 function withInput(g: Graph, node: string, input: string, value: unknown): Graph {
@@ -50,7 +54,10 @@ const cases: Array<{ name: string; prompt: unknown }> = [
   },
   {
     name: 'model file missing in a loader no output uses',
-    prompt: { ...modelFree('unused-loader'), lone_vae: { class_type: 'VAELoader', inputs: { vae_name: 'not-installed-vae.safetensors' }, _meta: { title: 'Load VAE' } } },
+    prompt: {
+      ...modelFree('unused-loader'),
+      lone_vae: { class_type: 'VAELoader', inputs: { vae_name: 'not-installed-vae.safetensors' }, _meta: { title: 'Load VAE' } },
+    },
   },
   {
     name: 'absent node class in a node no output uses',

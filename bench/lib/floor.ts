@@ -56,7 +56,9 @@ export async function startFloor(cleanups: Cleanups, address: string, client: Cl
   const gpus =
     shape === 'legacy'
       ? await Promise.all(
-          Array.from({ length: gpuQueues }, (_, i) => Worker.create({ connection, taskQueue: `${taskQueue}.gpu-${i}`, activities, maxConcurrentActivityTaskExecutions: 1 })),
+          Array.from({ length: gpuQueues }, (_, i) =>
+            Worker.create({ connection, taskQueue: `${taskQueue}.gpu-${i}`, activities, maxConcurrentActivityTaskExecutions: 1 }),
+          ),
         )
       : [await Worker.create({ connection, taskQueue: `${taskQueue}-gpu`, activities, maxConcurrentActivityTaskExecutions: gpuQueues })];
   const all = [general, ...gpus];

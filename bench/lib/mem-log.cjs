@@ -10,10 +10,13 @@ if (process.argv.some((a) => a.endsWith('src/cli/main.ts') || a.endsWith('dist/c
     require('node:v8').setFlagsFromString('--expose_gc');
     gc = require('node:vm').runInNewContext('gc');
   }
-  const t = setInterval(() => {
-    if (gc) gc();
-    const m = process.memoryUsage();
-    fs.appendFileSync(file, `${JSON.stringify({ at: Date.now(), ...m })}\n`);
-  }, gc ? 1000 : 250);
+  const t = setInterval(
+    () => {
+      if (gc) gc();
+      const m = process.memoryUsage();
+      fs.appendFileSync(file, `${JSON.stringify({ at: Date.now(), ...m })}\n`);
+    },
+    gc ? 1000 : 250,
+  );
   t.unref();
 }

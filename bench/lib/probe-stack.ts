@@ -37,7 +37,12 @@ export async function startProbeStack(opts: {
   const grpc = await Connection.connect({ address: server.address });
   const workers = [
     await Worker.create({ connection: native, taskQueue: opts.taskQueue, workflowsPath: path.join(here, 'probe-workflows.ts'), activities: opts.activities }),
-    await Worker.create({ connection: native, taskQueue: opts.otherQueue, activities: opts.activities, maxConcurrentActivityTaskExecutions: opts.otherQueueSlots }),
+    await Worker.create({
+      connection: native,
+      taskQueue: opts.otherQueue,
+      activities: opts.activities,
+      maxConcurrentActivityTaskExecutions: opts.otherQueueSlots,
+    }),
   ];
   const running = workers.map((w) => w.run());
   return {

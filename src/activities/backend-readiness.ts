@@ -31,7 +31,12 @@ export async function waitReachable(client: ComfyClient, budgetMs: number, refus
       refusedSince = e.refused ? (refusedSince ?? Date.now()) : undefined;
       if (refusedSince !== undefined && Date.now() - refusedSince >= refusedDeadMs) {
         const refusedForMs = Date.now() - refusedSince;
-        throw new ComfyUnavailableError({ url: e.url, refusedForMs, cause: e, message: `ComfyUI at ${e.url} refused every connection for ${Math.round(refusedForMs / 1000)} s: its process is gone` });
+        throw new ComfyUnavailableError({
+          url: e.url,
+          refusedForMs,
+          cause: e,
+          message: `ComfyUI at ${e.url} refused every connection for ${Math.round(refusedForMs / 1000)} s: its process is gone`,
+        });
       }
     }
     await new Promise((r) => setTimeout(r, everyMs));

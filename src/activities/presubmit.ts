@@ -15,7 +15,11 @@ import type { RunPromptInput } from './types.ts';
  * fresh `/object_info` first: the operator may have just installed the file the cached copy lacks.
  */
 /** `backend`: the ComfyUI the attempt runs on (bound late: not in the attempt's input). */
-export async function validateBeforeSubmit(client: ComfyClient, input: { graph: RunPromptInput['graph']; backend: Backend }, cache: ObjectInfoCache): Promise<void> {
+export async function validateBeforeSubmit(
+  client: ComfyClient,
+  input: { graph: RunPromptInput['graph']; backend: Backend },
+  cache: ObjectInfoCache,
+): Promise<void> {
   if (preflightGraph(input.graph, await cache.get(input.backend.id, client)).ok) return;
   cache.invalidate(input.backend.id);
   const v = preflightGraph(input.graph, await cache.get(input.backend.id, client));

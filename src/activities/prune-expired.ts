@@ -27,7 +27,13 @@ export function createPruneExpired(deps: Pick<ActivityDeps, 'config' | 'blobs' |
       progress: () => ctx.heartbeat(),
     });
     deps.logger.info(
-      { cutoff: result.cutoff, rendersDeleted: result.rendersDeleted.length, rendersKept: result.rendersKept, blobsDeleted: result.blobsDeleted, bytesFreed: result.bytesFreed },
+      {
+        cutoff: result.cutoff,
+        rendersDeleted: result.rendersDeleted.length,
+        rendersKept: result.rendersKept,
+        blobsDeleted: result.blobsDeleted,
+        bytesFreed: result.bytesFreed,
+      },
       'retention: pruned',
     );
     return {

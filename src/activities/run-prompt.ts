@@ -32,12 +32,7 @@ import { findLivePrompt, previousPrompts, queuedClientId } from './reattach.ts';
 import { STOP_OUTCOME_TEXT, cancelAndWait, stopStalledPrompt } from './stop-prompt.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
-import {
-  inputReuploads,
-  promptAttempts,
-  promptReattached,
-  promptStalls,
-} from '../metrics/metrics.ts';
+import { inputReuploads, promptAttempts, promptReattached, promptStalls } from '../metrics/metrics.ts';
 import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/types.ts';
 import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { ItemProgress } from './item-progress.ts';
@@ -192,21 +187,30 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       // Two sibling spans: the submission (`POST /prompt`, or finding it already queued) up to onSubmitted,
       // then following the prompt to its end.
       const attrs = { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId };
-      const submitSpan = { name: 'comfyui.submit', kind: SpanKind.CLIENT, attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url } };
-      result = await inSpanPair(submitSpan, { name: 'comfyui.follow', attributes: attrs }, (submitted) => submitWithReupload(deps, client, backend, input, objectInfo, log, {
-        ...follow,
-        graph: input.graph,
-        promptId,
-        extraData: { comfy_durable: { render_id: input.renderId, item: input.item, attempt }, ...(wantPreviews || keepPartial ? { preview_method: 'auto' } : {}) },
-        // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
-        cancelOnAbortOrStall: false,
-        onSubmitted: ({ reattached }) => {
-          beat = { ...beat, promptId };
-          ctx.heartbeat(beat);
-          log.info({ promptId, reattached }, 'prompt submitted');
-          submitted({ 'comfyui.reattached': reattached });
-        },
-      }));
+      const submitSpan = {
+        name: 'comfyui.submit',
+        kind: SpanKind.CLIENT,
+        attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url },
+      };
+      result = await inSpanPair(submitSpan, { name: 'comfyui.follow', attributes: attrs }, (submitted) =>
+        submitWithReupload(deps, client, backend, input, objectInfo, log, {
+          ...follow,
+          graph: input.graph,
+          promptId,
+          extraData: {
+            comfy_durable: { render_id: input.renderId, item: input.item, attempt },
+            ...(wantPreviews || keepPartial ? { preview_method: 'auto' } : {}),
+          },
+          // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
+          cancelOnAbortOrStall: false,
+          onSubmitted: ({ reattached }) => {
+            beat = { ...beat, promptId };
+            ctx.heartbeat(beat);
+            log.info({ promptId, reattached }, 'prompt submitted');
+            submitted({ 'comfyui.reattached': reattached });
+          },
+        }),
+      );
     }
     timings.push({ stage: 'prompt', ms: Date.now() - promptStart });
     deps.health.markHealthy(backend, `prompt ${promptId} succeeded`);
@@ -228,12 +232,16 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       timings,
     };
     const blank = outputs.filter((o) => o.blank);
-    if (blank.length > 0) log.warn({ promptId, blank: blank.map((o) => o.blank) }, 'output image of one colour (a black one: NaNs in the VAE): flagged in the result');
+    if (blank.length > 0)
+      log.warn({ promptId, blank: blank.map((o) => o.blank) }, 'output image of one colour (a black one: NaNs in the VAE): flagged in the result');
     return run;
   } catch (err) {
     if (signal.aborted) {
       const reason = cancelReason(signal.reason);
-      promptAttempts.inc({ backend: backend.id, outcome: reason === 'CANCELLED' ? 'cancelled' : reason === 'WORKER_SHUTDOWN' ? 'worker_shutdown' : 'abandoned' });
+      promptAttempts.inc({
+        backend: backend.id,
+        outcome: reason === 'CANCELLED' ? 'cancelled' : reason === 'WORKER_SHUTDOWN' ? 'worker_shutdown' : 'abandoned',
+      });
       if (reason === 'CANCELLED' && promptId !== '') {
         // The render was cancelled: stop the GPU before the workflow is allowed to end.
         const stopped = await cancelAndWait(client, promptId, graceMs, log);
@@ -241,7 +249,14 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         // Interrupt and skip keep what was rendered: the workflow takes this result for the stopped item
         // (and ends as cancelled when the whole render was).
         if (lastPreview && hasPartialImage(input.request)) {
-          const partial = await partialRun(deps, lastPreview, input.request, input.item, { promptId, attempt, startedAt, backend: backend.id, timings, beat }).catch((e: unknown) => {
+          const partial = await partialRun(deps, lastPreview, input.request, input.item, {
+            promptId,
+            attempt,
+            startedAt,
+            backend: backend.id,
+            timings,
+            beat,
+          }).catch((e: unknown) => {
             log.warn({ promptId, err: (e as Error).message }, 'could not keep the partial image of the stopped prompt');
             return undefined;
           });

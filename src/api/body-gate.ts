@@ -39,7 +39,13 @@ export interface BodyGateOptions {
 
 /** A1111's envelope; written raw, since the request is cut off mid-body. */
 const SLOW_UPLOAD_408 = (() => {
-  const body = JSON.stringify({ error: 'HTTPException', detail: 'request body arrived too slowly', body: '', errors: 'request body arrived too slowly', field: 'body' });
+  const body = JSON.stringify({
+    error: 'HTTPException',
+    detail: 'request body arrived too slowly',
+    body: '',
+    errors: 'request body arrived too slowly',
+    field: 'body',
+  });
   return `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 })();
 
@@ -90,18 +96,21 @@ function watchUploadRate(req: FastifyRequest, opts: BodyGateOptions): () => void
   const graceMs = opts.graceMs ?? 5_000;
   const startBytes = socket.bytesRead;
   const startAt = Date.now();
-  const timer = setInterval(() => {
-    if (req.raw.complete) return clearInterval(timer);
-    const elapsed = Date.now() - startAt;
-    if (elapsed < graceMs) return;
-    const rate = ((socket.bytesRead - startBytes) * 1000) / elapsed;
-    if (rate >= min) return;
-    clearInterval(timer);
-    req.log.warn({ bytesPerSecond: Math.round(rate), minBytesPerSecond: min }, 'request body arriving too slowly: 408, connection closed');
-    releaseBodySlot(req);
-    socket.end(SLOW_UPLOAD_408);
-    setTimeout(() => socket.destroy(), 1_000).unref();
-  }, Math.min(1_000, Math.max(100, Math.floor(graceMs / 4))));
+  const timer = setInterval(
+    () => {
+      if (req.raw.complete) return clearInterval(timer);
+      const elapsed = Date.now() - startAt;
+      if (elapsed < graceMs) return;
+      const rate = ((socket.bytesRead - startBytes) * 1000) / elapsed;
+      if (rate >= min) return;
+      clearInterval(timer);
+      req.log.warn({ bytesPerSecond: Math.round(rate), minBytesPerSecond: min }, 'request body arriving too slowly: 408, connection closed');
+      releaseBodySlot(req);
+      socket.end(SLOW_UPLOAD_408);
+      setTimeout(() => socket.destroy(), 1_000).unref();
+    },
+    Math.min(1_000, Math.max(100, Math.floor(graceMs / 4))),
+  );
   timer.unref();
   return () => clearInterval(timer);
 }

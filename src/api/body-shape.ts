@@ -42,7 +42,8 @@ export function assertBodyShape(body: unknown, limits: BodyShapeLimits): void {
     keys: string[] | undefined;
     next: number;
   }
-  const frame = (node: object): Frame => (Array.isArray(node) ? { node, keys: undefined, next: 0 } : { node: node as Record<string, unknown>, keys: Object.keys(node), next: 0 });
+  const frame = (node: object): Frame =>
+    Array.isArray(node) ? { node, keys: undefined, next: 0 } : { node: node as Record<string, unknown>, keys: Object.keys(node), next: 0 };
   const stack: Frame[] = [frame(body)];
   while (stack.length > 0) {
     const f = stack[stack.length - 1]!;

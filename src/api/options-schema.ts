@@ -16,10 +16,18 @@ export const KNOWN_OPTIONS = {
   CLIP_stop_at_last_layers: z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(1).max(12),
   samples_format: z.enum(['png', 'jpg', 'jpeg', 'webp'], { error: 'expected png, jpg, jpeg or webp' }),
   /** JPEG and WebP quality of answered images (A1111's option; 1-100). */
-  jpeg_quality: z.number({ error: 'expected an integer from 1 to 100' }).int({ error: 'expected an integer from 1 to 100' }).min(1, { error: 'expected an integer from 1 to 100' }).max(100, { error: 'expected an integer from 1 to 100' }),
+  jpeg_quality: z
+    .number({ error: 'expected an integer from 1 to 100' })
+    .int({ error: 'expected an integer from 1 to 100' })
+    .min(1, { error: 'expected an integer from 1 to 100' })
+    .max(100, { error: 'expected an integer from 1 to 100' }),
   webp_lossless: z.boolean({ error: 'expected a boolean' }),
   send_seed: z.boolean({ error: 'expected a boolean' }),
-  eta_noise_seed_delta: z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(0).max(2 ** 32),
+  eta_noise_seed_delta: z
+    .number({ error: 'expected an integer' })
+    .int({ error: 'expected an integer' })
+    .min(0)
+    .max(2 ** 32),
 } as const;
 
 export type OptionKey = keyof typeof KNOWN_OPTIONS;

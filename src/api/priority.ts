@@ -15,7 +15,11 @@ function parse(v: unknown, field: string): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
   if (!Number.isInteger(n) || n < MIN_PRIORITY || n > MAX_PRIORITY) {
-    throw new RequestError(422, field, `${field} must be an integer from ${MIN_PRIORITY} (most urgent) to ${MAX_PRIORITY} (least), default ${DEFAULT_PRIORITY}; got ${JSON.stringify(v)}`);
+    throw new RequestError(
+      422,
+      field,
+      `${field} must be an integer from ${MIN_PRIORITY} (most urgent) to ${MAX_PRIORITY} (least), default ${DEFAULT_PRIORITY}; got ${JSON.stringify(v)}`,
+    );
   }
   return n;
 }

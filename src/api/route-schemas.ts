@@ -35,7 +35,10 @@ const unchecked = (): boolean => true;
 
 const compileValidator: FastifySchemaCompiler<z.ZodType> = (route) => (checkedByRoute.has(route.schema) ? unchecked : validatorCompiler(route));
 
-const serializeAsBefore = () => (data: unknown): string => JSON.stringify(data);
+const serializeAsBefore =
+  () =>
+  (data: unknown): string =>
+    JSON.stringify(data);
 
 export function useZodRouteSchemas(app: FastifyInstance): void {
   app.setValidatorCompiler(compileValidator);

@@ -135,7 +135,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     app.addHook('onRequest', async (req, reply) => {
       const name = normalizeHostName(hostnameOf(req.headers.host)) ?? '';
       if (!isLoopbackHost(name) && !extraHosts.has(name)) {
-        return sendError(reply, 403, errorBody('HTTPException', `host ${req.headers.host ?? '(none)'} is not served here; use 127.0.0.1 or localhost`, { field: 'host' }));
+        return sendError(
+          reply,
+          403,
+          errorBody('HTTPException', `host ${req.headers.host ?? '(none)'} is not served here; use 127.0.0.1 or localhost`, { field: 'host' }),
+        );
       }
     });
   }
@@ -164,7 +168,13 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
         // the browser's password dialog over the gallery's token form.
         const browserFetch = req.headers['sec-fetch-mode'] !== undefined && req.headers['sec-fetch-mode'] !== 'navigate';
         if (!browserFetch) reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
-        return sendError(reply, 401, errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', { field: 'authorization' }));
+        return sendError(
+          reply,
+          401,
+          errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', {
+            field: 'authorization',
+          }),
+        );
       }
     });
   }
@@ -206,7 +216,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       return sendError(reply, 413, errorBody('HTTPException', `request body is larger than ${limit} bytes`, { field: 'body', limit }));
     }
     if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return sendError(reply, 415, errorBody('HTTPException', `unsupported content type ${req.headers['content-type'] ?? ''}: send application/json`, { field: 'content-type' }));
+      return sendError(
+        reply,
+        415,
+        errorBody('HTTPException', `unsupported content type ${req.headers['content-type'] ?? ''}: send application/json`, { field: 'content-type' }),
+      );
     }
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
       return sendError(reply, fe.statusCode, errorBody('HTTPException', fe.message));

@@ -15,7 +15,17 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 export const TEMPORAL_UI_PATH = '/temporal';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) are the connection's, not the message's: never forwarded. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 export interface TemporalUiProxyOptions {
   /** The UI's own address, e.g. `http://127.0.0.1:40123` (loopback). */

@@ -124,7 +124,11 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
     setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   }
-  const { client, connection } = await connectClient(address, config.TEMPORAL_NAMESPACE, clientTracingInterceptors ? { workflowInterceptors: clientTracingInterceptors() } : {});
+  const { client, connection } = await connectClient(
+    address,
+    config.TEMPORAL_NAMESPACE,
+    clientTracingInterceptors ? { workflowInterceptors: clientTracingInterceptors() } : {},
+  );
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
 
   // The worker process starts now; the front is built meanwhile and listens once the worker is ready.
@@ -157,7 +161,13 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
     const activities = createActivities(
       {
-        config, blobs, backends, clients, health, logger: logger.child({ component: 'activities' }), temporal: { client, namespace: config.TEMPORAL_NAMESPACE },
+        config,
+        blobs,
+        backends,
+        clients,
+        health,
+        logger: logger.child({ component: 'activities' }),
+        temporal: { client, namespace: config.TEMPORAL_NAMESPACE },
         // The proxy gives the GPU on once this entry exits: no prompt may outlive it (activities/run-prompt.ts).
         ...(mode === 'gpu' ? { stopPromptOnShutdown: true } : {}),
       },
@@ -171,7 +181,9 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       backends: served,
       pool,
       activities,
-      ...(mode === 'gpu' ? { general: false } : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
+      ...(mode === 'gpu'
+        ? { general: false }
+        : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
       ...(traced ? { tracing: traced } : {}),
       logger,
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
@@ -212,7 +224,11 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         ? new RenderService(
             client,
             config.TEMPORAL_TASK_QUEUE,
-            new Client({ connection: workers.connection, namespace: config.TEMPORAL_NAMESPACE, ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}) }),
+            new Client({
+              connection: workers.connection,
+              namespace: config.TEMPORAL_NAMESPACE,
+              ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}),
+            }),
           )
         : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
       tracing: tracing !== undefined,

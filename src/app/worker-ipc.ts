@@ -9,8 +9,7 @@ export type RegistryJson = MetricObjectWithValues<MetricValue<string>>[];
 
 export type ToWorker =
   /** Drain (running activities get SHUTDOWN_GRACE_MS) and exit. */
-  | { type: 'stop' }
-  | { type: 'metrics'; id: number };
+  { type: 'stop' } | { type: 'metrics'; id: number };
 
 export type FromWorker = { type: 'ready' } | { type: 'metrics'; id: number; metrics: RegistryJson };
 

@@ -133,7 +133,11 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
     status: () => {
       if (child && childReady) return { ok: true, detail: `running (pid ${child.pid})`, pid: child.pid! };
       if (child) return { ok: false, detail: `starting (pid ${child.pid})`, pid: child.pid! };
-      if (restartTimer) return { ok: false, detail: `restarting after ${crashes} crash(es) in a row: back-off ${backoffMs} ms, ${Math.max(0, restartAt - Date.now())} ms left` };
+      if (restartTimer)
+        return {
+          ok: false,
+          detail: `restarting after ${crashes} crash(es) in a row: back-off ${backoffMs} ms, ${Math.max(0, restartAt - Date.now())} ms left`,
+        };
       return { ok: false, detail: stopping ? 'stopped' : 'not running' };
     },
     metrics: (timeoutMs = 2_000) => {

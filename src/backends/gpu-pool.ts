@@ -133,10 +133,7 @@ export class GpuPool {
     // Same model first (no load), then a backend that has loaded nothing yet, then any healthy one; an
     // unhealthy one last (its attempt then fails at once saying why, and the next one runs elsewhere).
     return (
-      healthy.find((b) => model !== undefined && this.lastModel.get(b.id) === model) ??
-      healthy.find((b) => !this.lastModel.has(b.id)) ??
-      healthy[0] ??
-      free[0]
+      healthy.find((b) => model !== undefined && this.lastModel.get(b.id) === model) ?? healthy.find((b) => !this.lastModel.has(b.id)) ?? healthy[0] ?? free[0]
     );
   }
 }

@@ -6,7 +6,19 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobRef } from '../render/types.ts';
-import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange, type StoredBlob } from './store.ts';
+import {
+  assertRange,
+  assertSha256,
+  BlobNotFoundError,
+  blobRef,
+  type BlobMeta,
+  meteredChunks,
+  type BlobSource,
+  type BlobStore,
+  type PutStreamOptions,
+  type ByteRange,
+  type StoredBlob,
+} from './store.ts';
 import { deleteBlobFiles, listBlobFiles } from './fs-inventory.ts';
 
 export class FsBlobStore implements BlobStore {

@@ -25,7 +25,20 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { BlobRef } from '../render/types.ts';
-import { assertRange, assertSha256, BlobNotFoundError, blobRef, type BlobMeta, meteredChunks, type BlobSource, type BlobStore, type PutStreamOptions, type ByteRange, SHA256_HEX, type StoredBlob } from './store.ts';
+import {
+  assertRange,
+  assertSha256,
+  BlobNotFoundError,
+  blobRef,
+  type BlobMeta,
+  meteredChunks,
+  type BlobSource,
+  type BlobStore,
+  type PutStreamOptions,
+  type ByteRange,
+  SHA256_HEX,
+  type StoredBlob,
+} from './store.ts';
 
 /** S3's minimum part size; parts of a multipart upload except the last must be at least this big. */
 const PART_SIZE = 8 * 1024 * 1024;
@@ -159,9 +172,7 @@ export class S3BlobStore implements BlobStore {
     const keys = sha256s.map((sha) => this.keyFor(sha));
     for (let i = 0; i < keys.length; i += DELETE_BATCH) {
       const batch = keys.slice(i, i + DELETE_BATCH);
-      const res = await this.client.send(
-        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
-      );
+      const res = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
       // A missing key is a success in S3's DeleteObjects; anything reported here is a real refusal.
       const errors = (res.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
       if (errors.length > 0) {

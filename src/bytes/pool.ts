@@ -85,7 +85,9 @@ function loadWorkerCode(): Promise<WorkerSource> {
 function spawnNow(): Worker {
   if (!loadedCode) throw new Error('byte worker code not loaded');
   const source = loadedCode;
-  return 'url' in source ? new Worker(source.url, { resourceLimits: RESOURCE_LIMITS }) : new Worker(source.code, { eval: true, resourceLimits: RESOURCE_LIMITS });
+  return 'url' in source
+    ? new Worker(source.url, { resourceLimits: RESOURCE_LIMITS })
+    : new Worker(source.code, { eval: true, resourceLimits: RESOURCE_LIMITS });
 }
 
 class BytePool {
@@ -127,7 +129,10 @@ class BytePool {
     worker.on('message', (reply: WorkerReply) => this.finish(slot, reply));
     worker.on('error', (err: Error & { code?: string }) => {
       const memory = err.code === 'ERR_WORKER_OUT_OF_MEMORY';
-      void this.stop(slot, new BytePoolError(memory ? 'memory' : 'crashed', memory ? 'parsing the input ran out of its memory bound' : `byte worker failed: ${err.message}`));
+      void this.stop(
+        slot,
+        new BytePoolError(memory ? 'memory' : 'crashed', memory ? 'parsing the input ran out of its memory bound' : `byte worker failed: ${err.message}`),
+      );
     });
     worker.on('exit', () => void this.stop(slot, new BytePoolError('crashed', 'byte worker exited')));
     this.slots.push(slot);

@@ -39,7 +39,11 @@ export const TASKS = {
   images: async (a: { sources: ImageSource[]; limits: ImageLimits }): Promise<DecodedImage[]> => {
     const out: DecodedImage[] = [];
     for (const s of a.sources) {
-      out.push('value' in s ? await decodeImageInputStreaming(s.value, s.field, a.limits) : await checkImageBytesStreaming(Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.byteLength), s.field, a.limits));
+      out.push(
+        'value' in s
+          ? await decodeImageInputStreaming(s.value, s.field, a.limits)
+          : await checkImageBytesStreaming(Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.byteLength), s.field, a.limits),
+      );
     }
     return out;
   },
@@ -59,7 +63,8 @@ export const TASKS = {
   },
 
   /** An OpenAI edit mask (transparent = edit) as this service's greyscale white = repaint PNG. */
-  openAiMask: async (a: { bytes: Uint8Array }): Promise<ConvertedMask> => convertOpenAiMask(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength)),
+  openAiMask: async (a: { bytes: Uint8Array }): Promise<ConvertedMask> =>
+    convertOpenAiMask(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength)),
 
   /** The infotext of raw EXIF bytes (a JPEG's or WebP's UserComment) and its parse. */
   exifText: async (a: { exif: Uint8Array }): Promise<{ info: string; parameters: Record<string, string> }> => {

@@ -51,10 +51,7 @@ async function runMode(mode: Mode, supervised = false): Promise<void> {
     answerFront(running, logger, { drainTimeoutMs: config.SHUTDOWN_GRACE_MS + 20_000 });
     return;
   }
-  logger.info(
-    { mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL },
-    'comfy-durable ready',
-  );
+  logger.info({ mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL }, 'comfy-durable ready');
   if (running.apiUrl) process.stdout.write(`comfy-durable listening on ${running.apiUrl}\n`);
   if (running.uiUrl) process.stdout.write(`Temporal Web UI on ${running.uiUrl}\nWARNING: ${running.uiWarning ?? ''}\n`);
 

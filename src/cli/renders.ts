@@ -99,7 +99,12 @@ export async function runRenders(argv: string[]): Promise<number> {
       case 'cancel':
         return await cancel(ops, rest);
       case 'prune':
-        return await prune(rest, { client, namespace: config.TEMPORAL_NAMESPACE, blobs: await blobStoreFromConfig(config), comfyInputDir: config.COMFYUI_INPUT_DIR });
+        return await prune(rest, {
+          client,
+          namespace: config.TEMPORAL_NAMESPACE,
+          blobs: await blobStoreFromConfig(config),
+          comfyInputDir: config.COMFYUI_INPUT_DIR,
+        });
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
@@ -110,7 +115,13 @@ export async function runRenders(argv: string[]): Promise<number> {
     }
     // A replay refused like any render (a full queue, a request no graph can be built for) is an answer, not a crash.
     const refused = e instanceof AdmissionRefusedError || e instanceof RequestError;
-    if (refused || e instanceof RenderNotFoundError || e instanceof RenderNotRunningError || e instanceof OutputNotFoundError || e instanceof NotReplayableError) {
+    if (
+      refused ||
+      e instanceof RenderNotFoundError ||
+      e instanceof RenderNotRunningError ||
+      e instanceof OutputNotFoundError ||
+      e instanceof NotReplayableError
+    ) {
       err(e.message);
       return 1;
     }
@@ -234,7 +245,11 @@ async function replay(ops: RenderOperators, rest: string[]): Promise<number> {
   const id = ids[0];
   if (!id) throw new UsageError('replay needs a render id, or --failed --since T');
   const started = await ops.replay(id, { newSeed: values['new-seed'] === true });
-  out(values.json ? JSON.stringify(started, null, 2) : `replaying ${id} as ${started.renderId} (seed ${started.seed}${started.newSeed ? ', new' : ', same as the original'})`);
+  out(
+    values.json
+      ? JSON.stringify(started, null, 2)
+      : `replaying ${id} as ${started.renderId} (seed ${started.seed}${started.newSeed ? ', new' : ', same as the original'})`,
+  );
   return 0;
 }
 
@@ -247,10 +262,7 @@ async function cancel(ops: RenderOperators, rest: string[]): Promise<number> {
   return 0;
 }
 
-async function prune(
-  rest: string[],
-  where: Pick<PruneOptions, 'client' | 'namespace' | 'blobs' | 'comfyInputDir'>,
-): Promise<number> {
+async function prune(rest: string[], where: Pick<PruneOptions, 'client' | 'namespace' | 'blobs' | 'comfyInputDir'>): Promise<number> {
   const { values } = args(rest, { 'older-than': { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } });
   const spec = values['older-than'];
   if (typeof spec !== 'string') throw new UsageError('prune needs --older-than D (for example 7d or 12h)');
@@ -302,14 +314,21 @@ export function table(renders: RenderSummary[]): string {
     clip(r.reason ?? (r.replayOf ? `(replay of ${r.replayOf}) ${r.prompt ?? ''}` : (r.prompt ?? '')), 70),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
 }
 
 function graphLines(graph: ComfyGraph): string[] {
   return Object.entries(graph).map(([id, node]) => {
     const inputs = Object.entries(node.inputs ?? {})
-      .map(([k, v]) => `${k}=${Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'number' ? `@${v[0]}.${v[1]}` : clip(JSON.stringify(v), 60)}`)
+      .map(
+        ([k, v]) =>
+          `${k}=${Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'number' ? `@${v[0]}.${v[1]}` : clip(JSON.stringify(v), 60)}`,
+      )
       .join(' ');
     return `    ${id.padEnd(10)} ${node.class_type.padEnd(26)} ${inputs}`;
   });
@@ -317,8 +336,12 @@ function graphLines(graph: ComfyGraph): string[] {
 
 export function formatTimeline(tl: RenderTimeline): string {
   const L: string[] = [];
-  L.push(`${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}${tl.priority !== undefined ? `  priority ${tl.priority}` : ''}`);
-  L.push(`  started ${time(tl.startedAt)}  closed ${time(tl.closedAt)}  took ${duration(tl.durationMs)}  (${tl.historyEvents} history events, queue ${tl.taskQueue ?? '?'})`);
+  L.push(
+    `${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}${tl.priority !== undefined ? `  priority ${tl.priority}` : ''}`,
+  );
+  L.push(
+    `  started ${time(tl.startedAt)}  closed ${time(tl.closedAt)}  took ${duration(tl.durationMs)}  (${tl.historyEvents} history events, queue ${tl.taskQueue ?? '?'})`,
+  );
   if (tl.replayOf) L.push(`  replay of ${tl.replayOf}`);
   if (tl.cancelRequestedAt) L.push(`  cancel requested at ${time(tl.cancelRequestedAt)}`);
   if (tl.reason) L.push(`  REASON: ${tl.reason}`);
@@ -331,20 +354,30 @@ export function formatTimeline(tl: RenderTimeline): string {
     L.push('', 'request (resolved):');
     L.push(`  prompt   ${JSON.stringify(r.prompt)}`);
     if (r.negativePrompt) L.push(`  negative ${JSON.stringify(r.negativePrompt)}`);
-    L.push(`  seed ${r.seed}  ${r.width}x${r.height}  steps ${r.steps}  cfg ${r.cfg}${r.guidance !== undefined ? `  guidance ${r.guidance}` : ''}  ${r.sampler}/${r.scheduler}  denoise ${r.denoise}  batch ${r.batchSize}x${r.nIter}`);
-    const inputs = [r.initImage && `init ${r.initImage.sha256.slice(0, 12)}`, r.mask && `mask ${r.mask.sha256.slice(0, 12)}`, ...(r.extraImages ?? []).map((e, i) => `extra[${i}] ${e.sha256.slice(0, 12)}`)].filter(Boolean);
+    L.push(
+      `  seed ${r.seed}  ${r.width}x${r.height}  steps ${r.steps}  cfg ${r.cfg}${r.guidance !== undefined ? `  guidance ${r.guidance}` : ''}  ${r.sampler}/${r.scheduler}  denoise ${r.denoise}  batch ${r.batchSize}x${r.nIter}`,
+    );
+    const inputs = [
+      r.initImage && `init ${r.initImage.sha256.slice(0, 12)}`,
+      r.mask && `mask ${r.mask.sha256.slice(0, 12)}`,
+      ...(r.extraImages ?? []).map((e, i) => `extra[${i}] ${e.sha256.slice(0, 12)}`),
+    ].filter(Boolean);
     if (inputs.length > 0) L.push(`  inputs   ${inputs.join(', ')}`);
   }
 
   L.push('', 'timeline:');
   for (const s of tl.stages) {
-    L.push(`  ${s.name.padEnd(20)} ${s.outcome.padEnd(10)} ${time(s.scheduledAt).padEnd(22)} ${duration(s.durationMs).padStart(8)}${s.local ? '  (local)' : ''}${s.cancelRequested ? '  (cancel requested)' : ''}`);
+    L.push(
+      `  ${s.name.padEnd(20)} ${s.outcome.padEnd(10)} ${time(s.scheduledAt).padEnd(22)} ${duration(s.durationMs).padStart(8)}${s.local ? '  (local)' : ''}${s.cancelRequested ? '  (cancel requested)' : ''}`,
+    );
     for (const a of s.attempts) {
       const err = a.error ? `  ${a.error.type ?? 'Error'}: ${clip(a.error.message, 160)}` : '';
       const note = a.note ? `  (${a.note})` : '';
       const prompt = a.promptId ? `  prompt ${a.promptId}` : '';
       const on = a.backend ? `  on ${a.backend}` : '';
-      L.push(`    attempt ${String(a.attempt).padEnd(10)} ${a.outcome.padEnd(10)} ${time(a.startedAt).padEnd(22)} ${duration(a.durationMs).padStart(8)}${prompt}${on}${err}${note}`);
+      L.push(
+        `    attempt ${String(a.attempt).padEnd(10)} ${a.outcome.padEnd(10)} ${time(a.startedAt).padEnd(22)} ${duration(a.durationMs).padStart(8)}${prompt}${on}${err}${note}`,
+      );
       if (a.steps?.length) L.push(`      ${a.steps.map((t) => `${t.stage} ${duration(t.ms)}`).join(', ')}`);
     }
     if (s.heartbeat) L.push(`    heartbeat ${clip(JSON.stringify(s.heartbeat), 160)}`);

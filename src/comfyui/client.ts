@@ -11,12 +11,7 @@ import { FormData } from 'undici';
 import { z } from 'zod';
 import type { ComfyFileRef } from './graph.ts';
 import { parseObjectInfo, type NodeInfo, type ObjectInfo } from './object-info.ts';
-import {
-  ComfyRequestError,
-  ComfyUnavailableError,
-  ComfyUnsupportedError,
-  ComfyValidationError,
-} from './errors.ts';
+import { ComfyRequestError, ComfyUnavailableError, ComfyUnsupportedError, ComfyValidationError } from './errors.ts';
 import {
   cancelResponseSchema,
   featuresSchema,
@@ -292,7 +287,10 @@ export class ComfyClient {
    * `GET /view` as a stream, for outputs too large to hold (videos): the caller consumes `body` (and must,
    * or the connection stays busy). `timeoutMs` bounds the headers and each gap between body chunks.
    */
-  async viewStream(file: ComfyFileRef, opts?: CallOptions): Promise<{ body: AsyncIterable<Uint8Array>; contentType: string | undefined; contentLength: number | undefined }> {
+  async viewStream(
+    file: ComfyFileRef,
+    opts?: CallOptions,
+  ): Promise<{ body: AsyncIterable<Uint8Array>; contentType: string | undefined; contentLength: number | undefined }> {
     const { body, headers } = await this.http.stream('/view', {
       ...opts,
       timeoutMs: opts?.timeoutMs ?? this.timeouts.transferMs,
@@ -302,7 +300,6 @@ export class ComfyClient {
     const cl = Number(headers['content-length']);
     return { body, contentType: Array.isArray(ct) ? ct[0] : ct, contentLength: Number.isFinite(cl) ? cl : undefined };
   }
-
 
   // ---------------------------------------------------------------- server info
 
@@ -318,7 +315,7 @@ export class ComfyClient {
       const key = `${node}\0${problem}`;
       if (this.objectInfoProblems.has(key)) return;
       this.objectInfoProblems.add(key);
-      this.logger.warn({ node, problem }, 'part of a node\'s /object_info entry is unreadable; the node is kept without it');
+      this.logger.warn({ node, problem }, "part of a node's /object_info entry is unreadable; the node is kept without it");
     });
     return cls === undefined ? out : out[cls];
   }

@@ -204,9 +204,7 @@ export class ComfyExecutionError extends ComfyError {
   constructor(info: ExecutionErrorInfo) {
     const firstLine = info.exceptionMessage.split('\n')[0] ?? '';
     const hint = executionHint(info.nodeType, info.exceptionMessage);
-    super(
-      `ComfyUI node ${info.nodeId ?? '?'} (${info.nodeType ?? 'unknown type'}) failed: ${info.exceptionType}: ${firstLine}${hint ? `\n${hint}` : ''}`,
-    );
+    super(`ComfyUI node ${info.nodeId ?? '?'} (${info.nodeType ?? 'unknown type'}) failed: ${info.exceptionType}: ${firstLine}${hint ? `\n${hint}` : ''}`);
     this.name = 'ComfyExecutionError';
     this.info = info;
     this.hint = hint;
@@ -298,7 +296,11 @@ export class ComfyAbortError extends ComfyError {
   readonly retryable = false;
   constructor(reason?: unknown) {
     super(
-      reason instanceof Error ? `aborted: ${reason.message}` : reason !== undefined ? `aborted: ${typeof reason === 'string' ? reason : inspect(reason)}` : 'aborted',
+      reason instanceof Error
+        ? `aborted: ${reason.message}`
+        : reason !== undefined
+          ? `aborted: ${typeof reason === 'string' ? reason : inspect(reason)}`
+          : 'aborted',
       reason !== undefined ? { cause: reason } : undefined,
     );
     this.name = 'AbortError';

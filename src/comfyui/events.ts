@@ -18,9 +18,7 @@ const statusData = z
 
 const executionStartData = z.object({ prompt_id: z.string(), timestamp: z.number().optional() }).loose();
 
-const executionCachedData = z
-  .object({ nodes: z.array(nodeId).optional().default([]), prompt_id: z.string(), timestamp: z.number().optional() })
-  .loose();
+const executionCachedData = z.object({ nodes: z.array(nodeId).optional().default([]), prompt_id: z.string(), timestamp: z.number().optional() }).loose();
 
 /** `node: null` = the prompt finished and history is written; no `prompt_id` = replay on reconnect. */
 const executingData = z
@@ -31,9 +29,7 @@ const executingData = z
   })
   .loose();
 
-const progressData = z
-  .object({ value: z.number(), max: z.number(), prompt_id: z.string().optional(), node: nodeId.nullable().optional() })
-  .loose();
+const progressData = z.object({ value: z.number(), max: z.number(), prompt_id: z.string().optional(), node: nodeId.nullable().optional() }).loose();
 
 const progressStateNode = z
   .object({
@@ -45,9 +41,7 @@ const progressStateNode = z
   })
   .loose();
 
-const progressStateData = z
-  .object({ prompt_id: z.string(), nodes: z.record(z.string(), progressStateNode) })
-  .loose();
+const progressStateData = z.object({ prompt_id: z.string(), nodes: z.record(z.string(), progressStateNode) }).loose();
 
 const executedData = z
   .object({

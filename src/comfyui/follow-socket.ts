@@ -76,7 +76,10 @@ export class FollowSocket {
         onBinary: (frame) => {
           if (this.closed || !this.opts.onPreview) return;
           if (frame.kind === 'preview_image') this.opts.onPreview(frame.image, frame.format);
-          else if (frame.kind === 'preview_image_with_metadata' && (frame.metadata?.prompt_id === undefined || frame.metadata.prompt_id === this.opts.promptId)) {
+          else if (
+            frame.kind === 'preview_image_with_metadata' &&
+            (frame.metadata?.prompt_id === undefined || frame.metadata.prompt_id === this.opts.promptId)
+          ) {
             this.opts.onPreview(frame.image, 'unknown');
           }
         },

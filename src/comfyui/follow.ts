@@ -369,7 +369,14 @@ class Follower {
     if (deadMs === undefined || now - this.refusedSince < deadMs) return false;
     const refusedForMs = now - this.refusedSince;
     const url = e instanceof ComfyUnavailableError ? e.url : 'ComfyUI';
-    this.fail(new ComfyUnavailableError({ url, refusedForMs, cause: e, message: `ComfyUI at ${url} refused every connection for ${Math.round(refusedForMs / 1000)} s while prompt ${this.id} was ${this.state}: its process is gone` }));
+    this.fail(
+      new ComfyUnavailableError({
+        url,
+        refusedForMs,
+        cause: e,
+        message: `ComfyUI at ${url} refused every connection for ${Math.round(refusedForMs / 1000)} s while prompt ${this.id} was ${this.state}: its process is gone`,
+      }),
+    );
     return true;
   }
 }

@@ -28,7 +28,14 @@ export const GGUF_PLUGIN: CustomNodePackage = {
   likelyCause: "it is not in ComfyUI's custom_nodes, or its `gguf` Python package is missing",
 };
 
-const GGUF_NODES = new Set(['UnetLoaderGGUF', 'DualCLIPLoaderGGUF', 'CLIPLoaderGGUF', 'TripleCLIPLoaderGGUF', 'QuadrupleCLIPLoaderGGUF', 'UnetLoaderGGUFAdvanced']);
+const GGUF_NODES = new Set([
+  'UnetLoaderGGUF',
+  'DualCLIPLoaderGGUF',
+  'CLIPLoaderGGUF',
+  'TripleCLIPLoaderGGUF',
+  'QuadrupleCLIPLoaderGGUF',
+  'UnetLoaderGGUFAdvanced',
+]);
 
 /** The package a node class comes from, when it is one the client knows. */
 export function packageOfNode(classType: string | null | undefined): CustomNodePackage | undefined {

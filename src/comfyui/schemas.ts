@@ -19,7 +19,10 @@ export type ComfyErrorBody = z.infer<typeof comfyErrorBodySchema>;
 export const nodeErrorSchema = z
   .object({
     errors: z.array(comfyErrorBodySchema),
-    dependent_outputs: z.array(z.union([z.string(), z.number()])).optional().default([]),
+    dependent_outputs: z
+      .array(z.union([z.string(), z.number()]))
+      .optional()
+      .default([]),
     class_type: z.string().optional(),
   })
   .loose();

@@ -54,15 +54,17 @@ export class HttpTransport {
     await this.pool.close();
   }
 
-  async call(method: Dispatcher.HttpMethod, path: string, init: CallOptions & {
-    json?: unknown;
-    form?: FormData;
-    query?: Record<string, string | undefined>;
-    timeoutMs?: number;
-  } = {}): Promise<RawResponse> {
-    const qs = init.query
-      ? new URLSearchParams(Object.entries(init.query).filter((e): e is [string, string] => e[1] !== undefined)).toString()
-      : '';
+  async call(
+    method: Dispatcher.HttpMethod,
+    path: string,
+    init: CallOptions & {
+      json?: unknown;
+      form?: FormData;
+      query?: Record<string, string | undefined>;
+      timeoutMs?: number;
+    } = {},
+  ): Promise<RawResponse> {
+    const qs = init.query ? new URLSearchParams(Object.entries(init.query).filter((e): e is [string, string] => e[1] !== undefined)).toString() : '';
     const fullPath = `${this.prefix}${path}${qs ? `?${qs}` : ''}`;
     const url = `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;
     if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
@@ -94,7 +96,10 @@ export class HttpTransport {
    * A GET whose 200 body is returned as a stream (large files: videos); any other status is read and
    * mapped by `fail`. `timeoutMs` bounds the headers and each gap between body chunks, not the whole body.
    */
-  async stream(path: string, init: CallOptions & { query?: Record<string, string> } = {}): Promise<{ body: AsyncIterable<Uint8Array>; headers: RawResponse['headers'] }> {
+  async stream(
+    path: string,
+    init: CallOptions & { query?: Record<string, string> } = {},
+  ): Promise<{ body: AsyncIterable<Uint8Array>; headers: RawResponse['headers'] }> {
     const qs = init.query ? new URLSearchParams(init.query).toString() : '';
     const fullPath = `${this.prefix}${path}${qs ? `?${qs}` : ''}`;
     const url = `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;

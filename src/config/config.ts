@@ -12,9 +12,7 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
-const bool = z
-  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
-  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off']).transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
 
 const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -24,7 +22,12 @@ const envSchema = z.object({
   COMFYUI_URL: z
     .string()
     .default('http://127.0.0.1:8188')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.url({ protocol: /^https?$/ })).min(1)),
   /**
    * Backend ids (`comfyui-<index in COMFYUI_URL>`) whose prompts this worker runs; default all; `none` runs no
@@ -34,7 +37,14 @@ const envSchema = z.object({
   GPU_BACKENDS: z
     .string()
     .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean))),
+    .transform((v) =>
+      v === undefined || v.trim() === ''
+        ? undefined
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+    ),
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('renders'),
@@ -78,7 +88,10 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v, ctx) => {
-      const names = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      const names = (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       const bad = names.filter((n) => normalizeHostName(n) === undefined);
       if (bad.length > 0) {
         ctx.addIssue({ code: 'custom', message: `not a host name or IP address: ${bad.join(', ')}` });
@@ -90,7 +103,12 @@ const envSchema = z.object({
   CORS_ALLOW_ORIGINS: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
   /** When set, every route but /health and /internal/ping needs `Authorization: Bearer <token>`. */
   API_TOKEN: optionalString,
   MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),
@@ -127,7 +145,11 @@ const envSchema = z.object({
    * A large body slower than this (bytes per second, averaged after 5 s) loses its slot: 408, connection
    * closed. 0 turns the minimum off.
    */
-  MIN_UPLOAD_BYTES_PER_S: z.coerce.number().int().nonnegative().default(16 * 1024),
+  MIN_UPLOAD_BYTES_PER_S: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .default(16 * 1024),
   /**
    * Longest time to receive one request's headers and body (408 after): bounds slow-trickle bodies. Renders
    * may take any time after that; this is not a response timeout.
@@ -251,7 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   if (parsed.data.GPU_LEASE_URL && !parsed.data.GPU_LEASE_TOKEN) {
-    throw new ConfigError('invalid configuration:\n  GPU_LEASE_TOKEN: required with GPU_LEASE_URL (the same secret as the GPU entry\'s)');
+    throw new ConfigError("invalid configuration:\n  GPU_LEASE_TOKEN: required with GPU_LEASE_URL (the same secret as the GPU entry's)");
   }
   const dataDir = path.resolve(parsed.data.DATA_DIR);
   return {

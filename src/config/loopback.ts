@@ -16,7 +16,10 @@ export function normalizeHostName(value: string): string | undefined {
   const bare = !v.startsWith('[') && v.indexOf(':') !== v.lastIndexOf(':');
   try {
     const host = new URL(`http://${bare ? `[${v}]` : v}`).hostname;
-    const name = host.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+    const name = host
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.$/, '')
+      .toLowerCase();
     return name === '' ? undefined : name;
   } catch {
     return undefined;

@@ -14,7 +14,9 @@ import { startLeaseServer, type LeaseServer } from './lease-server.ts';
 /** Mode `gpu` listens on HOST:PORT for the proxy's readiness check and the leases, before Temporal is reached. */
 export async function startGpuEntryServer(config: Config, logger: Logger): Promise<LeaseServer> {
   if (!config.GPU_LEASE_TOKEN) {
-    throw new ConfigError('invalid configuration:\n  GPU_LEASE_TOKEN: required in `gpu` mode (the front\'s lease presents it; without it anyone who reaches the proxy could hold the GPU)');
+    throw new ConfigError(
+      "invalid configuration:\n  GPU_LEASE_TOKEN: required in `gpu` mode (the front's lease presents it; without it anyone who reaches the proxy could hold the GPU)",
+    );
   }
   return startLeaseServer({ host: config.HOST, port: config.PORT, token: config.GPU_LEASE_TOKEN, logger: logger.child({ component: 'gpu-lease' }) });
 }

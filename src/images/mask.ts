@@ -28,7 +28,11 @@ export function normalizeMask(mask: DecodedImage, field: string, opts: MaskOptio
   const sameSize = !target || (target.width === mask.ref.width && target.height === mask.ref.height);
   if (mask.ref.mime !== 'image/png') {
     if (!sameSize) {
-      throw new RequestError(400, field, `${field}: a ${mask.ref.mime} mask of ${mask.ref.width}x${mask.ref.height} does not match the init image's ${target.width}x${target.height}; send a mask of the same size, or a PNG (which is resized)`);
+      throw new RequestError(
+        400,
+        field,
+        `${field}: a ${mask.ref.mime} mask of ${mask.ref.width}x${mask.ref.height} does not match the init image's ${target.width}x${target.height}; send a mask of the same size, or a PNG (which is resized)`,
+      );
     }
     if (opts.invert) {
       throw new RequestError(400, 'inpainting_mask_invert', `inpainting_mask_invert: only supported with PNG masks (${field} is ${mask.ref.mime})`);

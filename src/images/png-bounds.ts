@@ -70,7 +70,7 @@ export function readPngChunks(bytes: Buffer, opts: { checkCrc?: boolean } = {}):
     const type = bytes.toString('latin1', off + 4, off + 8);
     const start = off + 8;
     if (start + len + 4 > bytes.length) throw new PngBoundsError(`chunk ${JSON.stringify(type)} is truncated`);
-    if (opts.checkCrc && (zlib.crc32(bytes.subarray(off + 4, start + len)) >>> 0) !== bytes.readUInt32BE(start + len)) {
+    if (opts.checkCrc && zlib.crc32(bytes.subarray(off + 4, start + len)) >>> 0 !== bytes.readUInt32BE(start + len)) {
       throw new PngBoundsError(`CRC mismatch in chunk ${JSON.stringify(type)}`);
     }
     // One header, first: a second IHDR once set the pixel check (first) and the inflate bound (last) apart.

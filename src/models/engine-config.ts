@@ -75,7 +75,9 @@ export function checkEngineOverride(source: string, base: ModelProfile, o: Engin
     const cfg = opt.enable_cfg_parallel ? 2 : 1;
     const gpus = opt.num_gpus ?? 1;
     if (tp * sp * cfg !== gpus) {
-      throw new Error(`${source}: ${id}.sglang.options: num_gpus (${gpus}) must equal tp_size * sp_degree${cfg > 1 ? ' * 2 (cfg parallel)' : ''} = ${tp * sp * cfg}`);
+      throw new Error(
+        `${source}: ${id}.sglang.options: num_gpus (${gpus}) must equal tp_size * sp_degree${cfg > 1 ? ' * 2 (cfg parallel)' : ''} = ${tp * sp * cfg}`,
+      );
     }
   }
 }

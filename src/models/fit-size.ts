@@ -28,7 +28,9 @@ export function fitOnGrid(width: number, height: number, lim: GridLimits): FitRe
   const w = width * scale;
   const h = height * scale;
   const clamp = (v: number): number => Math.min(hi, Math.max(lo, v));
-  const sides = (v: number): number[] => [...new Set([Math.round(v / lim.grid), Math.floor(v / lim.grid), Math.ceil(v / lim.grid)].map((k) => clamp(k * lim.grid)))];
+  const sides = (v: number): number[] => [
+    ...new Set([Math.round(v / lim.grid), Math.floor(v / lim.grid), Math.ceil(v / lim.grid)].map((k) => clamp(k * lim.grid))),
+  ];
   let best: { width: number; height: number; cost: number } | undefined;
   for (const cw of sides(w)) {
     for (const ch of sides(h)) {

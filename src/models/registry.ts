@@ -62,7 +62,7 @@ function build(overrides: ModelOverrides): ReadonlyMap<string, ModelProfile> {
           defaults: { ...base.defaults, ...o.defaults },
           stallTimeoutMs: o.stallTimeoutMs ?? base.stallTimeoutMs,
           deadlineMs: o.deadlineMs ?? base.deadlineMs,
-          ...(o.engine ?? base.engine ? { engine: o.engine ?? base.engine } : {}),
+          ...((o.engine ?? base.engine) ? { engine: o.engine ?? base.engine } : {}),
           ...(base.sglang ? { sglang: mergeSglang(base, o) } : {}),
         }
       : base;
@@ -119,9 +119,7 @@ export function parseModelOverrides(json: unknown, source = 'model overrides'): 
     for (const side of ['width', 'height'] as const) {
       const v = d?.[side];
       if (v !== undefined && (v % base.grid !== 0 || v < base.minSide || v > base.maxSide)) {
-        throw new Error(
-          `${source}: ${id}.defaults.${side}: ${v} must be a multiple of ${base.grid} in ${base.minSide}..${base.maxSide}`,
-        );
+        throw new Error(`${source}: ${id}.defaults.${side}: ${v} must be a multiple of ${base.grid} in ${base.minSide}..${base.maxSide}`);
       }
     }
   }

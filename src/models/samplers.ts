@@ -9,20 +9,54 @@ import type { SigmaSchedule } from '../render/types.ts';
 
 /** ComfyUI `KSampler.SAMPLERS` (v0.33 master; identical to v0.3.64 except the exp_heun_2_x0 pair). */
 export const COMFY_SAMPLERS = [
-  'euler', 'euler_cfg_pp', 'euler_ancestral', 'euler_ancestral_cfg_pp', 'heun', 'heunpp2', 'exp_heun_2_x0',
-  'exp_heun_2_x0_sde', 'dpm_2', 'dpm_2_ancestral', 'lms', 'dpm_fast', 'dpm_adaptive', 'dpmpp_2s_ancestral',
-  'dpmpp_2s_ancestral_cfg_pp', 'dpmpp_sde', 'dpmpp_sde_gpu', 'dpmpp_2m', 'dpmpp_2m_cfg_pp', 'dpmpp_2m_sde',
-  'dpmpp_2m_sde_gpu', 'dpmpp_2m_sde_heun', 'dpmpp_2m_sde_heun_gpu', 'dpmpp_3m_sde', 'dpmpp_3m_sde_gpu', 'ddpm',
-  'lcm', 'ipndm', 'ipndm_v', 'deis', 'res_multistep', 'res_multistep_cfg_pp', 'res_multistep_ancestral',
-  'res_multistep_ancestral_cfg_pp', 'gradient_estimation', 'gradient_estimation_cfg_pp', 'er_sde', 'seeds_2',
-  'seeds_3', 'sa_solver', 'sa_solver_pece', 'ddim', 'uni_pc', 'uni_pc_bh2',
+  'euler',
+  'euler_cfg_pp',
+  'euler_ancestral',
+  'euler_ancestral_cfg_pp',
+  'heun',
+  'heunpp2',
+  'exp_heun_2_x0',
+  'exp_heun_2_x0_sde',
+  'dpm_2',
+  'dpm_2_ancestral',
+  'lms',
+  'dpm_fast',
+  'dpm_adaptive',
+  'dpmpp_2s_ancestral',
+  'dpmpp_2s_ancestral_cfg_pp',
+  'dpmpp_sde',
+  'dpmpp_sde_gpu',
+  'dpmpp_2m',
+  'dpmpp_2m_cfg_pp',
+  'dpmpp_2m_sde',
+  'dpmpp_2m_sde_gpu',
+  'dpmpp_2m_sde_heun',
+  'dpmpp_2m_sde_heun_gpu',
+  'dpmpp_3m_sde',
+  'dpmpp_3m_sde_gpu',
+  'ddpm',
+  'lcm',
+  'ipndm',
+  'ipndm_v',
+  'deis',
+  'res_multistep',
+  'res_multistep_cfg_pp',
+  'res_multistep_ancestral',
+  'res_multistep_ancestral_cfg_pp',
+  'gradient_estimation',
+  'gradient_estimation_cfg_pp',
+  'er_sde',
+  'seeds_2',
+  'seeds_3',
+  'sa_solver',
+  'sa_solver_pece',
+  'ddim',
+  'uni_pc',
+  'uni_pc_bh2',
 ] as const;
 
 /** ComfyUI `KSampler.SCHEDULERS`. */
-export const COMFY_SCHEDULERS = [
-  'simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_uniform', 'beta', 'normal', 'linear_quadratic',
-  'kl_optimal',
-] as const;
+export const COMFY_SCHEDULERS = ['simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_uniform', 'beta', 'normal', 'linear_quadratic', 'kl_optimal'] as const;
 
 interface A1111SamplerDef {
   name: string;
@@ -41,22 +75,55 @@ const A1111_SAMPLERS: A1111SamplerDef[] = [
   { name: 'DPM++ 2M', aliases: ['k_dpmpp_2m'], options: { scheduler: 'karras' }, comfy: 'dpmpp_2m' },
   { name: 'DPM++ SDE', aliases: ['k_dpmpp_sde'], options: { scheduler: 'karras', second_order: T, brownian_noise: T }, comfy: 'dpmpp_sde' },
   { name: 'DPM++ 2M SDE', aliases: ['k_dpmpp_2m_sde'], options: { scheduler: 'exponential', brownian_noise: T }, comfy: 'dpmpp_2m_sde' },
-  { name: 'DPM++ 2M SDE Heun', aliases: ['k_dpmpp_2m_sde_heun'], options: { scheduler: 'exponential', brownian_noise: T, solver_type: 'heun' }, comfy: 'dpmpp_2m_sde_heun' },
+  {
+    name: 'DPM++ 2M SDE Heun',
+    aliases: ['k_dpmpp_2m_sde_heun'],
+    options: { scheduler: 'exponential', brownian_noise: T, solver_type: 'heun' },
+    comfy: 'dpmpp_2m_sde_heun',
+  },
   { name: 'DPM++ 2S a', aliases: ['k_dpmpp_2s_a'], options: { scheduler: 'karras', uses_ensd: T, second_order: T }, comfy: 'dpmpp_2s_ancestral' },
-  { name: 'DPM++ 3M SDE', aliases: ['k_dpmpp_3m_sde'], options: { scheduler: 'exponential', discard_next_to_last_sigma: T, brownian_noise: T }, comfy: 'dpmpp_3m_sde' },
+  {
+    name: 'DPM++ 3M SDE',
+    aliases: ['k_dpmpp_3m_sde'],
+    options: { scheduler: 'exponential', discard_next_to_last_sigma: T, brownian_noise: T },
+    comfy: 'dpmpp_3m_sde',
+  },
   { name: 'Euler a', aliases: ['k_euler_a', 'k_euler_ancestral'], options: { uses_ensd: T }, comfy: 'euler_ancestral' },
   { name: 'Euler', aliases: ['k_euler'], options: {}, comfy: 'euler' },
   { name: 'LMS', aliases: ['k_lms'], options: {}, comfy: 'lms' },
   { name: 'Heun', aliases: ['k_heun'], options: { second_order: T }, comfy: 'heun' },
   { name: 'DPM2', aliases: ['k_dpm_2'], options: { scheduler: 'karras', discard_next_to_last_sigma: T, second_order: T }, comfy: 'dpm_2' },
-  { name: 'DPM2 a', aliases: ['k_dpm_2_a'], options: { scheduler: 'karras', discard_next_to_last_sigma: T, uses_ensd: T, second_order: T }, comfy: 'dpm_2_ancestral' },
+  {
+    name: 'DPM2 a',
+    aliases: ['k_dpm_2_a'],
+    options: { scheduler: 'karras', discard_next_to_last_sigma: T, uses_ensd: T, second_order: T },
+    comfy: 'dpm_2_ancestral',
+  },
   { name: 'DPM fast', aliases: ['k_dpm_fast'], options: { uses_ensd: T }, comfy: 'dpm_fast' },
   { name: 'DPM adaptive', aliases: ['k_dpm_ad'], options: { uses_ensd: T }, comfy: 'dpm_adaptive' },
   // Restart, DDIM CFG++ and PLMS are A1111-only algorithms: the closest ComfyUI sampler runs, said in warnings.
-  { name: 'Restart', aliases: ['restart'], options: { scheduler: 'karras', second_order: T }, comfy: 'heun', approx: "ComfyUI has no Restart sampler; using heun (Restart's inner solver) without the restart noise jumps" },
+  {
+    name: 'Restart',
+    aliases: ['restart'],
+    options: { scheduler: 'karras', second_order: T },
+    comfy: 'heun',
+    approx: "ComfyUI has no Restart sampler; using heun (Restart's inner solver) without the restart noise jumps",
+  },
   { name: 'DDIM', aliases: ['ddim'], options: { default_eta_is_0: T, uses_ensd: T }, comfy: 'ddim' },
-  { name: 'DDIM CFG++', aliases: ['ddim_cfgpp'], options: {}, comfy: 'euler_cfg_pp', approx: 'ComfyUI has no DDIM CFG++; using euler_cfg_pp (DDIM at eta 0 is the Euler step, with the same CFG++ guidance)' },
-  { name: 'PLMS', aliases: ['plms'], options: {}, comfy: 'ipndm', approx: "ComfyUI has no PLMS; using ipndm (ComfyUI's improved pseudo-linear multistep sampler)" },
+  {
+    name: 'DDIM CFG++',
+    aliases: ['ddim_cfgpp'],
+    options: {},
+    comfy: 'euler_cfg_pp',
+    approx: 'ComfyUI has no DDIM CFG++; using euler_cfg_pp (DDIM at eta 0 is the Euler step, with the same CFG++ guidance)',
+  },
+  {
+    name: 'PLMS',
+    aliases: ['plms'],
+    options: {},
+    comfy: 'ipndm',
+    approx: "ComfyUI has no PLMS; using ipndm (ComfyUI's improved pseudo-linear multistep sampler)",
+  },
   { name: 'UniPC', aliases: ['unipc'], options: {}, comfy: 'uni_pc' },
   { name: 'LCM', aliases: ['k_lcm'], options: {}, comfy: 'lcm' },
   { name: 'HeunPP2', aliases: [], options: {}, comfy: 'heunpp2' },
@@ -77,7 +144,7 @@ const SDCPP_SAMPLERS: Record<string, { comfy: string; approx?: string }> = {
   dpm2: { comfy: 'dpm_2' },
   'dpm++2s_a': { comfy: 'dpmpp_2s_ancestral' },
   'dpm++2m': { comfy: 'dpmpp_2m' },
-  'dpm++2mv2': { comfy: 'dpmpp_2m', approx: "ComfyUI has no dpm++2mv2; using dpmpp_2m, the method it modifies" },
+  'dpm++2mv2': { comfy: 'dpmpp_2m', approx: 'ComfyUI has no dpm++2mv2; using dpmpp_2m, the method it modifies' },
   ipndm: { comfy: 'ipndm' },
   ipndm_v: { comfy: 'ipndm_v' },
   lcm: { comfy: 'lcm' },
@@ -120,19 +187,73 @@ const A1111_SCHEDULERS: A1111SchedulerDef[] = [
   { name: 'uniform', label: 'Uniform', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'normal', extra: [] },
   { name: 'karras', label: 'Karras', aliases: null, default_rho: 7, need_inner_model: false, comfy: 'karras', extra: [] },
   { name: 'exponential', label: 'Exponential', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'exponential', extra: [] },
-  { name: 'polyexponential', label: 'Polyexponential', aliases: null, default_rho: 1, need_inner_model: false, comfy: 'custom', custom: 'polyexponential', extra: [] },
+  {
+    name: 'polyexponential',
+    label: 'Polyexponential',
+    aliases: null,
+    default_rho: 1,
+    need_inner_model: false,
+    comfy: 'custom',
+    custom: 'polyexponential',
+    extra: [],
+  },
   { name: 'sgm_uniform', label: 'SGM Uniform', aliases: ['SGMUniform'], default_rho: -1, need_inner_model: true, comfy: 'sgm_uniform', extra: [] },
   { name: 'kl_optimal', label: 'KL Optimal', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'kl_optimal', extra: [] },
-  { name: 'align_your_steps', label: 'Align Your Steps', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps', extra: ['ays'] },
+  {
+    name: 'align_your_steps',
+    label: 'Align Your Steps',
+    aliases: null,
+    default_rho: -1,
+    need_inner_model: false,
+    comfy: 'custom',
+    custom: 'align_your_steps',
+    extra: ['ays'],
+  },
   { name: 'simple', label: 'Simple', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'simple', extra: [] },
   { name: 'normal', label: 'Normal', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'normal', extra: ['discrete'] },
   { name: 'ddim', label: 'DDIM', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'ddim_uniform', extra: ['ddim_uniform'] },
   { name: 'beta', label: 'Beta', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'beta', extra: [] },
   // Forge's additions.
-  { name: 'turbo', label: 'Turbo', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'sgm_uniform', approx: "ComfyUI's SDTurboScheduler only suits SD-Turbo models; using sgm_uniform", extra: [] },
-  { name: 'align_your_steps_GITS', label: 'Align Your Steps GITS', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps_gits', extra: ['gits'] },
-  { name: 'align_your_steps_11', label: 'Align Your Steps 11', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps_11', extra: [] },
-  { name: 'align_your_steps_32', label: 'Align Your Steps 32', aliases: null, default_rho: -1, need_inner_model: false, comfy: 'custom', custom: 'align_your_steps_32', extra: [] },
+  {
+    name: 'turbo',
+    label: 'Turbo',
+    aliases: null,
+    default_rho: -1,
+    need_inner_model: true,
+    comfy: 'sgm_uniform',
+    approx: "ComfyUI's SDTurboScheduler only suits SD-Turbo models; using sgm_uniform",
+    extra: [],
+  },
+  {
+    name: 'align_your_steps_GITS',
+    label: 'Align Your Steps GITS',
+    aliases: null,
+    default_rho: -1,
+    need_inner_model: false,
+    comfy: 'custom',
+    custom: 'align_your_steps_gits',
+    extra: ['gits'],
+  },
+  {
+    name: 'align_your_steps_11',
+    label: 'Align Your Steps 11',
+    aliases: null,
+    default_rho: -1,
+    need_inner_model: false,
+    comfy: 'custom',
+    custom: 'align_your_steps_11',
+    extra: [],
+  },
+  {
+    name: 'align_your_steps_32',
+    label: 'Align Your Steps 32',
+    aliases: null,
+    default_rho: -1,
+    need_inner_model: false,
+    comfy: 'custom',
+    custom: 'align_your_steps_32',
+    extra: [],
+  },
   // ComfyUI-only, listed so clients can pick it.
   { name: 'linear_quadratic', label: 'Linear Quadratic', aliases: null, default_rho: -1, need_inner_model: true, comfy: 'linear_quadratic', extra: [] },
 ];
@@ -166,7 +287,12 @@ const schedulerTable = new Map<string, SchedulerEntry>();
 for (const s of COMFY_SCHEDULERS) schedulerTable.set(key(s), { comfy: s, label: s });
 for (const [name, e] of Object.entries(SDCPP_SCHEDULERS)) schedulerTable.set(key(name), { ...e, approx: `${name}: ${e.approx}`, label: name });
 for (const s of A1111_SCHEDULERS) {
-  const entry: SchedulerEntry = { comfy: s.comfy, label: s.label, ...(s.custom ? { custom: s.custom } : {}), ...(s.approx ? { approx: `${s.label}: ${s.approx}` } : {}) };
+  const entry: SchedulerEntry = {
+    comfy: s.comfy,
+    label: s.label,
+    ...(s.custom ? { custom: s.custom } : {}),
+    ...(s.approx ? { approx: `${s.label}: ${s.approx}` } : {}),
+  };
   for (const n of [s.name, s.label, ...(s.aliases ?? []), ...s.extra]) schedulerTable.set(key(n), entry);
 }
 
@@ -175,9 +301,7 @@ for (const s of A1111_SCHEDULERS) {
  * `approx`: the name has no ComfyUI equivalent and `comfy` is the closest (the text says why). Schedulers:
  * `custom` = a sigma node schedule (`comfy` is then null: the KSampler scheduler stays the model's).
  */
-export type NameLookup =
-  | { status: 'ok'; comfy: string | null; approx?: string; custom?: CustomScheduleKind; label?: string }
-  | { status: 'unknown' };
+export type NameLookup = { status: 'ok'; comfy: string | null; approx?: string; custom?: CustomScheduleKind; label?: string } | { status: 'unknown' };
 
 export function lookupSampler(name: string): NameLookup {
   const k = key(name);
@@ -222,9 +346,7 @@ const FLOW_SIGMA_MIN = 0.001;
 export function splitSamplerScheduler(name: string): { sampler: string; scheduler?: string } {
   const trimmed = name.trim().replace(/\s+/g, ' ');
   if (samplerTable.has(key(trimmed))) return { sampler: trimmed };
-  const suffixes = A1111_SCHEDULERS.flatMap((s) => [s.label, s.name, ...(s.aliases ?? [])]).sort(
-    (a, b) => b.length - a.length,
-  );
+  const suffixes = A1111_SCHEDULERS.flatMap((s) => [s.label, s.name, ...(s.aliases ?? [])]).sort((a, b) => b.length - a.length);
   const lower = trimmed.toLowerCase();
   for (const suffix of suffixes) {
     const tail = ` ${suffix.toLowerCase()}`;

@@ -186,7 +186,14 @@ export class RenderOperators {
    * that already have a replay are skipped unless `includeReplayed`, so running the same incident window
    * twice does not render everything twice.
    */
-  async replayFailed(opts: { since: string; until?: string; model?: string; dryRun?: boolean; includeReplayed?: boolean; taskQueue?: string }): Promise<BulkReplayResult> {
+  async replayFailed(opts: {
+    since: string;
+    until?: string;
+    model?: string;
+    dryRun?: boolean;
+    includeReplayed?: boolean;
+    taskQueue?: string;
+  }): Promise<BulkReplayResult> {
     const filters: RenderFilters = { status: 'failed', since: opts.since, until: opts.until ?? 'now' };
     if (opts.model) filters.model = opts.model;
     if (opts.taskQueue) filters.taskQueue = opts.taskQueue;
@@ -222,7 +229,9 @@ export class RenderOperators {
     const inputs = [request.initImage, request.mask, ...(request.extraImages ?? [])].filter((r): r is BlobRef => r !== undefined);
     for (const ref of inputs) {
       if (!(await this.blobs.has(ref.sha256))) {
-        throw new NotReplayableError(`render ${renderId} cannot be replayed: its input image ${ref.sha256.slice(0, 12)}… was pruned from the blob store (retention, \`renders prune\`)`);
+        throw new NotReplayableError(
+          `render ${renderId} cannot be replayed: its input image ${ref.sha256.slice(0, 12)}… was pruned from the blob store (retention, \`renders prune\`)`,
+        );
       }
     }
   }

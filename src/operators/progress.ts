@@ -145,9 +145,16 @@ export class LiveProgress {
       .slice(0, this.opts.maxDescribe)
       .map((r) => r.id);
     const ids = [...new Set([...oldest, ...justStarted])];
-    const described = (await Promise.all(ids.map((id) => client.workflow.getHandle(id).describe().catch(() => undefined)))).filter(
-      (d): d is WorkflowExecutionDescription => d !== undefined,
-    );
+    const described = (
+      await Promise.all(
+        ids.map((id) =>
+          client.workflow
+            .getHandle(id)
+            .describe()
+            .catch(() => undefined),
+        ),
+      )
+    ).filter((d): d is WorkflowExecutionDescription => d !== undefined);
     const running = described.filter((d) => d.status.name === 'RUNNING' && !this.finishedAt.has(d.workflowId));
     // Listed as running but already closed: visibility has not caught up with them yet.
     const stale = oldest.filter((id) => !running.some((d) => d.workflowId === id)).length;

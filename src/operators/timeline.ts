@@ -306,7 +306,15 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
 
 /** The build the submitter did before starting the render: completed at the start. */
 function recordBuilt(tl: RenderTimeline, built: Record<string, unknown>, at: number | undefined, collected: BlobRef[]): void {
-  const stage: StageView = { name: 'buildGraph', activityType: 'buildGraph', activityId: '', local: true, builtByFront: true, outcome: 'completed', attempts: [] };
+  const stage: StageView = {
+    name: 'buildGraph',
+    activityType: 'buildGraph',
+    activityId: '',
+    local: true,
+    builtByFront: true,
+    outcome: 'completed',
+    attempts: [],
+  };
   const attempt: AttemptView = { attempt: 1, outcome: 'completed' };
   if (at !== undefined) {
     stage.scheduledAt = stage.endedAt = attempt.startedAt = attempt.endedAt = iso(at);

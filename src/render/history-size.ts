@@ -25,7 +25,11 @@ export function payloadBytes(value: unknown): number {
 }
 
 /** Undefined when `request` and its built form fit; otherwise what is too large, for a 4xx or a failure. */
-export function oversizedRender(request: RenderRequest, built: { plan: { items: readonly unknown[] } } | undefined, limit = MAX_HISTORY_PAYLOAD_BYTES): OversizedRender | undefined {
+export function oversizedRender(
+  request: RenderRequest,
+  built: { plan: { items: readonly unknown[] } } | undefined,
+  limit = MAX_HISTORY_PAYLOAD_BYTES,
+): OversizedRender | undefined {
   const requestBytes = payloadBytes(request);
   const builtBytes = built ? payloadBytes(built) : 0;
   const bytes = requestBytes + builtBytes;

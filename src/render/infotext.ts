@@ -54,4 +54,3 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
   lines.push(line);
   return lines.join('\n');
 }
-

@@ -123,10 +123,7 @@ export interface LoraUse {
 }
 
 /** How an image is enlarged: a latent resize, a pixel resize method, or an upscale model file. */
-export type Upscaler =
-  | { kind: 'latent'; method: string }
-  | { kind: 'pixel'; method: string }
-  | { kind: 'model'; model: string };
+export type Upscaler = { kind: 'latent'; method: string } | { kind: 'pixel'; method: string } | { kind: 'model'; model: string };
 
 export interface HiresFix {
   /** Final size (on the model grid). */

@@ -24,7 +24,10 @@ export function renderIdForKey(key: string): string {
  * order is the same body.
  */
 export function requestFingerprint(route: string, body: unknown): string {
-  return createHash('sha256').update(canonicalJson({ route, body: body ?? null })).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(canonicalJson({ route, body: body ?? null }))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /**

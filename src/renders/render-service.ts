@@ -94,9 +94,7 @@ function memoFor(request: RenderRequest, fingerprint?: string, priority?: number
     seed: request.seed,
     images: request.batchSize * request.nIter,
     // Video job objects (GET /v1/videos) are answered from the memo: full prompt, snapped length, rate.
-    ...(request.video
-      ? { kind: 'video', videoPrompt: request.prompt, frames: request.video.frames, fps: request.video.fps, task: request.video.task }
-      : {}),
+    ...(request.video ? { kind: 'video', videoPrompt: request.prompt, frames: request.video.frames, fps: request.video.fps, task: request.video.task } : {}),
     // Replays are linked to their original in the memo too (shown by the Temporal UI without a query).
     ...(request.replayOf ? { replayOf: request.replayOf } : {}),
     ...(fingerprint ? { bodyFingerprint: fingerprint } : {}),
@@ -170,10 +168,7 @@ export class RenderService {
    * the eager start fail for any other reason than the id being taken (the worker's connection closing in a
    * shutdown, say), the render is started the ordinary way.
    */
-  private async startEagerly(
-    options: WorkflowStartOptions<typeof render>,
-    mayHaveStarted: () => void,
-  ): Promise<WorkflowHandle<typeof render>> {
+  private async startEagerly(options: WorkflowStartOptions<typeof render>, mayHaveStarted: () => void): Promise<WorkflowHandle<typeof render>> {
     let started;
     try {
       started = await this.eagerStarter!.workflow.start<typeof render>('render', { ...options, requestEagerStart: true });
@@ -307,7 +302,8 @@ export function classifyFailure(renderId: string, err: unknown): RenderFailedErr
     const type = cause.type ?? 'Error';
     const details = cause.details?.[0];
     const message = summary?.message ?? cause.message;
-    const merged = attempts && typeof attempts === 'object' ? { ...(details && typeof details === 'object' ? details : { detail: details }), ...attempts } : details;
+    const merged =
+      attempts && typeof attempts === 'object' ? { ...(details && typeof details === 'object' ? details : { detail: details }), ...attempts } : details;
     return new RenderFailedError(renderId, STATUS_BY_TYPE[type] ?? 500, type, `render ${renderId} failed: ${message}`, merged, failureFields(details));
   }
   if (cause instanceof CancelledFailure || summary) {

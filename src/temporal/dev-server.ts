@@ -115,7 +115,10 @@ function freeLoopbackPort(): Promise<number> {
 }
 
 class DevServerExited extends Error {
-  constructor(readonly code: number | null, readonly output: string) {
+  constructor(
+    readonly code: number | null,
+    readonly output: string,
+  ) {
     super(`temporal dev server exited with code ${code} before it was ready:\n${output}`);
   }
 }
@@ -126,18 +129,27 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   // A server already on the port is this DATA_DIR's orphan (stopped) or someone else's (refused): never used.
   await clearOrphanedServer({ dbFile: opts.dbFile, host: ip === '0.0.0.0' ? '127.0.0.1' : ip, port: opts.port, logger: opts.logger });
   const args = [
-    'server', 'start-dev',
-    '--ip', ip,
-    '--port', String(opts.port),
-    '--db-filename', path.resolve(opts.dbFile),
-    '--namespace', opts.namespace,
-    '--log-level', 'warn',
-    '--log-format', 'json',
+    'server',
+    'start-dev',
+    '--ip',
+    ip,
+    '--port',
+    String(opts.port),
+    '--db-filename',
+    path.resolve(opts.dbFile),
+    '--namespace',
+    opts.namespace,
+    '--log-level',
+    'warn',
+    '--log-format',
+    'json',
     // WAL with synchronous=NORMAL: every workflow task commits to SQLite, and the default rollback journal
     // with full fsync costs ~100 ms per render here (benchmarked). A process crash loses nothing with WAL;
     // only an OS crash may lose the last transactions, acceptable for the embedded single-box mode.
-    '--sqlite-pragma', 'journal_mode=WAL',
-    '--sqlite-pragma', 'synchronous=NORMAL',
+    '--sqlite-pragma',
+    'journal_mode=WAL',
+    '--sqlite-pragma',
+    'synchronous=NORMAL',
   ];
   // The UI has no login and no Host check: loopback only, whatever `ip` the gRPC port uses, on a port only
   // the front knows, which serves it behind its guards (README, "Temporal Web UI").

@@ -75,13 +75,14 @@ export async function ensureRetentionSchedule(client: Client, opts: RetentionSch
   const every = described.spec.intervals?.[0]?.every;
   const queue = described.action.type === 'startWorkflow' ? described.action.taskQueue : undefined;
   const overlap = described.policies.overlap;
-  if (described.spec.intervals?.length === 1 && every === opts.everyMs && queue === opts.taskQueue && overlap === ScheduleOverlapPolicy.SKIP) return 'unchanged';
+  if (described.spec.intervals?.length === 1 && every === opts.everyMs && queue === opts.taskQueue && overlap === ScheduleOverlapPolicy.SKIP)
+    return 'unchanged';
   await handle.update((prev) => ({
     ...prev,
     spec: { intervals: [{ every: opts.everyMs! }] },
     action,
     policies: { ...prev.policies, overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: Math.max(60_000, opts.everyMs!) },
   }));
-  opts.logger.warn({ scheduleId, everyMs: opts.everyMs, previousEveryMs: every, previousQueue: queue }, 'retention schedule updated to this worker\'s settings');
+  opts.logger.warn({ scheduleId, everyMs: opts.everyMs, previousEveryMs: every, previousQueue: queue }, "retention schedule updated to this worker's settings");
   return 'updated';
 }

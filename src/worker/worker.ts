@@ -90,17 +90,22 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
   const shutdownGraceTime = opts.shutdownGraceMs ?? 10_000;
   // Every worker runs activities: each gets the tracing activity interceptors (RunActivity spans).
   const activityInterceptors = opts.tracing ? { activity: opts.tracing.activity } : {};
-  const general = opts.general === false ? [] : [await Worker.create({
-    connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: ioActivities,
-    shutdownGraceTime,
-    // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
-    sinks: { ...renderOutcomeSinks(), ...opts.tracing?.sinks },
-    interceptors: { workflowModules: workflowInterceptorModules(opts.tracing), ...activityInterceptors },
-  })];
+  const general =
+    opts.general === false
+      ? []
+      : [
+          await Worker.create({
+            connection,
+            namespace: opts.namespace,
+            taskQueue: opts.taskQueue,
+            ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
+            activities: ioActivities,
+            shutdownGraceTime,
+            // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
+            sinks: { ...renderOutcomeSinks(), ...opts.tracing?.sinks },
+            interceptors: { workflowModules: workflowInterceptorModules(opts.tracing), ...activityInterceptors },
+          }),
+        ];
   // Cancellation reaches an activity only in a heartbeat response, and heartbeats are throttled to 80% of
   // the heartbeat timeout by default: without this, cancelling a render could take ~24 s to interrupt
   // ComfyUI. One small RPC every 2 s per GPU is nothing.

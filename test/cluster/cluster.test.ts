@@ -50,13 +50,18 @@ interface Answer {
   text: string;
 }
 async function txt2img(api: TestService, b: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(`${api.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(b) });
+  const res = await fetch(`${api.url}/sdapi/v1/txt2img`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(b),
+  });
   return { status: res.status, renderId: res.headers.get('x-render-id'), text: await res.text() };
 }
 
 const stats = (f: FakeComfyUI): Promise<FakeStatsSnapshot> => fetch(`${f.url}/__fake/stats`).then((r) => r.json() as Promise<FakeStatsSnapshot>);
 const allStats = (): Promise<FakeStatsSnapshot[]> => Promise.all(fakes.map(stats));
-const post = (url: string, b: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) });
+const post = (url: string, b: unknown): Promise<Response> =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) });
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 90_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -99,7 +104,11 @@ let client: Client;
 const waitingForGpu = (key: string): Promise<true> =>
   waitFor(`${key} to wait for a GPU`, async () => {
     const d = await client.workflow.getHandle(renderIdForKey(key)).describe();
-    return d.raw.pendingActivities?.some((a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED) ? true : undefined;
+    return d.raw.pendingActivities?.some(
+      (a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+    )
+      ? true
+      : undefined;
   });
 
 /** When the render's successful prompt attempt started (server clock), once it has. */
@@ -118,7 +127,12 @@ async function resetFakes(): Promise<void> {
 describe.skipIf(skipCluster())('a real Temporal cluster (PostgreSQL), 3 GPUs, 3 workers, 2 APIs, S3 blobs', () => {
   beforeAll(async () => {
     [pg, s3] = await Promise.all([startPostgres({ user: 'temporal', password: 'temporal' }), startS3Server()]);
-    const bucketClient = new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
+    const bucketClient = new S3Client({
+      endpoint: s3.endpoint,
+      region: s3.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
     await bucketClient.send(new CreateBucketCommand({ Bucket: BUCKET }));
     bucketClient.destroy();
     temporal = await startTemporalCluster(pg);
@@ -158,7 +172,10 @@ describe.skipIf(skipCluster())('a real Temporal cluster (PostgreSQL), 3 GPUs, 3 
     await expectExactlyOnce(30);
 
     const runs = (await allStats()).map((s) => s.runs.map((r) => ({ start: r.startedAt, end: r.endedAt! })));
-    const durations = runs.flat().map((r) => r.end - r.start).sort((a, b) => a - b);
+    const durations = runs
+      .flat()
+      .map((r) => r.end - r.start)
+      .sort((a, b) => a - b);
     const median = durations[Math.floor(durations.length / 2)]!;
     const firstStart = Math.min(...runs.flat().map((r) => r.start));
     const lastStart = Math.max(...runs.flat().map((r) => r.start));

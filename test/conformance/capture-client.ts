@@ -42,7 +42,13 @@ export class CaptureWs {
       const t = Math.round(Date.now() - this.t0) / 1000;
       if (isBinary) {
         const b = Buffer.isBuffer(raw) ? raw : Buffer.concat(raw as Buffer[]);
-        this.frames.push({ t, kind: 'binary', event_type: b.length >= 4 ? b.readUInt32BE(0) : null, len: b.length, head_hex: b.subarray(0, 16).toString('hex') });
+        this.frames.push({
+          t,
+          kind: 'binary',
+          event_type: b.length >= 4 ? b.readUInt32BE(0) : null,
+          len: b.length,
+          head_hex: b.subarray(0, 16).toString('hex'),
+        });
       } else {
         const text = (raw as Buffer).toString();
         try {
@@ -182,7 +188,9 @@ export class CaptureHttp {
     const boundary = `capture${Math.random().toString(16).slice(2)}`;
     const parts: Buffer[] = [];
     const quote = (s: string) => encodeURIComponent(s);
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Type: image/png\r\nContent-Disposition: form-data; name="image"; filename="${quote(filename ?? '')}"\r\n\r\n`));
+    parts.push(
+      Buffer.from(`--${boundary}\r\nContent-Type: image/png\r\nContent-Disposition: form-data; name="image"; filename="${quote(filename ?? '')}"\r\n\r\n`),
+    );
     parts.push(content, Buffer.from('\r\n'));
     for (const [k, v] of Object.entries(fields)) {
       parts.push(Buffer.from(`--${boundary}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`));

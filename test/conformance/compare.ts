@@ -6,7 +6,7 @@
  * One addition, as the brief of the conformance test asks: the fake's data directory is normalised to the
  * real server's install path (`/opt/ComfyUI`), as paths inside messages differ by machine.
  */
-import type { Capture, } from './replay.ts';
+import type { Capture } from './replay.ts';
 import type { Frame, Step } from './capture-client.ts';
 
 const UUID = /[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}/g;
@@ -121,7 +121,8 @@ export function frameLine(f: Frame): string {
 /** Shortest-edit listing of two summary sequences (for the failure message). */
 function sequenceDiff(a: string[], b: string[]): string[] {
   const lcs: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
-  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+  for (let i = a.length - 1; i >= 0; i--)
+    for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
   const out: string[] = [];
   let [i, j] = [0, 0];
   while (i < a.length || j < b.length) {
@@ -161,7 +162,8 @@ export function compareCaptures(real: Capture, fake: Capture, fakePaths: Array<[
         const fb = ((t[key] as Frame[] | undefined) ?? []).map((f) => B.n(f) as Frame);
         const la = fa.map(frameLine);
         const lb = fb.map(frameLine);
-        if (la.join('\n') !== lb.join('\n')) lines.push(`[${key}] sequence differs (real ${la.length} frames, fake ${lb.length}):`, ...sequenceDiff(la, lb).map((l) => `    ${l}`));
+        if (la.join('\n') !== lb.join('\n'))
+          lines.push(`[${key}] sequence differs (real ${la.length} frames, fake ${lb.length}):`, ...sequenceDiff(la, lb).map((l) => `    ${l}`));
         const group = (fs: Frame[]) => {
           const m = new Map<string, unknown[]>();
           for (const f of fs) if (f.kind === 'text') m.set(String(f.type), [...(m.get(String(f.type)) ?? []), f.data]);
@@ -212,7 +214,8 @@ function compareHttp(s: Step, t: Step, nA: Normalize, nB: Normalize): string[] {
       break;
     }
     if (key === 'head_hex') {
-      if (String(s.head_hex).slice(0, 8) !== String(t.head_hex).slice(0, 8)) lines.push(`body bytes differ: real ${String(s.head_hex)} fake ${String(t.head_hex)}`);
+      if (String(s.head_hex).slice(0, 8) !== String(t.head_hex).slice(0, 8))
+        lines.push(`body bytes differ: real ${String(s.head_hex)} fake ${String(t.head_hex)}`);
       continue;
     }
     const out: string[] = [];

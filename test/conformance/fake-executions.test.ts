@@ -70,7 +70,11 @@ describe('verdicts on the golden graphs', () => {
     // here only because accepted graphs run, and the video goldens at their default sizes would make this
     // test encode minutes of video; their verdicts are held against the client's check in preflight-verdicts.
     const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json') && !f.startsWith('videogen-'));
-    expect(files.sort()).toEqual(Object.keys(recorded).filter((f) => !f.startsWith('videogen-')).sort());
+    expect(files.sort()).toEqual(
+      Object.keys(recorded)
+        .filter((f) => !f.startsWith('videogen-'))
+        .sort(),
+    );
     for (const file of files) {
       const graph = JSON.parse(readFileSync(new URL(file, GOLDEN_DIR), 'utf8')) as Record<string, { class_type: string; inputs: Record<string, unknown> }>;
       // The images the golden graphs load were uploaded before the real server saw them.
@@ -96,7 +100,11 @@ describe('verdicts on graphs with missing model files or node classes', () => {
     writeFileSync(path.join(fake.dataDir, 'input', 'example.png'), renderPng({ width: 64, height: 64, contentKey: 'example' }));
     const http = new CaptureHttp(fake.url);
     for (const step of recorded.steps) await http.req(step.name, 'POST', '/prompt', { json: step.request_json });
-    const real: Capture = { base: '', run: 'no-run-tag', steps: recorded.steps.map((s) => ({ ...s, content_type: 'application/json; charset=utf-8', headers: {} })) };
+    const real: Capture = {
+      base: '',
+      run: 'no-run-tag',
+      steps: recorded.steps.map((s) => ({ ...s, content_type: 'application/json; charset=utf-8', headers: {} })),
+    };
     const mine: Capture = { base: fake.url, run: 'no-run-tag', steps: http.steps.map((s) => ({ ...s, headers: {} })) };
     expect(compareCaptures(real, mine, [])).toEqual([]);
     await http.drain(60_000);
@@ -110,7 +118,8 @@ describe('a Wan 2.2 text-to-video execution', () => {
     const frames = await run(ws, rec.graph);
     const recorded = rec.ws_messages.slice(1).map((m): Frame => ({ t: 0, kind: 'text', type: m.type, data: m.data }));
     expect(frames.map(frameLine)).toEqual(recorded.map(frameLine));
-    const lastState = (fs: Frame[]) => (fs.filter((f) => f.type === 'progress_state').at(-1)?.data as { nodes: Record<string, { value: number; max: number }> }).nodes;
+    const lastState = (fs: Frame[]) =>
+      (fs.filter((f) => f.type === 'progress_state').at(-1)?.data as { nodes: Record<string, { value: number; max: number }> }).nodes;
     const { value, max, state } = lastState(recorded)['3'] as { value: number; max: number; state: string };
     expect(lastState(frames)['3']).toMatchObject({ value, max, state });
     const executed = (fs: Frame[]) => (fs.find((f) => f.type === 'executed')?.data as { output: Record<string, unknown> }).output;
@@ -121,7 +130,10 @@ describe('a Wan 2.2 text-to-video execution', () => {
 
 describe('a MiniMax H3 first/last-frame to video execution', () => {
   it('sends the recorded transcript: flattened subgraph ids, lazy switches run twice, untaken branch never runs', async () => {
-    const rec = fixture('execution-h3-fl2va.json') as { graph: Record<string, { class_type: string; inputs: Record<string, unknown> }>; ws_messages: Array<{ type: string; data: unknown }> };
+    const rec = fixture('execution-h3-fl2va.json') as {
+      graph: Record<string, { class_type: string; inputs: Record<string, unknown> }>;
+      ws_messages: Array<{ type: string; data: unknown }>;
+    };
     for (const node of Object.values(rec.graph)) {
       if (node.class_type !== 'LoadImage' || typeof node.inputs.image !== 'string') continue;
       writeFileSync(path.join(fake.dataDir, 'input', node.inputs.image), renderPng({ width: 64, height: 64, contentKey: node.inputs.image }));
@@ -142,7 +154,10 @@ describe('a MiniMax H3 first/last-frame to video execution', () => {
 /** The recording's own summary: `type node` / `progress_state node:stateV/M,...` / `BINARY n`. */
 const summary = (type: string | undefined, data: Record<string, unknown> | undefined, binary?: number): string => {
   if (binary !== undefined) return `BINARY ${binary}`;
-  if (type === 'progress_state') return `progress_state ${Object.entries(data ?? {}).map(([k, v]) => `${k}:${String(v).replaceAll('.0', '')}`).join(',')}`;
+  if (type === 'progress_state')
+    return `progress_state ${Object.entries(data ?? {})
+      .map(([k, v]) => `${k}:${String(v).replaceAll('.0', '')}`)
+      .join(',')}`;
   return `${type} ${type === 'executing' ? String(data?.node) : ''}`;
 };
 const fakeSummary = (f: Frame): string => {
@@ -155,7 +170,6 @@ const fakeSummary = (f: Frame): string => {
   return summary(String(f.type), d);
 };
 
-
 describe('the flux-schnell golden graph, executed', () => {
   it('sends the recorded transcript (tiny random-weight models on the real server)', async () => {
     const rec = fixture('execution-flux-schnell-txt2img.json') as {
@@ -167,7 +181,11 @@ describe('the flux-schnell golden graph, executed', () => {
     await fetch(`${fake.url}/free`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ free_memory: true }) });
     await new CaptureHttp(fake.url).drain();
     // Steps >= 100 ms apart, as on the real CPU run, so the throttle lets every step through.
-    await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slow: { stepMs: 120 } }) });
+    await fetch(`${fake.url}/__fake/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slow: { stepMs: 120 } }),
+    });
     try {
       const frames = await run(ws, rec.history.prompt[2]);
       expect(frames.map(fakeSummary)).toEqual(rec.frames.slice(1).map((f) => summary(f.type, f.data)));
@@ -205,7 +223,11 @@ describe('preview frames', () => {
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify({ type: 'feature_flags', data: { supports_preview_metadata: true } }));
     ws.on('message', (data, isBinary) => isBinary && raw.push(data as Buffer));
-    const r = await post({ prompt: { ...graph, sampler: { ...graph.sampler, inputs: { ...graph.sampler!.inputs, seed: 5 } } }, client_id: 'preview-raw', extra_data: extra });
+    const r = await post({
+      prompt: { ...graph, sampler: { ...graph.sampler, inputs: { ...graph.sampler!.inputs, seed: 5 } } },
+      client_id: 'preview-raw',
+      extra_data: extra,
+    });
     for (let i = 0; raw.length < 4 && i < 2000; i++) await new Promise((res) => setTimeout(res, 10));
     ws.close();
     const frame = raw[0] as Buffer;
@@ -213,7 +235,14 @@ describe('preview frames', () => {
     const meta = JSON.parse(frame.subarray(8, 8 + n).toString('utf8')) as Record<string, unknown>;
     const recordedMeta = rec.frames.find((f) => f.binary === 4)?.meta as Record<string, unknown>;
     expect(Object.keys(meta)).toEqual(Object.keys(recordedMeta));
-    expect(meta).toMatchObject({ node_id: 'sampler', display_node_id: 'sampler', parent_node_id: null, real_node_id: 'sampler', image_type: 'image/jpeg', prompt_id: r.json.prompt_id });
+    expect(meta).toMatchObject({
+      node_id: 'sampler',
+      display_node_id: 'sampler',
+      parent_node_id: null,
+      real_node_id: 'sampler',
+      image_type: 'image/jpeg',
+      prompt_id: r.json.prompt_id,
+    });
     const img = frame.subarray(8 + n);
     expect(img.subarray(0, 4).toString('hex')).toBe(rec.frames.find((f) => f.binary === 4)?.img_head);
     const decoded = jpeg.decode(img, { useTArray: true });

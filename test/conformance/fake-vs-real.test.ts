@@ -55,7 +55,15 @@ function recordedHolds(real: Capture): Holds {
   const step = (name: string) => real.steps.find((s) => s.name === name) as unknown as { frames: Frame[]; json?: { prompt_id: string } };
   const pid = (name: string) => (real.steps.find((s) => s.name === name) as unknown as { json: { prompt_id: string } }).json.prompt_id;
   const executing = (frames: Frame[], p: string) =>
-    frames.filter((f) => f.kind === 'text' && f.type === 'executing' && (f.data as { prompt_id?: string; node?: unknown }).prompt_id === p && (f.data as { node?: unknown }).node !== null).map((f) => String((f.data as { node: string }).node));
+    frames
+      .filter(
+        (f) =>
+          f.kind === 'text' &&
+          f.type === 'executing' &&
+          (f.data as { prompt_id?: string; node?: unknown }).prompt_id === p &&
+          (f.data as { node?: unknown }).node !== null,
+      )
+      .map((f) => String((f.data as { node: string }).node));
   // The interrupt lands at the next node: the held node is the one executing just before the interrupted one.
   const beforeInterrupted = (framesStep: string, postStep: string) => {
     const nodes = executing(step(framesStep).frames, pid(postStep));
@@ -96,7 +104,7 @@ let capture: Capture;
 
 beforeAll(async () => {
   // Compared with a real server's answers, which list exactly the recorded model files.
-  fake = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: "silent", profileFiles: false });
+  fake = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: 'silent', profileFiles: false });
   const post = async (path: string, body: unknown) => {
     const res = await fetch(fake.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);

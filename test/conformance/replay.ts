@@ -59,7 +59,12 @@ export function pngBytes(w: number, h: number, seed: number): Buffer {
   ihdr.writeUInt32BE(w, 0);
   ihdr.writeUInt32BE(h, 4);
   ihdr.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.from(rows))), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from('89504e470d0a1a0a', 'hex'),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.from(rows))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 type Graph = Record<string, unknown>;
@@ -67,7 +72,11 @@ type Graph = Record<string, unknown>;
 function graphModelFree(image: string, w: number, h: number, prefix: string): Graph {
   return {
     load: { class_type: 'LoadImage', inputs: { image }, _meta: { title: 'Load Image' } },
-    scale: { class_type: 'ImageScale', inputs: { image: ['load', 0], upscale_method: 'nearest-exact', width: w, height: h, crop: 'disabled' }, _meta: { title: 'Upscale Image' } },
+    scale: {
+      class_type: 'ImageScale',
+      inputs: { image: ['load', 0], upscale_method: 'nearest-exact', width: w, height: h, crop: 'disabled' },
+      _meta: { title: 'Upscale Image' },
+    },
     save: { class_type: 'SaveImage', inputs: { images: ['scale', 0], filename_prefix: prefix }, _meta: { title: 'Save Image' } },
   };
 }
@@ -78,7 +87,11 @@ function graphSlow(image: string, prefix: string): Graph {
   let prev = 'load';
   for (let i = 0; i < 12; i++) {
     const size = i % 2 === 0 ? 3072 : 64;
-    g[`s${i}`] = { class_type: 'ImageScale', inputs: { image: [prev, 0], upscale_method: 'lanczos', width: size, height: size, crop: 'disabled' }, _meta: { title: `s${i}` } };
+    g[`s${i}`] = {
+      class_type: 'ImageScale',
+      inputs: { image: [prev, 0], upscale_method: 'lanczos', width: size, height: size, crop: 'disabled' },
+      _meta: { title: `s${i}` },
+    };
     prev = `s${i}`;
   }
   g.save = { class_type: 'SaveImage', inputs: { images: [prev, 0], filename_prefix: prefix }, _meta: { title: 'Save Image' } };
@@ -94,11 +107,22 @@ export async function replayCapture(base: string, holds: Holds, controls: Replay
   const barrier = () => Promise.all(sockets.map((s) => s.barrier()));
 
   for (const [name, path] of [
-    ['GET /queue idle', '/queue'], ['GET /prompt idle', '/prompt'], ['GET /system_stats', '/system_stats'], ['GET /features', '/features'],
-    ['GET /object_info/ImageScale', '/object_info/ImageScale'], ['GET /object_info/NoSuchNode', '/object_info/NoSuchNode'], ['GET /models', '/models'],
-    ['GET /models/vae', '/models/vae'], ['GET /models/nosuchfolder', '/models/nosuchfolder'], ['GET /api/jobs?limit=2', '/api/jobs?limit=2'],
-    ['GET /jobs (no /api)', '/jobs'], ['GET /api/jobs?status=bogus', '/api/jobs?status=bogus'], ['GET /api/jobs?limit=0', '/api/jobs?limit=0'],
-    ['GET /api/jobs/{unknown uuid}', `/api/jobs/${randomUUID()}`], ['GET /history/{unknown uuid}', `/history/${randomUUID()}`], ['GET /api/prompt (alias)', '/api/prompt'],
+    ['GET /queue idle', '/queue'],
+    ['GET /prompt idle', '/prompt'],
+    ['GET /system_stats', '/system_stats'],
+    ['GET /features', '/features'],
+    ['GET /object_info/ImageScale', '/object_info/ImageScale'],
+    ['GET /object_info/NoSuchNode', '/object_info/NoSuchNode'],
+    ['GET /models', '/models'],
+    ['GET /models/vae', '/models/vae'],
+    ['GET /models/nosuchfolder', '/models/nosuchfolder'],
+    ['GET /api/jobs?limit=2', '/api/jobs?limit=2'],
+    ['GET /jobs (no /api)', '/jobs'],
+    ['GET /api/jobs?status=bogus', '/api/jobs?status=bogus'],
+    ['GET /api/jobs?limit=0', '/api/jobs?limit=0'],
+    ['GET /api/jobs/{unknown uuid}', `/api/jobs/${randomUUID()}`],
+    ['GET /history/{unknown uuid}', `/history/${randomUUID()}`],
+    ['GET /api/prompt (alias)', '/api/prompt'],
   ] as const) {
     await req(name, 'GET', path);
   }
@@ -152,7 +176,8 @@ export async function replayCapture(base: string, holds: Holds, controls: Replay
   await req('GET /api/jobs?limit=5 after prompt1', 'GET', '/api/jobs?limit=5');
   await req('GET /history?max_items=1', 'GET', '/history?max_items=1');
   await req('GET /queue idle after', 'GET', '/queue');
-  const out = (h1.json as Record<string, { outputs: { save: { images: Array<{ filename: string; subfolder: string; type: string }> } } }>)[p1.pid]?.outputs.save.images[0];
+  const out = (h1.json as Record<string, { outputs: { save: { images: Array<{ filename: string; subfolder: string; type: string }> } } }>)[p1.pid]?.outputs.save
+    .images[0];
   if (out) {
     const q = (o: Record<string, string>) => new URLSearchParams(o).toString();
     await req('GET /view output', 'GET', `/view?${q({ filename: out.filename, subfolder: out.subfolder, type: out.type })}`, { keepBytes: true });
@@ -206,12 +231,17 @@ export async function replayCapture(base: string, holds: Holds, controls: Replay
   await http.drain();
   await barrier();
   const [pidA, pidB, pidC] = [randomUUID(), randomUUID(), randomUUID()];
-  await controls.hold([{ promptId: pidA, nodeId: holds.A }, { promptId: pidB, nodeId: holds.B }]);
+  await controls.hold([
+    { promptId: pidA, nodeId: holds.A },
+    { promptId: pidB, nodeId: holds.B },
+  ]);
   const mI = ws1.mark();
   const mI2 = ws2.mark();
   await req('slowA POST /prompt', 'POST', '/prompt', { json: { prompt: graphSlow(img, `cap/${RUN}-slow1`), prompt_id: pidA, client_id: c1 } });
   await req('slowB POST /prompt', 'POST', '/prompt', { json: { prompt: graphSlow(img, `cap/${RUN}-slow2`), prompt_id: pidB, client_id: c1 } });
-  await req('slowC POST /prompt (front)', 'POST', '/prompt', { json: { prompt: graphSlow(img, `cap/${RUN}-slow3`), prompt_id: pidC, client_id: c1, front: true } });
+  await req('slowC POST /prompt (front)', 'POST', '/prompt', {
+    json: { prompt: graphSlow(img, `cap/${RUN}-slow3`), prompt_id: pidC, client_id: c1, front: true },
+  });
   await ws1.waitFor(executingPred(pidA, holds.A), mI);
   await req('GET /queue running+pending', 'GET', '/queue');
   await req('GET /prompt running', 'GET', '/prompt');

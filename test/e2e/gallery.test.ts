@@ -25,7 +25,11 @@ const ids = { ok: '', failed: '' };
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 async function txt2img(body: Record<string, unknown>): Promise<{ status: number; id: string }> {
-  const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(body) });
+  const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: JSON.stringify(body),
+  });
   await res.arrayBuffer();
   return { status: res.status, id: res.headers.get('x-render-id') ?? '' };
 }
@@ -41,7 +45,11 @@ describe.skipIf(chromiumMissing !== undefined)(`gallery page in headless Chromiu
     const ok = await txt2img({ prompt: XSS_OK, model: 'imagegen-flux-schnell', width: 192, height: 128, seed: 11 });
     expect(ok.status).toBe(200);
     ids.ok = ok.id;
-    await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ executionError: { type: 'exception', count: 1, message: 'gallery <b>boom</b>' } }) });
+    await fetch(`${fake.url}/__fake/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ executionError: { type: 'exception', count: 1, message: 'gallery <b>boom</b>' } }),
+    });
     const failed = await txt2img({ prompt: XSS_FAIL, model: 'imagegen-flux-schnell', width: 128, height: 128, seed: 12 });
     expect(failed.status).toBe(500);
     ids.failed = failed.id;
@@ -75,7 +83,9 @@ describe.skipIf(chromiumMissing !== undefined)(`gallery page in headless Chromiu
       form.requestSubmit();
     })()`);
     await page.waitFor(`document.querySelectorAll('.card').length === 2`);
-    await page.waitFor(`(() => { const i = document.querySelector('.card[data-status="completed"] .thumb img'); return i && i.complete && i.naturalWidth > 0; })()`);
+    await page.waitFor(
+      `(() => { const i = document.querySelector('.card[data-status="completed"] .thumb img'); return i && i.complete && i.naturalWidth > 0; })()`,
+    );
     const ok = await page.evaluate<{ src: string; width: number; prompt: string; markup: number; model: string; facts: string }>(`(() => {
       const c = document.querySelector('[data-render-id="${ids.ok}"]');
       const img = c.querySelector('.thumb img');
@@ -96,7 +106,14 @@ describe.skipIf(chromiumMissing !== undefined)(`gallery page in headless Chromiu
       return { status: c.dataset.status, prompt: c.querySelector('.prompt').textContent, reason: c.querySelector('.reason').textContent,
                replay: !!c.querySelector('button.replay'), thumb: !!c.querySelector('.thumb img'), temporal: !!c.querySelector('a.temporal') };
     })()`);
-    expect(failed).toEqual({ status: 'failed', prompt: XSS_FAIL, reason: expect.stringContaining('gallery <b>boom</b>'), replay: true, thumb: false, temporal: false });
+    expect(failed).toEqual({
+      status: 'failed',
+      prompt: XSS_FAIL,
+      reason: expect.stringContaining('gallery <b>boom</b>'),
+      replay: true,
+      thumb: false,
+      temporal: false,
+    });
     expect(await page.evaluate('window.__xss === undefined && document.querySelectorAll("script").length === 1')).toBe(true);
     await page.screenshot(path.join(process.env.GALLERY_SCREENSHOT_DIR ?? os.tmpdir(), 'gallery-e2e.png'), true);
   });
@@ -108,7 +125,10 @@ describe.skipIf(chromiumMissing !== undefined)(`gallery page in headless Chromiu
     expect(replayId).toMatch(/^render-/);
     await page.waitFor(`document.querySelector('[data-render-id="${replayId}"]')`, 10_000);
     // The fault is used up: the replay renders. The page refreshes itself while it runs.
-    await page.waitFor(`(() => { const i = document.querySelector('[data-render-id="${replayId}"] .thumb img'); return i && i.complete && i.naturalWidth > 0; })()`, 20_000);
+    await page.waitFor(
+      `(() => { const i = document.querySelector('[data-render-id="${replayId}"] .thumb img'); return i && i.complete && i.naturalWidth > 0; })()`,
+      20_000,
+    );
     expect(await page.evaluate<string>(`document.querySelector('[data-render-id="${replayId}"] .replay-of a').textContent`)).toBe(ids.failed);
     const tl = (await (await fetch(`${svc.url}/renders/${replayId}`, { headers: auth })).json()) as RenderTimeline;
     expect(tl.status).toBe('completed');

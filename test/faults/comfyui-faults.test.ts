@@ -26,7 +26,10 @@ beforeAll(async () => {
   // A model whose VAE file ComfyUI does not have: the validation scenario.
   const models = path.join(dir, 'models.json');
   writeFileSync(models, JSON.stringify({ 'imagegen-qwen-image': { files: { vae: 'missing_vae.safetensors' } } }));
-  [temporal, fake] = await Promise.all([startTestTemporal(), startFakeComfyUI({ port: 0, dataDir: path.join(dir, 'comfyui'), stepMs: 50, logLevel: 'silent' })]);
+  [temporal, fake] = await Promise.all([
+    startTestTemporal(),
+    startFakeComfyUI({ port: 0, dataDir: path.join(dir, 'comfyui'), stepMs: 50, logLevel: 'silent' }),
+  ]);
   svc = await startService({
     temporalAddress: temporal.address,
     comfyUrl: fake.url,

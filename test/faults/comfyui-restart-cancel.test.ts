@@ -17,19 +17,7 @@ import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/ser
 import { redSquare } from '../support/fixtures.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
-import {
-  SCHNELL,
-  a1111,
-  expectRenderedOnce,
-  fakeStats,
-  metricValue,
-  resetFake,
-  scenario,
-  setFaults,
-  waitFor,
-  waitProgress,
-  waitRunning,
-} from './helpers.ts';
+import { SCHNELL, a1111, expectRenderedOnce, fakeStats, metricValue, resetFake, scenario, setFaults, waitFor, waitProgress, waitRunning } from './helpers.ts';
 import { runPromptAttempts } from './history.ts';
 
 let temporal: TestTemporal;
@@ -184,7 +172,7 @@ describe('cancellation', () => {
     expect(r.status).toBe(200);
     // As A1111: the interrupted image answers with what was rendered (its last preview), said in info.
     expect(r.json.images).toHaveLength(1);
-    expect(JSON.parse(r.json.info ?? "{}")).toMatchObject({ interrupted: true, partial: [0] });
+    expect(JSON.parse(r.json.info ?? '{}')).toMatchObject({ interrupted: true, partial: [0] });
     const stats = await fakeStats(fake.url);
     expect(stats.outcomes[promptId]).toEqual(['interrupted']);
     expect(Object.keys(stats.submissions)).toEqual([promptId]);
@@ -194,9 +182,7 @@ describe('cancellation', () => {
     await slow();
     const key = `disconnect-${Date.now()}`;
     const ac = new AbortController();
-    const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'keep going', seed: 15, steps: 15 }, { key, signal: ac.signal }).catch(
-      (e: unknown) => e,
-    );
+    const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'keep going', seed: 15, steps: 15 }, { key, signal: ac.signal }).catch((e: unknown) => e);
     const promptId = await waitRunning(fake.url);
     ac.abort();
     await pending;

@@ -33,31 +33,35 @@ afterAll(async () => {
 });
 
 describe('a dead backend', () => {
-  scenario('a ComfyUI killed mid-render: the other GPU answers within 30 s, rendered once', async () => {
-    // Whichever backend takes the render keeps it running (a hung node) until it is killed.
-    await Promise.all(fakes.map((f) => setFaults(f.url, { hang: { count: 1 } })));
-    const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'dead backend', seed: 21, steps: 2 });
-    const dead = await waitFor('a backend running the prompt', async () => {
-      for (const f of fakes) if ((await fakeStats(f.url)).queue.running.length > 0) return f;
-      return undefined;
-    });
-    const alive = fakes.find((f) => f !== dead)!;
-    await resetFake(alive.url);
-    const deadStats: FakeStatsSnapshot = await fakeStats(dead.url);
-    const killedAt = Date.now();
-    await dead.close();
+  scenario(
+    'a ComfyUI killed mid-render: the other GPU answers within 30 s, rendered once',
+    async () => {
+      // Whichever backend takes the render keeps it running (a hung node) until it is killed.
+      await Promise.all(fakes.map((f) => setFaults(f.url, { hang: { count: 1 } })));
+      const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'dead backend', seed: 21, steps: 2 });
+      const dead = await waitFor('a backend running the prompt', async () => {
+        for (const f of fakes) if ((await fakeStats(f.url)).queue.running.length > 0) return f;
+        return undefined;
+      });
+      const alive = fakes.find((f) => f !== dead)!;
+      await resetFake(alive.url);
+      const deadStats: FakeStatsSnapshot = await fakeStats(dead.url);
+      const killedAt = Date.now();
+      await dead.close();
 
-    const r = await pending;
-    const answeredAfterMs = Date.now() - killedAt;
-    expect(r.status, JSON.stringify(r.json).slice(0, 400)).toBe(200);
-    expect(r.json.images).toHaveLength(1);
-    // The acceptance bound of the finding (it was 186 s): well above the ~11 s this takes.
-    expect(answeredAfterMs).toBeLessThan(30_000);
-    // The dead backend never finished it; the other rendered it once.
-    expect(Object.values(deadStats.outcomes).flat()).not.toContain('success');
-    expectRenderedOnce([deadStats, await fakeStats(alive.url)]);
-    // The dead backend shows as unhealthy, naming why.
-    const health = (await (await fetch(`${svc.url}/health`)).json()) as { checks: { name: string; ok: boolean; detail?: string }[] };
-    expect(health.checks.some((c) => !c.ok && /refuses connections/.test(c.detail ?? ''))).toBe(true);
-  }, 90_000);
+      const r = await pending;
+      const answeredAfterMs = Date.now() - killedAt;
+      expect(r.status, JSON.stringify(r.json).slice(0, 400)).toBe(200);
+      expect(r.json.images).toHaveLength(1);
+      // The acceptance bound of the finding (it was 186 s): well above the ~11 s this takes.
+      expect(answeredAfterMs).toBeLessThan(30_000);
+      // The dead backend never finished it; the other rendered it once.
+      expect(Object.values(deadStats.outcomes).flat()).not.toContain('success');
+      expectRenderedOnce([deadStats, await fakeStats(alive.url)]);
+      // The dead backend shows as unhealthy, naming why.
+      const health = (await (await fetch(`${svc.url}/health`)).json()) as { checks: { name: string; ok: boolean; detail?: string }[] };
+      expect(health.checks.some((c) => !c.ok && /refuses connections/.test(c.detail ?? ''))).toBe(true);
+    },
+    90_000,
+  );
 });

@@ -50,7 +50,12 @@ export async function fakeStats(fakeUrl: string): Promise<FakeStatsSnapshot> {
   return (await (await fetch(`${fakeUrl}/__fake/stats`)).json()) as FakeStatsSnapshot;
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown;
   for (;;) {
@@ -60,7 +65,10 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${lastErr instanceof Error ? String(lastErr) : inspect(lastErr)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${lastErr instanceof Error ? String(lastErr) : inspect(lastErr)}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -72,7 +80,12 @@ export function waitRunning(fakeUrl: string, timeoutMs = 30_000): Promise<string
 
 /** Resolves once the running prompt has executed at least `n` sampler steps worth of nodes (any progress). */
 export async function waitProgress(fakeUrl: string, promptId: string, nodes: number, timeoutMs = 30_000): Promise<void> {
-  await waitFor(`prompt ${promptId} to execute ${nodes} node(s)`, async () => ((await fakeStats(fakeUrl)).nodesExecuted[promptId] ?? 0) >= nodes, timeoutMs, 50);
+  await waitFor(
+    `prompt ${promptId} to execute ${nodes} node(s)`,
+    async () => ((await fakeStats(fakeUrl)).nodesExecuted[promptId] ?? 0) >= nodes,
+    timeoutMs,
+    50,
+  );
 }
 
 export interface RenderCall {
@@ -81,10 +94,20 @@ export interface RenderCall {
   renderId: string | null;
 }
 
-export async function a1111(baseUrl: string, route: 'txt2img' | 'img2img', body: unknown, init: { key?: string; signal?: AbortSignal } = {}): Promise<RenderCall> {
+export async function a1111(
+  baseUrl: string,
+  route: 'txt2img' | 'img2img',
+  body: unknown,
+  init: { key?: string; signal?: AbortSignal } = {},
+): Promise<RenderCall> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (init.key) headers['idempotency-key'] = init.key;
-  const res = await fetch(`${baseUrl}/sdapi/v1/${route}`, { method: 'POST', headers, body: JSON.stringify(body), ...(init.signal ? { signal: init.signal } : {}) });
+  const res = await fetch(`${baseUrl}/sdapi/v1/${route}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    ...(init.signal ? { signal: init.signal } : {}),
+  });
   const text = await res.text();
   let json: RenderCall['json'];
   try {
@@ -127,11 +150,7 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     if (!line.startsWith(name)) continue;
     const m = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const got = (m[2] ?? '')
-      .split(',')
-      .filter(Boolean)
-      .sort()
-      .join(',');
+    const got = (m[2] ?? '').split(',').filter(Boolean).sort().join(',');
     if (got === want) return Number(m[3]);
   }
   return undefined;

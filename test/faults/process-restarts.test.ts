@@ -19,19 +19,7 @@ import { ffprobe, videoStream } from '../support/ffprobe.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
-import {
-  SCHNELL,
-  a1111,
-  expectRenderedOnce,
-  fakeStats,
-  metricValue,
-  resetFake,
-  scenario,
-  setFaults,
-  waitFor,
-  waitProgress,
-  waitRunning,
-} from './helpers.ts';
+import { SCHNELL, a1111, expectRenderedOnce, fakeStats, metricValue, resetFake, scenario, setFaults, waitFor, waitProgress, waitRunning } from './helpers.ts';
 import { runPromptAttempts } from './history.ts';
 
 let temporal: TestTemporal;
@@ -171,29 +159,37 @@ describe('video worker restarts', () => {
 });
 
 describe('renders that end while a handed-over prompt still runs', () => {
-  scenario('a render cancelled while its prompt was handed back by a stopping worker: the prompt is stopped, not left on the GPU', async () => {
-    const key = `cancel-handed-over-${Date.now()}`;
-    // The sampler keeps running until interrupted, however long the worker takes to come back (60 steps of
-    // 200 ms were not enough for a worker restart on a loaded machine): only the cancellation can end it.
-    await setFaults(fake.url, { hang: { nodeClass: 'KSampler', count: 1 } });
-    const pending = a1111(front.url, 'txt2img', { ...LONG, prompt: 'cancel the orphan', seed: 31 }, { key });
-    const promptId = await waitRunning(fake.url);
-    await waitProgress(fake.url, promptId, 3);
-    worker.child.kill('SIGTERM');
-    expect((await exitOf(worker, 60_000)).code).toBe(0);
-    // No worker: the attempt was handed back and the prompt keeps running in ComfyUI. Cancel the render now,
-    // before any attempt can re-attach.
-    await client.workflow.getHandle(renderIdForKey(key)).cancel();
-    await worker.restart();
-    const r = await pending;
-    expect(r.status, JSON.stringify(r.json)).toBe(409);
-    const stats = await waitFor('the handed-over prompt to be stopped', async () => {
-      const st = await fakeStats(fake.url);
-      return st.queue.running.length === 0 && st.queue.pending.length === 0 ? st : undefined;
-    }, 90_000);
-    expect(stats.outcomes[promptId]).not.toContain('success');
-    expect(Object.keys(stats.executions)).toEqual([promptId]);
-  }, 150_000);
+  scenario(
+    'a render cancelled while its prompt was handed back by a stopping worker: the prompt is stopped, not left on the GPU',
+    async () => {
+      const key = `cancel-handed-over-${Date.now()}`;
+      // The sampler keeps running until interrupted, however long the worker takes to come back (60 steps of
+      // 200 ms were not enough for a worker restart on a loaded machine): only the cancellation can end it.
+      await setFaults(fake.url, { hang: { nodeClass: 'KSampler', count: 1 } });
+      const pending = a1111(front.url, 'txt2img', { ...LONG, prompt: 'cancel the orphan', seed: 31 }, { key });
+      const promptId = await waitRunning(fake.url);
+      await waitProgress(fake.url, promptId, 3);
+      worker.child.kill('SIGTERM');
+      expect((await exitOf(worker, 60_000)).code).toBe(0);
+      // No worker: the attempt was handed back and the prompt keeps running in ComfyUI. Cancel the render now,
+      // before any attempt can re-attach.
+      await client.workflow.getHandle(renderIdForKey(key)).cancel();
+      await worker.restart();
+      const r = await pending;
+      expect(r.status, JSON.stringify(r.json)).toBe(409);
+      const stats = await waitFor(
+        'the handed-over prompt to be stopped',
+        async () => {
+          const st = await fakeStats(fake.url);
+          return st.queue.running.length === 0 && st.queue.pending.length === 0 ? st : undefined;
+        },
+        90_000,
+      );
+      expect(stats.outcomes[promptId]).not.toContain('success');
+      expect(Object.keys(stats.executions)).toEqual([promptId]);
+    },
+    150_000,
+  );
 });
 
 describe('front restarts', () => {
@@ -247,27 +243,31 @@ describe('front restarts', () => {
 });
 
 describe('render outcomes counted where they happen', () => {
-  scenario('a render that completes while its front is down is counted once, by the worker', async () => {
-    const workerMetrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    const completed = async () => metricValue(await workerMetrics(), 'comfy_durable_renders_completed_total', { model: SCHNELL.model }) ?? 0;
-    const before = await completed();
-    const key = `count-after-front-restart-${Date.now()}`;
-    const body = { ...MEDIUM, prompt: 'count me once', seed: 28 };
-    const pending = a1111(front.url, 'txt2img', body, { key }).catch((e: unknown) => e);
-    const promptId = await waitRunning(fake.url);
-    await front.kill('SIGKILL');
-    expect(await pending).toBeInstanceOf(Error);
-    // Nobody waits for it now; it completes in ComfyUI and the workflow ends.
-    await waitFor('the prompt to finish', async () => (await fakeStats(fake.url)).outcomes[promptId]?.includes('success'), 60_000, 200);
-    await waitFor('the worker to count the render', async () => (await completed()) === before + 1, 30_000, 200);
-    await front.restart();
-    // The client's retry attaches to the finished render: no second count anywhere.
-    const r = await a1111(front.url, 'txt2img', body, { key });
-    expect(r.status, JSON.stringify(r.json)).toBe(200);
-    expect(await completed()).toBe(before + 1);
-    const frontMetrics = await (await fetch(`${front.url}/metrics`)).text();
-    expect(metricValue(frontMetrics, 'comfy_durable_renders_completed_total', { model: SCHNELL.model }) ?? 0).toBe(0);
-  }, 120_000);
+  scenario(
+    'a render that completes while its front is down is counted once, by the worker',
+    async () => {
+      const workerMetrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const completed = async () => metricValue(await workerMetrics(), 'comfy_durable_renders_completed_total', { model: SCHNELL.model }) ?? 0;
+      const before = await completed();
+      const key = `count-after-front-restart-${Date.now()}`;
+      const body = { ...MEDIUM, prompt: 'count me once', seed: 28 };
+      const pending = a1111(front.url, 'txt2img', body, { key }).catch((e: unknown) => e);
+      const promptId = await waitRunning(fake.url);
+      await front.kill('SIGKILL');
+      expect(await pending).toBeInstanceOf(Error);
+      // Nobody waits for it now; it completes in ComfyUI and the workflow ends.
+      await waitFor('the prompt to finish', async () => (await fakeStats(fake.url)).outcomes[promptId]?.includes('success'), 60_000, 200);
+      await waitFor('the worker to count the render', async () => (await completed()) === before + 1, 30_000, 200);
+      await front.restart();
+      // The client's retry attaches to the finished render: no second count anywhere.
+      const r = await a1111(front.url, 'txt2img', body, { key });
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      expect(await completed()).toBe(before + 1);
+      const frontMetrics = await (await fetch(`${front.url}/metrics`)).text();
+      expect(metricValue(frontMetrics, 'comfy_durable_renders_completed_total', { model: SCHNELL.model }) ?? 0).toBe(0);
+    },
+    120_000,
+  );
 });
 
 describe('Idempotency-Key', () => {
@@ -303,7 +303,10 @@ describe('health and metrics across processes', () => {
   scenario("the front's /health and gauge see the worker's unhealthy mark in DATA_DIR; the worker's probe clears it", async () => {
     // Written the way the worker's escalation writes it: the front is another process and reads the file.
     const backend = { id: 'comfyui-0', url: fake.url };
-    new BackendHealth(front.dataDir).markUnhealthy(backend, { reason: 'test: a prompt ignored interrupt and /free', stuckPromptId: '00000000-0000-8000-8000-000000000000' });
+    new BackendHealth(front.dataDir).markUnhealthy(backend, {
+      reason: 'test: a prompt ignored interrupt and /free',
+      stuckPromptId: '00000000-0000-8000-8000-000000000000',
+    });
     const h = await fetch(`${front.url}/health`);
     expect(h.status).toBe(503);
     expect(JSON.stringify(await h.json())).toMatch(/ignored interrupt/);

@@ -18,7 +18,10 @@ let svc: TestService;
 
 beforeAll(async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-faults-temporal-'));
-  [temporal, fake] = await Promise.all([startTestTemporal(dir), startFakeComfyUI({ port: 0, dataDir: path.join(dir, 'comfyui'), stepMs: 50, logLevel: 'silent' })]);
+  [temporal, fake] = await Promise.all([
+    startTestTemporal(dir),
+    startFakeComfyUI({ port: 0, dataDir: path.join(dir, 'comfyui'), stepMs: 50, logLevel: 'silent' }),
+  ]);
   svc = await startService({
     temporalAddress: temporal.address,
     comfyUrl: fake.url,

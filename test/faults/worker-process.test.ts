@@ -133,10 +133,15 @@ describe('start mode: the worker in its own process', () => {
       const oldPid = (await workerPid())!;
       expect(oldPid).toBeGreaterThan(0);
       process.kill(oldPid, 'SIGKILL');
-      const newPid = await waitFor('a new worker process running', async () => {
-        const pid = await workerPid();
-        return pid !== undefined && pid !== oldPid ? pid : undefined;
-      }, 120_000, 200);
+      const newPid = await waitFor(
+        'a new worker process running',
+        async () => {
+          const pid = await workerPid();
+          return pid !== undefined && pid !== oldPid ? pid : undefined;
+        },
+        120_000,
+        200,
+      );
       expect(gone(oldPid)).toBe(true);
       const r = await pending;
       expect(r.status, JSON.stringify(r.json)).toBe(200);
@@ -168,12 +173,22 @@ describe('start mode: the worker in its own process', () => {
       process.kill((await workerPid())!, 'SIGKILL');
       const first = await waitFor('a restart scheduled', restarting, 30_000, 50);
       // The next one dies while it starts: one more crash in a row, twice the back-off.
-      const starting = await waitFor('the worker process starting again', async () => Number(/^starting \(pid (\d+)\)$/.exec(await workerState())?.[1]) || undefined, 60_000, 50);
+      const starting = await waitFor(
+        'the worker process starting again',
+        async () => Number(/^starting \(pid (\d+)\)$/.exec(await workerState())?.[1]) || undefined,
+        60_000,
+        50,
+      );
       process.kill(starting, 'SIGKILL');
-      const second = await waitFor('the next restart scheduled', async () => {
-        const r = await restarting();
-        return r && r.crashes === first.crashes + 1 ? r : undefined;
-      }, 30_000, 50);
+      const second = await waitFor(
+        'the next restart scheduled',
+        async () => {
+          const r = await restarting();
+          return r && r.crashes === first.crashes + 1 ? r : undefined;
+        },
+        30_000,
+        50,
+      );
       expect(second.backoffMs).toBe(Math.min(30_000, first.backoffMs * 2));
       expect((await fetch(`${svc.url}/health`)).status).toBe(503);
       expect((await fetch(`${svc.url}/sdapi/v1/sd-models`)).status).toBe(200);
@@ -184,22 +199,30 @@ describe('start mode: the worker in its own process', () => {
     150_000,
   );
 
-  scenario('SIGTERM: the waiting client gets its images, the worker process drains and exits, then the front', async () => {
-    const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, steps: 15, prompt: 'drain start mode', seed: 33 });
-    const promptId = await waitRunning(fake.url);
-    const worker = (await workerPid())!;
-    svc.child.kill('SIGTERM');
-    const [r, code] = await Promise.all([pending, exitOf(svc, 60_000)]);
-    expect(r.status, JSON.stringify(r.json)).toBe(200);
-    expect(code).toBe(0);
-    expect(gone(worker)).toBe(true);
-    expect((await fakeStats(fake.url)).outcomes[promptId]).toEqual(['success']);
-  }, 90_000);
+  scenario(
+    'SIGTERM: the waiting client gets its images, the worker process drains and exits, then the front',
+    async () => {
+      const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, steps: 15, prompt: 'drain start mode', seed: 33 });
+      const promptId = await waitRunning(fake.url);
+      const worker = (await workerPid())!;
+      svc.child.kill('SIGTERM');
+      const [r, code] = await Promise.all([pending, exitOf(svc, 60_000)]);
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      expect(code).toBe(0);
+      expect(gone(worker)).toBe(true);
+      expect((await fakeStats(fake.url)).outcomes[promptId]).toEqual(['success']);
+    },
+    90_000,
+  );
 
-  scenario('the front SIGKILLed: its worker process exits too, no orphan', async () => {
-    const worker = (await workerPid())!;
-    expect(procState(worker)).toBeDefined();
-    await svc.kill('SIGKILL');
-    await waitFor('the orphaned worker process to exit', () => gone(worker), 60_000, 100);
-  }, 90_000);
+  scenario(
+    'the front SIGKILLed: its worker process exits too, no orphan',
+    async () => {
+      const worker = (await workerPid())!;
+      expect(procState(worker)).toBeDefined();
+      await svc.kill('SIGKILL');
+      await waitFor('the orphaned worker process to exit', () => gone(worker), 60_000, 100);
+    },
+    90_000,
+  );
 });

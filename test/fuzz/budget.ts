@@ -92,10 +92,15 @@ export class BudgetWatch {
     this.maxStallMs = Math.max(this.maxStallMs, stall);
     this.maxLagMs = Math.max(this.maxLagMs, lag);
     if (rss - this.baselineRss > this.maxRssGrowth + 10 * 1024 * 1024) {
-      this.growth.push(`+${Math.round((rss - this.baselineRss) / 1024 / 1024)} MB while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`);
+      this.growth.push(
+        `+${Math.round((rss - this.baselineRss) / 1024 / 1024)} MB while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`,
+      );
     }
     this.maxRssGrowth = Math.max(this.maxRssGrowth, rss - this.baselineRss);
-    if (stall > this.stallBudgetMs) this.stalls.push(`${Math.round(stall)} ms stall (loop ${Math.round(lag)} ms late) while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`);
+    if (stall > this.stallBudgetMs)
+      this.stalls.push(
+        `${Math.round(stall)} ms stall (loop ${Math.round(lag)} ms late) while in flight: ${[...new Set([...during, ...this.inFlight()])].join(' | ')}`,
+      );
   }
 
   async stop(): Promise<void> {

@@ -185,7 +185,10 @@ describe('budgeted fuzzer', () => {
     const loras = (await (await fetch(`${svc.url}/sdapi/v1/loras`)).json()) as Array<{ name: string }>;
     const watch = new BudgetWatch(svc.url, svc.child.pid!, STALL_BUDGET_MS, () => [...inFlight]);
     await watch.start();
-    const seeds = reproductions(images, loras.map((l) => l.name));
+    const seeds = reproductions(
+      images,
+      loras.map((l) => l.name),
+    );
     // One at a time: each reproduction's stall and memory are its own.
     await sendAll(seeds, 1);
     const generated = fc.sample(generators(images), { seed: SEED, numRuns: REQUESTS });
@@ -193,7 +196,10 @@ describe('budgeted fuzzer', () => {
     await watch.stop();
 
     expect(svc.child.exitCode, 'the service exited').toBeNull();
-    const byStatus = [...statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
+    const byStatus = [...statuses.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}:${n}`)
+      .join(' ');
     process.stdout.write(
       `fuzz: ${sent} requests (${seeds.length} reproductions, ${generated.length} generated, seed ${SEED}), ` +
         `max event-loop stall ${Math.round(watch.maxStallMs)} ms (loop late at most ${Math.round(watch.maxLagMs)} ms, CPU starvation included), max RSS growth ${Math.round(watch.maxRssGrowth / 1024 / 1024)} MB, statuses ${byStatus}\n`,

@@ -144,7 +144,16 @@ async function sillyTavern(base: string, auth: string): Promise<void> {
   expect(JSON.parse(gen.json.info).sd_model_name).toBe('imagegen-flux-schnell');
   // A user with Align Your Steps saved and the hires fix on at SillyTavern's default ×2 of 1024²: before, a
   // 400 for the scheduler and another for the size, both shown as "Internal Server Error".
-  const ays = await call(base, 'POST', '/sdapi/v1/txt2img', json, { ...generateBody, scheduler: 'Align Your Steps', sampler_name: 'Euler', width: 1024, height: 1024, steps: 3, enable_hr: true, hr_second_pass_steps: 1 });
+  const ays = await call(base, 'POST', '/sdapi/v1/txt2img', json, {
+    ...generateBody,
+    scheduler: 'Align Your Steps',
+    sampler_name: 'Euler',
+    width: 1024,
+    height: 1024,
+    steps: 3,
+    enable_hr: true,
+    hr_second_pass_steps: 1,
+  });
   expect(ays.status, JSON.stringify(ays.json).slice(0, 400)).toBe(200);
   expect(pngSize(ays.json.images[0])).toMatchObject({ width: 1536, height: 1536 });
   const aysInfo = JSON.parse(ays.json.info);
@@ -173,7 +182,10 @@ async function openWebUI(base: string, apiAuth: string | undefined): Promise<voi
   // verify
   expect((await call(base, 'GET', '/sdapi/v1/options', h)).ok).toBe(true);
   // models
-  const models = (await call(base, 'GET', '/sdapi/v1/sd-models', h)).json.map((m: { title: string; model_name: string }) => ({ id: m.title, name: m.model_name }));
+  const models = (await call(base, 'GET', '/sdapi/v1/sd-models', h)).json.map((m: { title: string; model_name: string }) => ({
+    id: m.title,
+    name: m.model_name,
+  }));
   const qwen = models.find((m: { name: string }) => m.name === 'imagegen-qwen-image');
   expect(qwen).toBeDefined();
   // set model: the whole options dict goes back with one key changed
@@ -186,7 +198,17 @@ async function openWebUI(base: string, apiAuth: string | undefined): Promise<voi
   // current model
   expect((await call(base, 'GET', '/sdapi/v1/options', h)).json.sd_model_checkpoint).toBe(qwen.id);
   // generate n=10, with the admin's AUTOMATIC1111_PARAMS merged over the payload
-  const data = { prompt: 'a red fox in snow', batch_size: 10, width: 256, height: 256, steps: 2, negative_prompt: 'text', cfg_scale: 7, sampler_name: 'Euler a', scheduler: 'normal' };
+  const data = {
+    prompt: 'a red fox in snow',
+    batch_size: 10,
+    width: 256,
+    height: 256,
+    steps: 2,
+    negative_prompt: 'text',
+    cfg_scale: 7,
+    sampler_name: 'Euler a',
+    scheduler: 'normal',
+  };
   const res = await call(base, 'POST', '/sdapi/v1/txt2img', json, data);
   expect(res.status, JSON.stringify(res.json).slice(0, 400)).toBe(200);
   expect(res.json.images).toHaveLength(10);
@@ -219,7 +241,12 @@ describe('Open WebUI call sequence', () => {
 });
 
 describe('behind a proxy, and browsers', () => {
-  const rawStatus = (base: string, method: string, route: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> =>
+  const rawStatus = (
+    base: string,
+    method: string,
+    route: string,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> =>
     new Promise((resolve, reject) => {
       const req = http.request(`${base}${route}`, { method, headers }, (res) => {
         let body = '';

@@ -47,8 +47,7 @@ function raw(method: string, route: string, headers: Record<string, string>, bod
   });
 }
 
-const post = (route: string, body: unknown): Promise<Answer> =>
-  raw('POST', route, { 'content-type': 'application/json' }, JSON.stringify(body));
+const post = (route: string, body: unknown): Promise<Answer> => raw('POST', route, { 'content-type': 'application/json' }, JSON.stringify(body));
 
 async function render(route: 'txt2img' | 'img2img', body: Record<string, unknown>): Promise<{ images: string[]; info: any }> {
   const r = await post(`/sdapi/v1/${route}`, body);
@@ -121,7 +120,16 @@ describe('sizes', () => {
   });
 
   it("hires ×2 of 1024² (SillyTavern's default scale) renders at the fitted size with a warning", async () => {
-    const { images, info } = await render('txt2img', { prompt: 'hires', width: 1024, height: 1024, steps: 1, enable_hr: true, hr_scale: 2, hr_upscaler: 'Latent', hr_second_pass_steps: 1 });
+    const { images, info } = await render('txt2img', {
+      prompt: 'hires',
+      width: 1024,
+      height: 1024,
+      steps: 1,
+      enable_hr: true,
+      hr_scale: 2,
+      hr_upscaler: 'Latent',
+      hr_second_pass_steps: 1,
+    });
     expect(sizeOf(images[0]!)).toEqual({ width: 1536, height: 1536 });
     expect(info.warnings.join('\n')).toMatch(/hr_scale.*2048x2048 scaled down to 1536x1536/);
   });
@@ -135,8 +143,44 @@ describe('sizes', () => {
 });
 
 describe('every sampler and scheduler A1111 offers renders', () => {
-  const A1111_SAMPLERS = ['DPM++ 2M', 'DPM++ SDE', 'DPM++ 2M SDE', 'DPM++ 2M SDE Heun', 'DPM++ 2S a', 'DPM++ 3M SDE', 'Euler a', 'Euler', 'LMS', 'Heun', 'DPM2', 'DPM2 a', 'DPM fast', 'DPM adaptive', 'Restart', 'DDIM', 'DDIM CFG++', 'PLMS', 'UniPC', 'LCM'];
-  const A1111_SCHEDULERS = ['Automatic', 'Uniform', 'Karras', 'Exponential', 'Polyexponential', 'SGM Uniform', 'KL Optimal', 'Align Your Steps', 'Simple', 'Normal', 'DDIM', 'Beta', 'Align Your Steps GITS', 'Turbo'];
+  const A1111_SAMPLERS = [
+    'DPM++ 2M',
+    'DPM++ SDE',
+    'DPM++ 2M SDE',
+    'DPM++ 2M SDE Heun',
+    'DPM++ 2S a',
+    'DPM++ 3M SDE',
+    'Euler a',
+    'Euler',
+    'LMS',
+    'Heun',
+    'DPM2',
+    'DPM2 a',
+    'DPM fast',
+    'DPM adaptive',
+    'Restart',
+    'DDIM',
+    'DDIM CFG++',
+    'PLMS',
+    'UniPC',
+    'LCM',
+  ];
+  const A1111_SCHEDULERS = [
+    'Automatic',
+    'Uniform',
+    'Karras',
+    'Exponential',
+    'Polyexponential',
+    'SGM Uniform',
+    'KL Optimal',
+    'Align Your Steps',
+    'Simple',
+    'Normal',
+    'DDIM',
+    'Beta',
+    'Align Your Steps GITS',
+    'Turbo',
+  ];
 
   it('GET /samplers and /schedulers list every one of them', async () => {
     const samplers = (await get('/sdapi/v1/samplers')).json.map((s: { name: string }) => s.name);
@@ -175,7 +219,16 @@ describe('what is not offered says what is missing', () => {
 describe('the SD upscale script renders (A1111 test_img2img_sd_upscale_performed)', () => {
   it("A1111's own suite's request: the 64² init image ×2 with Lanczos, one pass, said in warnings and the infotext", async () => {
     const init = `data:image/png;base64,${redSquare(64).toString('base64')}`;
-    const { images, info } = await render('img2img', { prompt: 'example prompt', init_images: [init], width: 64, height: 64, steps: 3, denoising_strength: 0.75, script_name: 'sd upscale', script_args: ['', 8, 'Lanczos', 2.0] });
+    const { images, info } = await render('img2img', {
+      prompt: 'example prompt',
+      init_images: [init],
+      width: 64,
+      height: 64,
+      steps: 3,
+      denoising_strength: 0.75,
+      script_name: 'sd upscale',
+      script_args: ['', 8, 'Lanczos', 2.0],
+    });
     expect(images).toHaveLength(1);
     expect(sizeOf(images[0]!)).toEqual({ width: 128, height: 128 });
     expect(info.warnings.join('\n')).toMatch(/SD upscale redraws the whole ×2 image in one img2img pass/);
@@ -183,14 +236,24 @@ describe('the SD upscale script renders (A1111 test_img2img_sd_upscale_performed
   });
 
   it('an upscale model from ComfyUI by name, as webuiapi posts it', async () => {
-    const { images } = await render('img2img', { prompt: 'x', init_images: [redSquare(48).toString('base64')], steps: 1, script_name: 'SD upscale', script_args: [null, 64, '4x-UltraSharp', 2] });
+    const { images } = await render('img2img', {
+      prompt: 'x',
+      init_images: [redSquare(48).toString('base64')],
+      steps: 1,
+      script_name: 'SD upscale',
+      script_args: [null, 64, '4x-UltraSharp', 2],
+    });
     expect(sizeOf(images[0]!)).toEqual({ width: 96, height: 96 });
     const graphs = [...fake.state.queue.history.values()].map((h) => JSON.stringify(h));
     expect(graphs.some((g) => g.includes('ImageUpscaleWithModel') && g.includes('init_model_upscale'))).toBe(true);
   });
 
   it('SD upscale with a mask, or on txt2img: 422 naming the field', async () => {
-    const withMask = await post('/sdapi/v1/img2img', { init_images: [redSquare(16).toString('base64')], mask: redSquare(16).toString('base64'), script_name: 'SD upscale' });
+    const withMask = await post('/sdapi/v1/img2img', {
+      init_images: [redSquare(16).toString('base64')],
+      mask: redSquare(16).toString('base64'),
+      script_name: 'SD upscale',
+    });
     expect([withMask.status, withMask.json.field]).toEqual([422, 'mask']);
     const t2i = await post('/sdapi/v1/txt2img', { prompt: 'x', script_name: 'SD upscale' });
     expect([t2i.status, t2i.json.field]).toEqual([422, 'script_name']);
@@ -213,8 +276,14 @@ describe('progress only moves forward', () => {
       expect((await waiting).status).toBe(200);
       const values = seen.map((s) => s.progress);
       for (let i = 1; i < values.length; i++) expect(values[i]!, JSON.stringify(seen)).toBeGreaterThanOrEqual(values[i - 1]!);
-      expect(seen.some((s) => /^Sampling step \d+\/8, image 2\/2$/.test(s.textinfo ?? '')), JSON.stringify(seen)).toBe(true);
-      expect(seen.every((s) => !/Sampling step 0\/1/.test(s.textinfo ?? '')), JSON.stringify(seen)).toBe(true);
+      expect(
+        seen.some((s) => /^Sampling step \d+\/8, image 2\/2$/.test(s.textinfo ?? '')),
+        JSON.stringify(seen),
+      ).toBe(true);
+      expect(
+        seen.every((s) => !/Sampling step 0\/1/.test(s.textinfo ?? '')),
+        JSON.stringify(seen),
+      ).toBe(true);
     } finally {
       fake.state.faults.apply({ slow: null });
     }
@@ -226,7 +295,16 @@ describe('inpaint as A1111 does it', () => {
     const init = redSquare(64).toString('base64');
     const half = makePngWith(64, 64, (x) => (x < 32 ? [255, 255, 255, 255] : [0, 0, 0, 255])).toString('base64');
     const { images, info } = await render('img2img', {
-      prompt: 'inpaint me', init_images: [init], mask: half, mask_blur: 8, inpainting_fill: 0, inpaint_full_res: true, inpaint_full_res_padding: 32, width: 64, height: 64, steps: 1,
+      prompt: 'inpaint me',
+      init_images: [init],
+      mask: half,
+      mask_blur: 8,
+      inpainting_fill: 0,
+      inpaint_full_res: true,
+      inpaint_full_res_padding: 32,
+      width: 64,
+      height: 64,
+      steps: 1,
     });
     expect(images).toHaveLength(1);
     expect(info.warnings.join('\n')).toMatch(/inpainting_fill: 0 \(fill\) not applied/);
@@ -403,15 +481,33 @@ function submittedClasses(): Set<string> {
 
 describe('what users tweak, built into the graph', () => {
   it('hires fix: a second pass, the answer has the upscaled size', async () => {
-    const { images, info } = await render('txt2img', { prompt: 'hires', width: 128, height: 96, steps: 1, enable_hr: true, hr_scale: 2, hr_upscaler: 'Latent', hr_second_pass_steps: 1 });
+    const { images, info } = await render('txt2img', {
+      prompt: 'hires',
+      width: 128,
+      height: 96,
+      steps: 1,
+      enable_hr: true,
+      hr_scale: 2,
+      hr_upscaler: 'Latent',
+      hr_second_pass_steps: 1,
+    });
     expect(sizeOf(images[0]!)).toEqual({ width: 256, height: 192 });
     expect(info.infotexts[0]).toMatch(/Hires resize: 256x192, Hires upscaler: Latent/);
-    const model = await render('txt2img', { prompt: 'hires model', width: 64, height: 64, steps: 1, enable_hr: true, hr_resize_x: 160, hr_resize_y: 96, hr_upscaler: '4x-UltraSharp' });
+    const model = await render('txt2img', {
+      prompt: 'hires model',
+      width: 64,
+      height: 64,
+      steps: 1,
+      enable_hr: true,
+      hr_resize_x: 160,
+      hr_resize_y: 96,
+      hr_upscaler: '4x-UltraSharp',
+    });
     expect(sizeOf(model.images[0]!)).toEqual({ width: 160, height: 96 });
     expect(submittedClasses()).toContain('ImageUpscaleWithModel');
   });
 
-  it('LoRA tags apply through LoraLoader; an unknown LoRA is a 400 naming it; /loras lists ComfyUI\'s', async () => {
+  it("LoRA tags apply through LoraLoader; an unknown LoRA is a 400 naming it; /loras lists ComfyUI's", async () => {
     const { info } = await render('txt2img', { prompt: 'a fox <lora:detail-tweaker:0.8>', width: 64, height: 64, steps: 1 });
     expect(info.prompt).toBe('a fox');
     expect(info.infotexts[0]).toMatch(/^a fox <lora:detail-tweaker:0.8>/);
@@ -427,7 +523,14 @@ describe('what users tweak, built into the graph', () => {
   });
 
   it('samples_format jpg answers JPEG with the infotext readable by png-info; send_images false answers none', async () => {
-    const jpg = await render('txt2img', { prompt: 'as jpeg', width: 64, height: 64, steps: 1, seed: 5, override_settings: { samples_format: 'jpg', jpeg_quality: 70 } });
+    const jpg = await render('txt2img', {
+      prompt: 'as jpeg',
+      width: 64,
+      height: 64,
+      steps: 1,
+      seed: 5,
+      override_settings: { samples_format: 'jpg', jpeg_quality: 70 },
+    });
     const bytes = Buffer.from(jpg.images[0]!, 'base64');
     expect(bytes.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
     const info = await post('/sdapi/v1/png-info', { image: `data:image/jpeg;base64,${jpg.images[0]}` });
@@ -442,7 +545,14 @@ describe('what users tweak, built into the graph', () => {
   });
 
   it('override_settings_restore_afterwards false keeps the overrides as settings', async () => {
-    await render('txt2img', { prompt: 'keep', width: 64, height: 64, steps: 1, override_settings: { samples_format: 'webp' }, override_settings_restore_afterwards: false });
+    await render('txt2img', {
+      prompt: 'keep',
+      width: 64,
+      height: 64,
+      steps: 1,
+      override_settings: { samples_format: 'webp' },
+      override_settings_restore_afterwards: false,
+    });
     expect((await get('/sdapi/v1/options')).json.samples_format).toBe('webp');
     const next = await render('txt2img', { prompt: 'now webp', width: 64, height: 64, steps: 1 });
     expect(Buffer.from(next.images[0]!, 'base64').subarray(8, 12).toString('latin1')).toBe('WEBP');
@@ -467,7 +577,10 @@ describe('the routes clients call', () => {
     expect(sizeOf(single.json.image)).toEqual({ width: 80, height: 80 });
     expect(submittedClasses()).toContain('ImageScaleBy');
     const batch = await post('/sdapi/v1/extra-batch-images', {
-      imageList: [{ data: image, name: 'a.png' }, { data: `data:image/png;base64,${redSquare(20).toString('base64')}`, name: 'b.png' }],
+      imageList: [
+        { data: image, name: 'a.png' },
+        { data: `data:image/png;base64,${redSquare(20).toString('base64')}`, name: 'b.png' },
+      ],
       upscaler_1: '4x-UltraSharp',
       resize_mode: 1,
       upscaling_resize_w: 100,
@@ -475,12 +588,15 @@ describe('the routes clients call', () => {
       upscaling_crop: true,
     });
     expect(batch.status, JSON.stringify(batch.json).slice(0, 300)).toBe(200);
-    expect(batch.json.images.map(sizeOf)).toEqual([{ width: 100, height: 50 }, { width: 100, height: 50 }]);
+    expect(batch.json.images.map(sizeOf)).toEqual([
+      { width: 100, height: 50 },
+      { width: 100, height: 50 },
+    ]);
     const unknown = await post('/sdapi/v1/extra-single-image', { image, upscaler_1: 'SwinIR 4x' });
     expect(unknown).toMatchObject({ status: 400, json: { field: 'upscaler_1' } });
   });
 
-  it('upscalers lists the methods and ComfyUI\'s upscale models; memory comes from /system_stats; the rest is honestly empty', async () => {
+  it("upscalers lists the methods and ComfyUI's upscale models; memory comes from /system_stats; the rest is honestly empty", async () => {
     const names = (await get('/sdapi/v1/upscalers')).json.map((u: { name: string }) => u.name);
     expect(names).toEqual(expect.arrayContaining(['None', 'Lanczos', 'Nearest', '4x-UltraSharp']));
     expect((await get('/sdapi/v1/latent-upscale-modes')).json).toContainEqual({ name: 'Latent' });

@@ -19,7 +19,14 @@ afterAll(async () => {
 describe('engine benchmark, dry run', () => {
   it('renders flux-dev, qwen-image and H3 on both engines with the same seeds and prints the ratio per model', async () => {
     const lines: string[] = [];
-    const results = await runEngineBench({ url: fake.url, models: ['flux-dev', 'qwen-image', 'h3'], runs: 2, seed: 7, dryRun: true, write: (l) => lines.push(l) });
+    const results = await runEngineBench({
+      url: fake.url,
+      models: ['flux-dev', 'qwen-image', 'h3'],
+      runs: 2,
+      seed: 7,
+      dryRun: true,
+      write: (l) => lines.push(l),
+    });
     expect(results.map((r) => r.model)).toEqual(['imagegen-flux-dev', 'imagegen-qwen-image', 'videogen-minimax-h3']);
     for (const r of results) {
       for (const engine of ['comfyui', 'sglang'] as const) {

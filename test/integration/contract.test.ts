@@ -43,8 +43,12 @@ describe('contract checks', () => {
         'model file ae.safetensors is missing',
       ]);
       // The registered profiles whose graphs use a GGUF unet, and those that name the Flux VAE.
-      const gguf = listProfiles().filter((p) => p.files.unet?.endsWith('.gguf')).map((p) => p.id);
-      const fluxVae = listProfiles().filter((p) => Object.values(p.files).includes('ae.safetensors')).map((p) => p.id);
+      const gguf = listProfiles()
+        .filter((p) => p.files.unet?.endsWith('.gguf'))
+        .map((p) => p.id);
+      const fluxVae = listProfiles()
+        .filter((p) => Object.values(p.files).includes('ae.safetensors'))
+        .map((p) => p.id);
       expect(gguf).toContain('imagegen-flux-dev');
       expect(fluxVae).toContain('imagegen-flux-dev');
       expect(failed[0]!.detail).toBe(`needed by ${gguf.join(', ')}`);
@@ -72,7 +76,12 @@ describe('contract checks', () => {
 
   it('the CLI prints one line per check and exits 0', async () => {
     const root = path.resolve(import.meta.dirname, '..', '..');
-    const { stdout } = await run(process.execPath, [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli/main.ts'), 'contract', fake.url]);
+    const { stdout } = await run(process.execPath, [
+      path.join(root, 'node_modules/tsx/dist/cli.mjs'),
+      path.join(root, 'src/cli/main.ts'),
+      'contract',
+      fake.url,
+    ]);
     expect(stdout).toMatch(/^\d+ passed, 0 failed$/m);
     expect(stdout).toContain('ok   a client-chosen prompt id is followed to completion');
   });

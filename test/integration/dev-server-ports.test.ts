@@ -19,8 +19,7 @@ const binary = findTemporalBinary(process.env.TEMPORAL_CLI_PATH);
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const BIND_LINE =
-  '{"level":"ERROR","msg":"failed listening for HTTP API on 127.0.0.1:45227: listen tcp 127.0.0.1:45227: bind: address already in use"}';
+const BIND_LINE = '{"level":"ERROR","msg":"failed listening for HTTP API on 127.0.0.1:45227: listen tcp 127.0.0.1:45227: bind: address already in use"}';
 
 describe('embedded Temporal start-up and busy ports', () => {
   it('reads the port from the server log line', () => {
@@ -33,10 +32,7 @@ describe('embedded Temporal start-up and busy ports', () => {
     // the real server.
     const marker = path.join(dir, 'first-start-done');
     const wrapper = path.join(dir, 'temporal-wrapper.sh');
-    writeFileSync(
-      wrapper,
-      `#!/bin/sh\nif [ ! -e '${marker}' ]; then touch '${marker}'; echo '${BIND_LINE}' >&2; exit 1; fi\nexec '${binary}' "$@"\n`,
-    );
+    writeFileSync(wrapper, `#!/bin/sh\nif [ ! -e '${marker}' ]; then touch '${marker}'; echo '${BIND_LINE}' >&2; exit 1; fi\nexec '${binary}' "$@"\n`);
     chmodSync(wrapper, 0o755);
     const server = await startDevServer({
       binary: wrapper,
@@ -55,13 +51,11 @@ describe('embedded Temporal start-up and busy ports', () => {
 
   it('fails at once, naming the variable, when the gRPC port it was given is taken', async () => {
     const blocker = net.createServer();
-    const port = await new Promise<number>((resolve) =>
-      blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as net.AddressInfo).port)),
-    );
+    const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as net.AddressInfo).port)));
     try {
-      await expect(
-        startDevServer({ binary, dbFile: path.join(dir, 'busy.db'), port, ui: false, namespace: 'default', logger }),
-      ).rejects.toThrow(new RegExp(`port ${port} is already in use \\(TEMPORAL_PORT`));
+      await expect(startDevServer({ binary, dbFile: path.join(dir, 'busy.db'), port, ui: false, namespace: 'default', logger })).rejects.toThrow(
+        new RegExp(`port ${port} is already in use \\(TEMPORAL_PORT`),
+      );
     } finally {
       blocker.close();
     }

@@ -138,7 +138,7 @@ describe('embedded mode with TEMPORAL_UI=true', () => {
     await withUi?.kill('SIGTERM');
   });
 
-  it('serves the UI at the front\'s /temporal/, with a warning naming the residual loopback port', () => {
+  it("serves the UI at the front's /temporal/, with a warning naming the residual loopback port", () => {
     expect(withUi.output()).toMatch(new RegExp(`Temporal Web UI on http://127\\.0\\.0\\.1:${withUi.port}/temporal/`));
     expect(withUi.output()).toMatch(/WARNING: TEMPORAL_UI is on: .*behind the front's Host check and API_TOKEN/);
     expect(uiProcessPort).toBeGreaterThan(0);
@@ -157,14 +157,19 @@ describe('embedded mode with TEMPORAL_UI=true', () => {
     }
   });
 
-  it('answers 401 without the token (a Basic challenge for a page, none for the UI\'s fetches)', async () => {
+  it("answers 401 without the token (a Basic challenge for a page, none for the UI's fetches)", async () => {
     const page = await raw('GET', '/temporal/', { host: `127.0.0.1:${withUi.port}`, 'sec-fetch-mode': 'navigate' });
     expect(page.status).toBe(401);
     expect(page.headers['www-authenticate']).toMatch(/^Basic/);
     const api = await raw('GET', '/temporal/api/v1/settings', { host: `localhost:${withUi.port}`, 'sec-fetch-mode': 'cors' });
     expect(api.status).toBe(401);
     expect(api.headers['www-authenticate']).toBeUndefined();
-    const post = await raw('POST', '/temporal/api/v1/namespaces/default/workflows/nope/terminate', { host: `127.0.0.1:${withUi.port}`, 'content-type': 'application/json' }, '{}');
+    const post = await raw(
+      'POST',
+      '/temporal/api/v1/namespaces/default/workflows/nope/terminate',
+      { host: `127.0.0.1:${withUi.port}`, 'content-type': 'application/json' },
+      '{}',
+    );
     expect(post.status).toBe(401);
     const wrong = await raw('GET', '/temporal/', { host: `127.0.0.1:${withUi.port}`, authorization: 'Bearer nope' });
     expect(wrong.status).toBe(401);
@@ -176,7 +181,9 @@ describe('embedded mode with TEMPORAL_UI=true', () => {
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect(await page.text()).toMatch(/\/temporal\/_app\//);
     // Basic with the token as password works too: what a browser sends after the challenge above.
-    const basic = await fetch(`${withUi.url}/temporal/api/v1/settings`, { headers: { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` } });
+    const basic = await fetch(`${withUi.url}/temporal/api/v1/settings`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` },
+    });
     expect(basic.status).toBe(200);
     expect(((await basic.json()) as { Version: string }).Version).toMatch(/^\d+\./);
     const csrf = /_csrf=([^;]+)/.exec(basic.headers.get('set-cookie') ?? '')?.[1];

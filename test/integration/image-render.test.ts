@@ -159,7 +159,13 @@ describe('txt2img', () => {
 describe('img2img and edits', () => {
   it('img2img with an init image renders at the requested size', async () => {
     const r = await post('/sdapi/v1/img2img', {
-      prompt: 'repaint', model: 'imagegen-flux-dev', init_images: [b64(redSquare(64))], denoising_strength: 0.5, width: 256, height: 256, seed: 9,
+      prompt: 'repaint',
+      model: 'imagegen-flux-dev',
+      init_images: [b64(redSquare(64))],
+      denoising_strength: 0.5,
+      width: 256,
+      height: 256,
+      seed: 9,
     });
     expect(r.status, JSON.stringify(r.json).slice(0, 300)).toBe(200);
     expect(r.json.images).toHaveLength(1);
@@ -169,14 +175,27 @@ describe('img2img and edits', () => {
 
   it('inpaint with a mask (data URL input) renders', async () => {
     const r = await post('/sdapi/v1/img2img', {
-      prompt: 'inpaint', model: 'imagegen-flux-dev', init_images: [`data:image/png;base64,${b64(redSquare(64))}`], mask: b64(discMask(64)), seed: 2, width: 128, height: 128,
+      prompt: 'inpaint',
+      model: 'imagegen-flux-dev',
+      init_images: [`data:image/png;base64,${b64(redSquare(64))}`],
+      mask: b64(discMask(64)),
+      seed: 2,
+      width: 128,
+      height: 128,
     });
     expect(r.status, JSON.stringify(r.json).slice(0, 300)).toBe(200);
     expect(r.json.images).toHaveLength(1);
   });
 
   it.each(['imagegen-qwen-image-edit', 'imagegen-flux-kontext'])('%s with extra_images renders', async (model) => {
-    const r = await post('/sdapi/v1/txt2img', { prompt: 'make it blue', model, extra_images: [b64(redSquare(64)), b64(discMask(32))], seed: 4, width: 256, height: 256 });
+    const r = await post('/sdapi/v1/txt2img', {
+      prompt: 'make it blue',
+      model,
+      extra_images: [b64(redSquare(64)), b64(discMask(32))],
+      seed: 4,
+      width: 256,
+      height: 256,
+    });
     expect(r.status, JSON.stringify(r.json).slice(0, 300)).toBe(200);
     expect(r.json.images).toHaveLength(1);
   });
@@ -198,10 +217,22 @@ describe('bad input is a clear 4xx naming the field, and starts no workflow', ()
     ['wrong type', '/sdapi/v1/txt2img', { prompt: 'x', steps: 'many' }, 422, 'steps'],
     ['invalid base64', '/sdapi/v1/img2img', { prompt: 'x', init_images: ['%%%not-base64%%%'] }, 400, 'init_images.0'],
     ['non-image bytes', '/sdapi/v1/img2img', { prompt: 'x', init_images: [Buffer.from('hello, not an image').toString('base64')] }, 400, 'init_images.0'],
-    ['image over the size limit', '/sdapi/v1/img2img', { prompt: 'x', init_images: [b64(Buffer.concat([redSquare(16), Buffer.alloc(3 * 1024 * 1024)]))] }, 413, 'init_images.0'],
+    [
+      'image over the size limit',
+      '/sdapi/v1/img2img',
+      { prompt: 'x', init_images: [b64(Buffer.concat([redSquare(16), Buffer.alloc(3 * 1024 * 1024)]))] },
+      413,
+      'init_images.0',
+    ],
     ['unknown model', '/sdapi/v1/txt2img', { prompt: 'x', model: 'sdxl-nope' }, 400, 'model'],
     ['unknown sampler', '/sdapi/v1/txt2img', { prompt: 'x', sampler_name: 'Warp Drive' }, 400, 'sampler_name'],
-    ['extra_images on a model that cannot use them', '/sdapi/v1/txt2img', { prompt: 'x', model: 'imagegen-flux-dev', extra_images: [png] }, 400, 'extra_images'],
+    [
+      'extra_images on a model that cannot use them',
+      '/sdapi/v1/txt2img',
+      { prompt: 'x', model: 'imagegen-flux-dev', extra_images: [png] },
+      400,
+      'extra_images',
+    ],
     // Sizes over the budget are fitted (a1111-clients.test.ts); only sizes no image can have are refused.
     ['size out of range', '/sdapi/v1/txt2img', { prompt: 'x', width: 0 }, 400, 'width'],
     ['negative size', '/sdapi/v1/txt2img', { prompt: 'x', height: -64 }, 400, 'height'],
@@ -278,7 +309,9 @@ describe('browser attacks on the loopback front', () => {
 describe('operators', () => {
   it('the workflow and its graph are visible with `temporal workflow show`', async () => {
     const { renderId } = await txt2img({ prompt: 'inspect me', model: 'imagegen-flux-dev', width: 128, height: 128, seed: 77 });
-    const { stdout } = await run(temporal.binary, ['workflow', 'show', '--address', temporal.address, '-w', renderId, '--output', 'json'], { maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(temporal.binary, ['workflow', 'show', '--address', temporal.address, '-w', renderId, '--output', 'json'], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
     expect(stdout).toContain('runPrompt');
     // The front built the graph and handed it over in the workflow input (no marker of any kind: no local
     // activity, no patch), and one GPU attempt on the shared GPU queue uploads, renders and stores the outputs.

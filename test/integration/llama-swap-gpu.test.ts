@@ -40,13 +40,19 @@ async function post(route: string, body: unknown): Promise<{ status: number; jso
   return { status: res.status, json };
 }
 
-const videoStatus = async (id: string): Promise<string> => ((await (await fetch(`${ls.url}/upstream/imagegen-flux-dev/v1/videos/${id}`)).json()) as { status: string }).status;
+const videoStatus = async (id: string): Promise<string> =>
+  ((await (await fetch(`${ls.url}/upstream/imagegen-flux-dev/v1/videos/${id}`)).json()) as { status: string }).status;
 /** A prompt is running and held at its VAEDecode (the fake has taken the hold from its list). */
 const waitHeld = (): Promise<string> =>
-  waitFor('a prompt held mid-render on the fake ComfyUI', async () => {
-    const st = await fakeStats(fake.url);
-    return st.faults.hold.length === 0 && st.queue.running[0];
-  }, 180_000, 100);
+  waitFor(
+    'a prompt held mid-render on the fake ComfyUI',
+    async () => {
+      const st = await fakeStats(fake.url);
+      return st.faults.hold.length === 0 && st.queue.running[0];
+    },
+    180_000,
+    100,
+  );
 const since = (mark: number, type: string, model: string) => ls.events.slice(mark).filter((e) => e.type === type && e.model === model);
 
 beforeAll(async () => {
@@ -95,10 +101,12 @@ afterAll(async () => {
   await fake?.close();
 }, 120_000);
 
-describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, the guide\'s config)', () => {
+describe("comfy-durable and an LLM share one GPU through llama-swap (stand-in, the guide's config)", () => {
   it('lists every model id, the entry id included, and hides the GPU entry', async () => {
     const ids = ((await (await fetch(`${ls.url}/v1/models`)).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
-    expect(ids).toEqual(expect.arrayContaining(['imagegen-flux-dev', 'imagegen-flux-schnell', 'imagegen-qwen-image-edit', 'videogen-wan22-5b', 'videogen-minimax-h3', 'llm']));
+    expect(ids).toEqual(
+      expect.arrayContaining(['imagegen-flux-dev', 'imagegen-flux-schnell', 'imagegen-qwen-image-edit', 'videogen-wan22-5b', 'videogen-minimax-h3', 'llm']),
+    );
     expect(ids).not.toContain('comfy-gpu');
   });
 
@@ -179,7 +187,10 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     // No prompt ran in ComfyUI while the LLM process lived.
     for (const r of stats.runs) {
       expect(r.endedAt, `prompt ${r.promptId} never ended`).not.toBeNull();
-      expect(r.endedAt! <= llmSpawn.at || r.startedAt >= llmExit.at, `prompt ${r.promptId} ran ${r.startedAt}-${r.endedAt}, LLM up ${llmSpawn.at}-${llmExit.at}`).toBe(true);
+      expect(
+        r.endedAt! <= llmSpawn.at || r.startedAt >= llmExit.at,
+        `prompt ${r.promptId} ran ${r.startedAt}-${r.endedAt}, LLM up ${llmSpawn.at}-${llmExit.at}`,
+      ).toBe(true);
     }
     expectRenderedOnce(stats, { prompts: 2 });
   }, 240_000);
@@ -192,7 +203,10 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     expect(started.status).toBeLessThan(300);
     await waitHeld();
     // The stand-in's ttl sweep sees the entry idle (no request ended) for longer than ttl, but busy: the lease.
-    await ls.waitFor((e) => e.type === 'ttl-check' && e.model === 'comfy-gpu' && Number(e.detail?.idleMs) > TTL_S * 1000 + 1000 && Number(e.detail?.inFlight) > 0, mark);
+    await ls.waitFor(
+      (e) => e.type === 'ttl-check' && e.model === 'comfy-gpu' && Number(e.detail?.idleMs) > TTL_S * 1000 + 1000 && Number(e.detail?.inFlight) > 0,
+      mark,
+    );
     expect(since(mark, 'stop', 'comfy-gpu')).toHaveLength(0);
     const freesBefore = (await fakeStats(fake.url)).unloadModelsRequests;
     await fetch(`${fake.url}/__fake/release`, { method: 'POST' });
@@ -214,7 +228,7 @@ describe('comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
   }, 300_000);
 
-  it('llama-swap\'s process-group SIGTERM drains the front: Temporal outlives the worker, the waiting client gets its image, exit 0', async () => {
+  it("llama-swap's process-group SIGTERM drains the front: Temporal outlives the worker, the waiting client gets its image, exit 0", async () => {
     await resetFake(fake.url);
     await setFaults(fake.url, { hold: HOLD });
     const mark = ls.events.length;

@@ -42,7 +42,11 @@ afterAll(async () => {
 });
 
 async function generate(body: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${svc.url}/v1/images/generations`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(body) });
+  const res = await fetch(`${svc.url}/v1/images/generations`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as any;
   expect(res.status, JSON.stringify(json).slice(0, 500)).toBe(200);
   return json;
@@ -92,7 +96,11 @@ describe('OpenAI image API (real stack)', () => {
     inpaint.append('prompt', 'a blue ball');
     inpaint.append('steps', '2');
     inpaint.append('image', new Blob([redSquare(64)], { type: 'image/png' }), 'a.png');
-    inpaint.append('mask', new Blob([makePng(64, 64, (x, y) => ((x - 32) ** 2 + (y - 32) ** 2 < 256 ? [0, 0, 0, 0] : [0, 0, 0, 255]))], { type: 'image/png' }), 'm.png');
+    inpaint.append(
+      'mask',
+      new Blob([makePng(64, 64, (x, y) => ((x - 32) ** 2 + (y - 32) ** 2 < 256 ? [0, 0, 0, 0] : [0, 0, 0, 255]))], { type: 'image/png' }),
+      'm.png',
+    );
     const r2 = await fetch(`${svc.url}/v1/images/edits`, { method: 'POST', headers: auth, body: inpaint });
     const j2 = (await r2.json()) as any;
     expect(r2.status, JSON.stringify(j2).slice(0, 500)).toBe(200);
@@ -123,9 +131,15 @@ function runDriver(imagePath: string, maskPath: string): Promise<Record<string, 
 describe.skipIf(!sdkAvailable)('the real OpenAI Python SDK', () => {
   it('lists models, generates with the seed honoured, edits on Kontext, and reads errors', async () => {
     const image = path.join(mkdtempSync(path.join(os.tmpdir(), 'cd-openai-')), 'in.png');
-    writeFileSync(image, makePng(96, 64, () => [20, 120, 200, 255]));
+    writeFileSync(
+      image,
+      makePng(96, 64, () => [20, 120, 200, 255]),
+    );
     const mask = path.join(path.dirname(image), 'mask.png');
-    writeFileSync(mask, makePng(96, 64, (x) => (x < 48 ? [0, 0, 0, 0] : [0, 0, 0, 255])));
+    writeFileSync(
+      mask,
+      makePng(96, 64, (x) => (x < 48 ? [0, 0, 0, 0] : [0, 0, 0, 255])),
+    );
     const s = await runDriver(image, mask);
     expect(s.models.ids).toEqual(expect.arrayContaining(['imagegen-flux-schnell', 'imagegen-flux-kontext', 'videogen-wan22-5b']));
     const [first, second] = s.generate.runs;
@@ -139,7 +153,10 @@ describe.skipIf(!sdkAvailable)('the real OpenAI Python SDK', () => {
     expect(s.edit.images[0].size).toEqual([96, 64]);
     expect(s.edit_two.images[0].size).toEqual([128, 128]);
     expect(s.inpaint.seeds).toEqual([8, 9]);
-    expect(s.inpaint.images.map((i: { size: number[] }) => i.size)).toEqual([[96, 64], [96, 64]]);
+    expect(s.inpaint.images.map((i: { size: number[] }) => i.size)).toEqual([
+      [96, 64],
+      [96, 64],
+    ]);
     expect(s.bad_model).toMatchObject({ raised: 'BadRequestError', status: 400, param: 'model', type: 'invalid_request_error' });
     expect(s.bad_model.message).toMatch(/unknown model "no-such-model"/);
     expect(s.bad_key).toMatchObject({ raised: 'AuthenticationError', status: 401, code: 'invalid_api_key' });

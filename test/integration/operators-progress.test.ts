@@ -18,7 +18,16 @@ let svc: TestService;
 interface Progress {
   progress: number;
   eta_relative: number;
-  state: { job: string; job_count: number; job_no: number; sampling_step: number; sampling_steps: number; job_timestamp: string; skipped: boolean; interrupted: boolean };
+  state: {
+    job: string;
+    job_count: number;
+    job_no: number;
+    sampling_step: number;
+    sampling_steps: number;
+    job_timestamp: string;
+    skipped: boolean;
+    interrupted: boolean;
+  };
   current_image: null;
   textinfo: null;
 }
@@ -26,7 +35,17 @@ interface Progress {
 const IDLE: Progress = {
   progress: 0,
   eta_relative: 0,
-  state: { skipped: false, interrupted: false, stopping_generation: false, job: '', job_count: 0, job_timestamp: '0', job_no: 0, sampling_step: 0, sampling_steps: 0 } as Progress['state'],
+  state: {
+    skipped: false,
+    interrupted: false,
+    stopping_generation: false,
+    job: '',
+    job_count: 0,
+    job_timestamp: '0',
+    job_no: 0,
+    sampling_step: 0,
+    sampling_steps: 0,
+  } as Progress['state'],
   current_image: null,
   textinfo: null,
 };
@@ -51,13 +70,20 @@ it('reports the render on the GPU, the renders waiting for it, and all zeros onc
 
   // 20 steps × 150 ms per item: two renders, the first with two items, share one GPU slot. Seeds far apart:
   // ComfyUI (and the fake) caches a sampler whose inputs it has seen, which would skip the steps.
-  await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slow: { stepMs: 150 } }) });
-  const body = (seed: number, batch: number) => JSON.stringify({ prompt: 'progress', model: 'imagegen-flux-dev', width: 128, height: 128, seed, batch_size: batch });
+  await fetch(`${fake.url}/__fake/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ slow: { stepMs: 150 } }),
+  });
+  const body = (seed: number, batch: number) =>
+    JSON.stringify({ prompt: 'progress', model: 'imagegen-flux-dev', width: 128, height: 128, seed, batch_size: batch });
   const renders = [1, 2].map((i) =>
-    fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(i * 10, i === 1 ? 2 : 1) }).then(async (r) => ({
-      status: r.status,
-      id: r.headers.get('x-render-id'),
-    })),
+    fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(i * 10, i === 1 ? 2 : 1) }).then(
+      async (r) => ({
+        status: r.status,
+        id: r.headers.get('x-render-id'),
+      }),
+    ),
   );
   let done = false;
   void Promise.all(renders).then(() => {

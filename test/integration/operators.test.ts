@@ -75,8 +75,8 @@ async function cli(...args: string[]): Promise<CliResult> {
   const { write: errWrite } = process.stderr;
   process.env.TEMPORAL_ADDRESS = temporal.address;
   process.env.DATA_DIR = svc.dataDir;
-  process.stdout.write = ((chunk: string | Uint8Array) => out.push(String(chunk)) > 0);
-  process.stderr.write = ((chunk: string | Uint8Array) => err.push(String(chunk)) > 0);
+  process.stdout.write = (chunk: string | Uint8Array) => out.push(String(chunk)) > 0;
+  process.stderr.write = (chunk: string | Uint8Array) => err.push(String(chunk)) > 0;
   try {
     const code = await runRenders(args);
     return { code, stdout: out.join(''), stderr: err.join('') };
@@ -203,7 +203,11 @@ describe('finding renders', () => {
       expect(r.reason).toContain(FAULT_MESSAGE);
     }
     expect(table.code).toBe(0);
-    const tableIds = table.stdout.split('\n').slice(1).filter(Boolean).map((l) => l.split(/\s+/)[0]);
+    const tableIds = table.stdout
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((l) => l.split(/\s+/)[0]);
     expect(tableIds.sort()).toEqual(allFailed());
     expect(table.stdout).toContain('ComfyExecution');
     expect(cancelled.map((r) => r.id)).toEqual([ids.cancelled]);
@@ -237,7 +241,16 @@ describe('finding renders', () => {
   });
 
   it('`temporal workflow list --query "RenderModel=…"` finds renders by model', async () => {
-    const { stdout } = await run(temporal.binary, ['workflow', 'list', '--address', temporal.address, '--query', "RenderModel='imagegen-flux-dev'", '--output', 'jsonl']);
+    const { stdout } = await run(temporal.binary, [
+      'workflow',
+      'list',
+      '--address',
+      temporal.address,
+      '--query',
+      "RenderModel='imagegen-flux-dev'",
+      '--output',
+      'jsonl',
+    ]);
     const listed = stdout
       .split('\n')
       .filter((l) => l.trim() !== '')
@@ -365,7 +378,9 @@ describe('replaying failed renders', () => {
     // A fresh client render of each request gives the same bytes as its replay (saved with `renders outputs`).
     const fresh = new Map(
       await Promise.all(
-        [...requests].map(async ([replay, r]) => [replay, await txt2img({ prompt: r.prompt, model: r.model, seed: r.seed, width: r.width, height: r.height })] as const),
+        [...requests].map(
+          async ([replay, r]) => [replay, await txt2img({ prompt: r.prompt, model: r.model, seed: r.seed, width: r.width, height: r.height })] as const,
+        ),
       ),
     );
     for (const replay of requests.keys()) {
@@ -402,14 +417,18 @@ describe('replaying failed renders', () => {
     replays.set(ids.failedBefore, fresh.json.renderId);
   });
 
-  it.skipIf(chromiumMissing !== undefined)(`the gallery page shows them with thumbnails (headless Chromium)${chromiumMissing ? ` — skipped: ${chromiumMissing}` : ''}`, async () => {
-    const browser = await Browser.launch();
-    try {
-      const page = await browser.newPage();
-      await page.goto(`${svc.url}/`);
-      await page.waitFor("document.body.dataset.loaded === 'true'");
-      await page.waitFor("[...document.querySelectorAll('.thumb img')].every((i) => i.complete && i.naturalWidth > 0)");
-      const cards = await page.evaluate<{ id: string; status: string; thumb: number; reason: string; prompt: string; replay: boolean; ui: string | null; replayOf: string }[]>(`
+  it.skipIf(chromiumMissing !== undefined)(
+    `the gallery page shows them with thumbnails (headless Chromium)${chromiumMissing ? ` — skipped: ${chromiumMissing}` : ''}`,
+    async () => {
+      const browser = await Browser.launch();
+      try {
+        const page = await browser.newPage();
+        await page.goto(`${svc.url}/`);
+        await page.waitFor("document.body.dataset.loaded === 'true'");
+        await page.waitFor("[...document.querySelectorAll('.thumb img')].every((i) => i.complete && i.naturalWidth > 0)");
+        const cards = await page.evaluate<
+          { id: string; status: string; thumb: number; reason: string; prompt: string; replay: boolean; ui: string | null; replayOf: string }[]
+        >(`
         [...document.querySelectorAll('.card')].map((c) => ({
           id: c.dataset.renderId,
           status: c.dataset.status,
@@ -420,29 +439,30 @@ describe('replaying failed renders', () => {
           ui: c.querySelector('a.temporal')?.getAttribute('href') ?? null,
           replayOf: c.querySelector('.replay-of a')?.textContent ?? '',
         }))`);
-      const byId = new Map(cards.map((c) => [c.id, c]));
-      for (const id of allFailed()) {
-        const c = byId.get(id);
-        expect(c, id).toBeDefined();
-        expect(c!.status).toBe('failed');
-        expect(c!.reason).toContain(FAULT_MESSAGE);
-        expect(c!.replay).toBe(true);
-        expect(c!.ui).toBe(`${UI_URL}/namespaces/default/workflows/${id}`);
+        const byId = new Map(cards.map((c) => [c.id, c]));
+        for (const id of allFailed()) {
+          const c = byId.get(id);
+          expect(c, id).toBeDefined();
+          expect(c!.status).toBe('failed');
+          expect(c!.reason).toContain(FAULT_MESSAGE);
+          expect(c!.replay).toBe(true);
+          expect(c!.ui).toBe(`${UI_URL}/namespaces/default/workflows/${id}`);
+        }
+        for (const [original, replay] of replays) {
+          const c = byId.get(replay);
+          expect(c?.status, replay).toBe('completed');
+          expect(c!.thumb).toBe(widths[original]);
+          expect(c!.replayOf).toBe(original);
+          expect(c!.replay).toBe(false);
+        }
+        // User text is shown as text, never as markup.
+        expect(byId.get(ids.failed[1]!)?.prompt).toBe('incident <b>two</b>');
+        expect(byId.get(ids.cancelled)?.status).toBe('cancelled');
+        expect(page.errors).toEqual([]);
+        await page.screenshot(path.join(process.env.GALLERY_SCREENSHOT_DIR ?? os.tmpdir(), 'operators-gallery.png'));
+      } finally {
+        await browser.close();
       }
-      for (const [original, replay] of replays) {
-        const c = byId.get(replay);
-        expect(c?.status, replay).toBe('completed');
-        expect(c!.thumb).toBe(widths[original]);
-        expect(c!.replayOf).toBe(original);
-        expect(c!.replay).toBe(false);
-      }
-      // User text is shown as text, never as markup.
-      expect(byId.get(ids.failed[1]!)?.prompt).toBe('incident <b>two</b>');
-      expect(byId.get(ids.cancelled)?.status).toBe('cancelled');
-      expect(page.errors).toEqual([]);
-      await page.screenshot(path.join(process.env.GALLERY_SCREENSHOT_DIR ?? os.tmpdir(), 'operators-gallery.png'));
-    } finally {
-      await browser.close();
-    }
-  });
+    },
+  );
 });

@@ -32,10 +32,22 @@ afterAll(async () => {
   await temporal?.stop();
 });
 
-const body = (seed: number, extra: Record<string, unknown> = {}) => ({ prompt: 'priority', model: 'imagegen-flux-schnell', width: 64, height: 64, steps: 4, seed, ...extra });
+const body = (seed: number, extra: Record<string, unknown> = {}) => ({
+  prompt: 'priority',
+  model: 'imagegen-flux-schnell',
+  width: 64,
+  height: 64,
+  steps: 4,
+  seed,
+  ...extra,
+});
 
 async function post(key: string, b: unknown, headers: Record<string, string> = {}): Promise<number> {
-  const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key, ...headers }, body: JSON.stringify(b) });
+  const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key, ...headers },
+    body: JSON.stringify(b),
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -54,7 +66,11 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 const waitingForGpu = (key: string) =>
   waitFor(`${key} to wait for the GPU`, async () => {
     const d = await client.workflow.getHandle(renderIdForKey(key)).describe();
-    return d.raw.pendingActivities?.some((a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED) ? true : undefined;
+    return d.raw.pendingActivities?.some(
+      (a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+    )
+      ? true
+      : undefined;
   });
 
 /** When the render's completed prompt attempt started (server clock). */
@@ -101,7 +117,11 @@ describe('per-request priority', () => {
   });
 
   it('an invalid X-Priority is a 422 naming the header, and starts nothing', async () => {
-    const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-priority': '7' }, body: JSON.stringify(body(99)) });
+    const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-priority': '7' },
+      body: JSON.stringify(body(99)),
+    });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { field?: string }).field).toBe('X-Priority');
   });

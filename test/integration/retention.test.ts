@@ -38,7 +38,11 @@ afterAll(async () => {
 });
 
 async function post(route: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${svc.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(`${svc.url}${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   let json: any;
   try {
@@ -59,9 +63,16 @@ async function renders(...args: string[]): Promise<string> {
 
 const blobFiles = (): string[] => {
   const dir = path.join(svc.dataDir, 'blobs');
-  return existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String).filter((n) => /[0-9a-f]{64}$/.test(n)) : [];
+  return existsSync(dir)
+    ? readdirSync(dir, { recursive: true })
+        .map(String)
+        .filter((n) => /[0-9a-f]{64}$/.test(n))
+    : [];
 };
-const outputFiles = (): string[] => readdirSync(path.join(fake.dataDir, 'output'), { recursive: true }).map(String).filter((n) => /\.png$/.test(n));
+const outputFiles = (): string[] =>
+  readdirSync(path.join(fake.dataDir, 'output'), { recursive: true })
+    .map(String)
+    .filter((n) => /\.png$/.test(n));
 
 describe('retention', () => {
   it('collected outputs are deleted from the co-located ComfyUI, and the blob store size is a metric', async () => {
@@ -119,13 +130,23 @@ describe('retention', () => {
     const before = new Set(blobFiles());
     // Both items stop in SaveImage; the first is let go, so its images are stored while the render still runs.
     await setFaults(fake.url, { hold: [{ nodeClass: 'SaveImage' }, { nodeClass: 'SaveImage' }] });
-    const release = () => waitFor('a held node to release', async () => ((await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()) as { released: boolean }).released, 60_000, 50);
+    const release = () =>
+      waitFor(
+        'a held node to release',
+        async () => ((await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()) as { released: boolean }).released,
+        60_000,
+        50,
+      );
     const pending = post('/sdapi/v1/txt2img', { ...SMALL, prompt: 'running while pruned', seed: 6, n_iter: 2 });
     await release();
-    const stored = await waitFor('the first item\'s output to be stored', () => {
-      const added = blobFiles().filter((f) => !before.has(f));
-      return added.length > 0 ? added : undefined;
-    }, 60_000);
+    const stored = await waitFor(
+      "the first item's output to be stored",
+      () => {
+        const added = blobFiles().filter((f) => !before.has(f));
+        return added.length > 0 ? added : undefined;
+      },
+      60_000,
+    );
     // Older than the cutoff by the time prune runs: an event of the clock.
     await new Promise((r) => setTimeout(r, 1_500));
     const out = JSON.parse(await renders('prune', '--older-than', '1s', '--json')) as { rendersKept: number };
@@ -148,8 +169,12 @@ describe('red-team findings against real Temporal', () => {
 
   it('the same body with its keys reordered attaches to the render (no 409)', async () => {
     const key = `reorder-${Date.now()}`;
-    const a = await post('/sdapi/v1/txt2img', `{"prompt":"reorder","seed":4,"model":"imagegen-flux-schnell","width":64,"height":64,"steps":1}`, { 'idempotency-key': key });
-    const b = await post('/sdapi/v1/txt2img', `{"steps":1,"height":64,"width":64,"model":"imagegen-flux-schnell","seed":4,"prompt":"reorder"}`, { 'idempotency-key': key });
+    const a = await post('/sdapi/v1/txt2img', `{"prompt":"reorder","seed":4,"model":"imagegen-flux-schnell","width":64,"height":64,"steps":1}`, {
+      'idempotency-key': key,
+    });
+    const b = await post('/sdapi/v1/txt2img', `{"steps":1,"height":64,"width":64,"model":"imagegen-flux-schnell","seed":4,"prompt":"reorder"}`, {
+      'idempotency-key': key,
+    });
     expect(a.status).toBe(200);
     expect(b.status, JSON.stringify(b.json).slice(0, 300)).toBe(200);
     expect(b.renderId).toBe(a.renderId);

@@ -64,7 +64,9 @@ afterAll(async () => {
 describe('a Flux-family profile registered at run time', () => {
   it('the recorded fixture does not list its unet; the fake serves it in UnetLoaderGGUF', async () => {
     expect(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')).not.toContain(UNET);
-    const info = (await (await fetch(`${fake.url}/object_info/UnetLoaderGGUF`)).json()) as { UnetLoaderGGUF: { input: { required: { unet_name: [string[]] } } } };
+    const info = (await (await fetch(`${fake.url}/object_info/UnetLoaderGGUF`)).json()) as {
+      UnetLoaderGGUF: { input: { required: { unet_name: [string[]] } } };
+    };
     expect(info.UnetLoaderGGUF.input.required.unet_name[0]).toContain(UNET);
     expect(info.UnetLoaderGGUF.input.required.unet_name[0]).toContain(dev.files.unet);
   });
@@ -87,7 +89,10 @@ describe('a Flux-family profile registered at run time', () => {
     expect(info.infotexts[0]).toContain(synthetic.id);
 
     // The graph the fake ran is the Flux builder's, with this profile's unet and defaults.
-    const history = (await (await fetch(`${fake.url}/history`)).json()) as Record<string, { prompt: [number, string, Record<string, { class_type: string; inputs: Record<string, unknown> }>] }>;
+    const history = (await (await fetch(`${fake.url}/history`)).json()) as Record<
+      string,
+      { prompt: [number, string, Record<string, { class_type: string; inputs: Record<string, unknown> }>] }
+    >;
     const graphs = Object.values(history).map((h) => h.prompt[2]);
     const ours = graphs.find((g) => g.unet?.inputs.unet_name === UNET);
     expect(ours, 'a prompt with the synthetic unet').toBeDefined();

@@ -45,11 +45,13 @@ async function txt2img(svc: TestService): Promise<{ status: number; json: any }>
   return { status: res.status, json: await res.json() };
 }
 
-const history = async (fake: FakeComfyUI): Promise<Record<string, { prompt: [number, string, Record<string, { class_type: string; inputs: Record<string, unknown> }>] }>> =>
+const history = async (
+  fake: FakeComfyUI,
+): Promise<Record<string, { prompt: [number, string, Record<string, { class_type: string; inputs: Record<string, unknown> }>] }>> =>
   (await (await fetch(`${fake.url}/history`)).json()) as never;
 
 describe('sglang engine, end to end', () => {
-  it('renders through SGLDUNETLoader with the model\'s SGLDOptions on a ComfyUI with the plugin', async () => {
+  it("renders through SGLDUNETLoader with the model's SGLDOptions on a ComfyUI with the plugin", async () => {
     const r = await txt2img(svcWith);
     expect(r.status, JSON.stringify(r.json).slice(0, 400)).toBe(200);
     expect(pngSize(r.json.images[0])).toMatchObject({ width: 512, height: 384 });

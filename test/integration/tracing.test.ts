@@ -64,7 +64,10 @@ async function spansUntil(done: (spans: ReadableSpan[]) => boolean, timeoutMs = 
 
 const one = (spans: ReadableSpan[], name: string): ReadableSpan => {
   const found = spans.filter((s) => s.name === name);
-  expect(found.map((s) => s.name), `exactly one ${name}`).toEqual([name]);
+  expect(
+    found.map((s) => s.name),
+    `exactly one ${name}`,
+  ).toEqual([name]);
   return found[0]!;
 };
 
@@ -83,9 +86,7 @@ describe('OpenTelemetry tracing', () => {
       body: JSON.stringify({ prompt: 'traced', model: 'imagegen-flux-schnell', width: 64, height: 64, seed: 7 }),
     });
     expect(res.status).toBe(200);
-    const spans = await spansUntil(
-      (s) => ['POST /sdapi/v1/txt2img', 'RunWorkflow:render', 'comfyui.collect'].every((n) => s.some((x) => x.name === n)),
-    );
+    const spans = await spansUntil((s) => ['POST /sdapi/v1/txt2img', 'RunWorkflow:render', 'comfyui.collect'].every((n) => s.some((x) => x.name === n)));
 
     const http = one(spans, 'POST /sdapi/v1/txt2img');
     expect(http.kind).toBe(SpanKind.SERVER);
@@ -111,7 +112,10 @@ describe('OpenTelemetry tracing', () => {
     // The front builds the graph before the workflow starts (no buildGraph activity).
     const build = one(spans, 'render.buildGraph');
     childOf(build, http);
-    expect(spans.some((s) => s.name.endsWith(':buildGraph')), 'no buildGraph activity').toBe(false);
+    expect(
+      spans.some((s) => s.name.endsWith(':buildGraph')),
+      'no buildGraph activity',
+    ).toBe(false);
 
     // The submit span names the prompt ComfyUI actually ran.
     const stats = (await fetch(`${fake.url}/__fake/stats`).then((r) => r.json())) as { executions: Record<string, number> };
@@ -125,12 +129,13 @@ describe('OpenTelemetry tracing', () => {
     expect(renderId).not.toBe('undefined');
     expect(build.attributes['render.id']).toBe(renderId);
     const ofRender = spans.filter(
-      (s) => s === http || [s.attributes['temporalWorkflowId'], s.attributes['workflowId'], s.attributes['render.id']].includes(renderId) || s.name.startsWith('comfyui.'),
+      (s) =>
+        s === http ||
+        [s.attributes['temporalWorkflowId'], s.attributes['workflowId'], s.attributes['render.id']].includes(renderId) ||
+        s.name.startsWith('comfyui.'),
     );
     expect(ofRender.map((s) => s.name).sort()).toEqual(
-      [http, build, start, run, startPrompt, runPrompt, submit, 'comfyui.follow', 'comfyui.collect']
-        .map((s) => (typeof s === 'string' ? s : s.name))
-        .sort(),
+      [http, build, start, run, startPrompt, runPrompt, submit, 'comfyui.follow', 'comfyui.collect'].map((s) => (typeof s === 'string' ? s : s.name)).sort(),
     );
     expect(new Set(ofRender.map((s) => s.spanContext().traceId))).toEqual(new Set([http.spanContext().traceId]));
   });

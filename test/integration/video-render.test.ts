@@ -22,7 +22,14 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), 'cd-video-'));
 
 /** Small and short: the fake encodes real H.264, and the machine is shared. */
 const WAN = { model: 'videogen-wan22-5b', prompt: 'a red kite over a beach', size: '320x192', num_frames: 17, fps: 24, num_inference_steps: 2, seed: 42 };
-const H3 = { model: 'videogen-minimax-h3', prompt: 'a drummer in a jazz club, cymbals ringing', size: '256x160', num_frames: 22, num_inference_steps: 3, seed: 7 };
+const H3 = {
+  model: 'videogen-minimax-h3',
+  prompt: 'a drummer in a jazz club, cymbals ringing',
+  size: '256x160',
+  num_frames: 22,
+  num_inference_steps: 3,
+  seed: 7,
+};
 
 interface Res {
   status: number;
@@ -90,7 +97,15 @@ describe('POST /v1/videos/sync', () => {
     expect(renderId).toMatch(/^render-/);
     expect(Number(r.headers.get('content-length'))).toBe(r.body.length);
     const p = await probe(r.body, 'wan.mp4');
-    expect(videoStream(p)).toMatchObject({ codec_name: 'h264', profile: 'High', pix_fmt: 'yuv420p', width: 320, height: 192, r_frame_rate: '24/1', nb_read_frames: '17' });
+    expect(videoStream(p)).toMatchObject({
+      codec_name: 'h264',
+      profile: 'High',
+      pix_fmt: 'yuv420p',
+      width: 320,
+      height: 192,
+      r_frame_rate: '24/1',
+      nb_read_frames: '17',
+    });
     expect(audioStream(p)).toBeUndefined();
     expect(Number(p.format.duration)).toBeCloseTo(17 / 24, 2);
     const d = await client.workflow.getHandle(renderId).describe();
@@ -153,7 +168,12 @@ describe('H3 tasks through the durable workflow', () => {
 
   it('ref2va (JSON, data URLs): references on MiniMaxH3ReferenceToVideo', async () => {
     const refs = [frame(64, 64, [0, 200, 0]), frame(48, 80, [200, 200, 0])].map((b) => `data:image/png;base64,${b.toString('base64')}`);
-    const r = await postJson('/v1/videos/sync', { ...H3, prompt: '<Picture 1> and <Picture 2> dance', input_references: refs, extra_params: JSON.stringify({ task: 'ref2va' }) });
+    const r = await postJson('/v1/videos/sync', {
+      ...H3,
+      prompt: '<Picture 1> and <Picture 2> dance',
+      input_references: refs,
+      extra_params: JSON.stringify({ task: 'ref2va' }),
+    });
     expect(r.status, r.body.toString().slice(0, 500)).toBe(200);
     const p = await probe(r.body, 'ref2va.mp4');
     expect(videoStream(p)).toMatchObject({ width: 256, height: 160, nb_read_frames: '22' });
@@ -177,7 +197,17 @@ describe('async jobs', () => {
       expect(first.status, first.body.toString()).toBe(200);
       await waitFor('the first job to be rendering', async () => (await job(first.json.id)).json.status === 'in_progress');
       const second = await postJson('/v1/videos', { ...slow, seed: 43 });
-      expect(second.json).toMatchObject({ object: 'video', status: 'queued', progress: 0, model: 'videogen-wan22-5b', size: '320x192', seconds: '0.708', num_frames: 17, fps: 24, media_type: 'video/mp4' });
+      expect(second.json).toMatchObject({
+        object: 'video',
+        status: 'queued',
+        progress: 0,
+        model: 'videogen-wan22-5b',
+        size: '320x192',
+        seconds: '0.708',
+        num_frames: 17,
+        fps: 24,
+        media_type: 'video/mp4',
+      });
       const a = first.json.id as string;
       const b = second.json.id as string;
       expect(a).toMatch(/^render-/);
@@ -188,7 +218,10 @@ describe('async jobs', () => {
 
       const seen = await follow(a);
       const progress = seen.map((s) => s.progress);
-      expect(progress.some((p) => p > 0 && p < 100), JSON.stringify(seen)).toBe(true);
+      expect(
+        progress.some((p) => p > 0 && p < 100),
+        JSON.stringify(seen),
+      ).toBe(true);
       for (let i = 1; i < progress.length; i++) expect(progress[i]!, JSON.stringify(seen)).toBeGreaterThanOrEqual(progress[i - 1]!);
       expect(seen.at(-1)).toEqual({ status: 'completed', progress: 100 });
       const done = (await job(a)).json;
@@ -219,7 +252,14 @@ describe('async jobs', () => {
 
   it("the OpenAI SDK's videos.create(size='1280x720') on videogen-wan22-5b renders at the nearest grid size inside the budget", async () => {
     // The SDK's body: JSON with model, prompt, seconds (a string) and size.
-    const created = await postJson('/v1/videos', { model: 'videogen-wan22-5b', prompt: 'a kite', seconds: '4', size: '1280x720', num_inference_steps: 1, num_frames: 5 });
+    const created = await postJson('/v1/videos', {
+      model: 'videogen-wan22-5b',
+      prompt: 'a kite',
+      seconds: '4',
+      size: '1280x720',
+      num_inference_steps: 1,
+      num_frames: 5,
+    });
     expect(created.status, created.body.toString()).toBe(200);
     expect(created.json).toMatchObject({ object: 'video', size: '1280x704' });
     await follow(created.json.id);
@@ -277,7 +317,10 @@ describe('durability', () => {
     const attempts = t.stages
       .filter((s: { activityType: string }) => s.activityType === 'runPrompt')
       .flatMap((s: { attempts: Array<{ outcome: string; promptId?: string; error?: { type?: string } }> }) => s.attempts);
-    expect(attempts.map((a: { outcome: string }) => a.outcome), JSON.stringify(t.stages)).toEqual(['failed', 'completed']);
+    expect(
+      attempts.map((a: { outcome: string }) => a.outcome),
+      JSON.stringify(t.stages),
+    ).toEqual(['failed', 'completed']);
     expect(attempts[0].error.type).toBe('ComfyStall');
     // Each attempt is its own ComfyUI prompt, and the stalled one was interrupted there.
     expect(attempts[1].promptId).not.toBe(attempts[0].promptId);
@@ -298,7 +341,13 @@ describe('durability', () => {
       expect(res.json.error.param).toBe(field);
       expect(res.json.detail).toContain(field);
     }
-    const notImage = await call('POST', '/v1/videos', form({ ...H3, extra_params: { task: 'ref2va' } }, [{ field: 'input_references', bytes: Buffer.from('ID3 not an image'), type: 'audio/mpeg', name: 'a.mp3' }]));
+    const notImage = await call(
+      'POST',
+      '/v1/videos',
+      form({ ...H3, extra_params: { task: 'ref2va' } }, [
+        { field: 'input_references', bytes: Buffer.from('ID3 not an image'), type: 'audio/mpeg', name: 'a.mp3' },
+      ]),
+    );
     expect(notImage.status).toBe(400);
     expect(notImage.json.error.param).toBe('input_references.0');
     expect((await call('GET', '/v1/videos?limit=100')).json.data.length).toBe(before);

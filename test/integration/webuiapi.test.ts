@@ -57,33 +57,37 @@ function runDriver(port: number, password?: string): Promise<Record<string, any>
 
 describe.skipIf(!available)('webuiapi (real client)', () => {
   for (const password of [undefined, 'webuiapi-secret']) {
-    it(password ? 'with Basic auth' : 'without auth', async () => {
-      const svc: TestService = await startService({
-        temporalAddress: temporal.address,
-        comfyUrl: fake.url,
-        ...(password ? { env: { API_TOKEN: password } } : {}),
-      });
-      try {
-        const s = await runDriver(svc.port, password);
-        expect(s.discovery.models).toContain('FLUX.1-schnell');
-        expect(s.discovery.upscalers).toEqual(expect.arrayContaining(['None', 'Lanczos']));
-        expect(s.discovery.latent).toContain('Latent');
-        expect(s.discovery.memory).toEqual(['cuda', 'ram']);
-        expect(s.model.current).toBe('FLUX.1-schnell');
-        expect(s.txt2img).toMatchObject({ size: [960, 544], seed: 11, parameters_steps: 2 });
-        expect(s.txt2img.warnings.join('\n')).toMatch(/height: 540 snapped to 544/);
-        expect(s.hires.size).toEqual([256, 256]);
-        expect(s.png_info.info).toMatch(/^a lighthouse\nSteps: 2/);
-        expect(s.extras.size).toEqual([1920, 1088]);
-        expect(s.kontext_img2img.size).toEqual([96, 64]);
-        expect(s.kontext_img2img.warnings.join('\n')).toMatch(/edit source/);
-        expect(s.idle_actions).toMatchObject({ interrupt: {}, skip: null });
-        expect(s.interrupted).toMatchObject({ images: 1, size: [64, 64], interrupted: true, partial: [0] });
-        expect(s.done).toBeDefined();
-      } finally {
-        await svc.kill('SIGKILL');
-        fake.state.faults.apply({ slow: null });
-      }
-    }, 240_000);
+    it(
+      password ? 'with Basic auth' : 'without auth',
+      async () => {
+        const svc: TestService = await startService({
+          temporalAddress: temporal.address,
+          comfyUrl: fake.url,
+          ...(password ? { env: { API_TOKEN: password } } : {}),
+        });
+        try {
+          const s = await runDriver(svc.port, password);
+          expect(s.discovery.models).toContain('FLUX.1-schnell');
+          expect(s.discovery.upscalers).toEqual(expect.arrayContaining(['None', 'Lanczos']));
+          expect(s.discovery.latent).toContain('Latent');
+          expect(s.discovery.memory).toEqual(['cuda', 'ram']);
+          expect(s.model.current).toBe('FLUX.1-schnell');
+          expect(s.txt2img).toMatchObject({ size: [960, 544], seed: 11, parameters_steps: 2 });
+          expect(s.txt2img.warnings.join('\n')).toMatch(/height: 540 snapped to 544/);
+          expect(s.hires.size).toEqual([256, 256]);
+          expect(s.png_info.info).toMatch(/^a lighthouse\nSteps: 2/);
+          expect(s.extras.size).toEqual([1920, 1088]);
+          expect(s.kontext_img2img.size).toEqual([96, 64]);
+          expect(s.kontext_img2img.warnings.join('\n')).toMatch(/edit source/);
+          expect(s.idle_actions).toMatchObject({ interrupt: {}, skip: null });
+          expect(s.interrupted).toMatchObject({ images: 1, size: [64, 64], interrupted: true, partial: [0] });
+          expect(s.done).toBeDefined();
+        } finally {
+          await svc.kill('SIGKILL');
+          fake.state.faults.apply({ slow: null });
+        }
+      },
+      240_000,
+    );
   }
 });

@@ -53,9 +53,13 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cd-front-'));
   const config = loadConfig({ DATA_DIR: dataDir, COMFYUI_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...env });
   const logger = createLogger('silent');
-  const front: Partial<TestFront> = { starts: [], cancelled: [], outcome: async (s) => {
+  const front: Partial<TestFront> = {
+    starts: [],
+    cancelled: [],
+    outcome: async (s) => {
       throw new RenderFailedError(s.renderId, 503, 'ComfyUnavailable', 'no GPU in this test');
-    } };
+    },
+  };
   /** Fingerprint of each keyed render started: the memo Temporal would keep. */
   const fingerprints = new Map<string, string>();
   const renders = {

@@ -66,7 +66,12 @@ export function deflatedZeros(n: number): Promise<Buffer> {
 export function pngWithParameters(text: string): Buffer {
   const base = makePng(8, 8, () => [10, 20, 30, 255]);
   const body = base.subarray(8 + 25, base.length - 12); // the chunks between IHDR and IEND
-  return Buffer.concat([base.subarray(0, 8 + 25), pngChunk('tEXt', Buffer.concat([Buffer.from('parameters\0', 'latin1'), Buffer.from(text, 'latin1')])), body, base.subarray(base.length - 12)]);
+  return Buffer.concat([
+    base.subarray(0, 8 + 25),
+    pngChunk('tEXt', Buffer.concat([Buffer.from('parameters\0', 'latin1'), Buffer.from(text, 'latin1')])),
+    body,
+    base.subarray(base.length - 12),
+  ]);
 }
 
 /** H1: infotext whose last line is `spaces` spaces and a word: A1111's regex backtracked cubically on it. */
@@ -127,7 +132,9 @@ export function exifWithUserComment(comment: Buffer): Buffer {
 
 /** A JPEG carrying `exif` in an APP1 segment right after SOI (at most 64 KB: a segment's limit). */
 export async function jpegWithExif(exif: Buffer): Promise<Buffer> {
-  const jpeg = await sharp(makePng(8, 8, () => [200, 100, 50, 255])).jpeg().toBuffer();
+  const jpeg = await sharp(makePng(8, 8, () => [200, 100, 50, 255]))
+    .jpeg()
+    .toBuffer();
   const payload = Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), exif]);
   const head = Buffer.from([0xff, 0xe1, 0, 0]);
   head.writeUInt16BE(payload.length + 2, 2);
@@ -136,7 +143,9 @@ export async function jpegWithExif(exif: Buffer): Promise<Buffer> {
 
 /** A WebP (VP8X with the EXIF flag) carrying `exif` in its EXIF chunk, of any size. */
 export async function webpWithExif(exif: Buffer): Promise<Buffer> {
-  const plain = await sharp(makePng(8, 8, () => [200, 100, 50, 255])).webp({ lossless: true }).toBuffer();
+  const plain = await sharp(makePng(8, 8, () => [200, 100, 50, 255]))
+    .webp({ lossless: true })
+    .toBuffer();
   const image = plain.subarray(12); // the VP8L chunk of a simple WebP
   const riffChunk = (type: string, data: Buffer): Buffer => {
     const h = Buffer.alloc(8);
@@ -178,7 +187,11 @@ export function malformedMultiparts(): Array<{ name: string; contentType: string
   const b = 'XyZboundary';
   return [
     { name: 'no boundary', contentType: 'multipart/form-data', body: Buffer.from('--x\r\n\r\n') },
-    { name: 'ends mid-part', contentType: `multipart/form-data; boundary=${b}`, body: Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\na cat`) },
+    {
+      name: 'ends mid-part',
+      contentType: `multipart/form-data; boundary=${b}`,
+      body: Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\na cat`),
+    },
   ];
 }
 

@@ -29,8 +29,14 @@ export interface Group {
 
 // docs/llama-swap-facts.md:15 — `model` in a JSON body.
 export const JSON_ROUTES = new Set([
-  '/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/audio/speech', '/v1/images/generations',
-  '/sdapi/v1/txt2img', '/sdapi/v1/img2img', '/audioapi/v1/tasks/run',
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/embeddings',
+  '/v1/audio/speech',
+  '/v1/images/generations',
+  '/sdapi/v1/txt2img',
+  '/sdapi/v1/img2img',
+  '/audioapi/v1/tasks/run',
 ]);
 // docs/llama-swap-facts.md:16 — `model` as a multipart or urlencoded form field.
 export const FORM_ROUTES = new Set(['/v1/audio/transcriptions', '/v1/images/edits']);

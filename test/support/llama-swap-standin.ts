@@ -9,7 +9,22 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FORM_ROUTES, JSON_ROUTES, QUERY_ROUTES, delay, formModel, jsonModel, killGroup, parseStandinConfig, probe, readBody, splitCommand, type Entry, type Group, type StandinOptions } from './llama-swap-standin-config.ts';
+import {
+  FORM_ROUTES,
+  JSON_ROUTES,
+  QUERY_ROUTES,
+  delay,
+  formModel,
+  jsonModel,
+  killGroup,
+  parseStandinConfig,
+  probe,
+  readBody,
+  splitCommand,
+  type Entry,
+  type Group,
+  type StandinOptions,
+} from './llama-swap-standin-config.ts';
 
 export { splitCommand, type StandinOptions } from './llama-swap-standin-config.ts';
 
@@ -139,7 +154,9 @@ export class LlamaSwapStandin extends EventEmitter {
       const id = decodeURIComponent(route.slice('/api/models/unload/'.length));
       const targets = id ? [this.aliasOf.get(id) ?? id] : [...this.entries.keys()];
       // docs/llama-swap-facts.md:52-53 — a manual unload waits `unloadTimeout` and not for in-flight requests.
-      await Promise.all(targets.filter((t) => this.entries.has(t)).map((t) => (this.note('unload', t), this.stop(t, this.entries.get(t)!.unloadTimeout * 1000))));
+      await Promise.all(
+        targets.filter((t) => this.entries.has(t)).map((t) => (this.note('unload', t), this.stop(t, this.entries.get(t)!.unloadTimeout * 1000))),
+      );
       res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
       return;
     }
@@ -159,7 +176,11 @@ export class LlamaSwapStandin extends EventEmitter {
       body = await readBody(req);
     } else if (JSON_ROUTES.has(route) || FORM_ROUTES.has(route) || QUERY_ROUTES.has(route)) {
       body = await readBody(req);
-      model = QUERY_ROUTES.has(route) ? (url.searchParams.get('model') ?? undefined) : JSON_ROUTES.has(route) ? jsonModel(body) : formModel(body, req.headers['content-type']);
+      model = QUERY_ROUTES.has(route)
+        ? (url.searchParams.get('model') ?? undefined)
+        : JSON_ROUTES.has(route)
+          ? jsonModel(body)
+          : formModel(body, req.headers['content-type']);
     } else {
       // docs/llama-swap-facts.md:19 — Go's mux answers every other path.
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
@@ -189,7 +210,8 @@ export class LlamaSwapStandin extends EventEmitter {
     } catch (err) {
       r.admitted--;
       const e = err as { status?: number; message: string };
-      if (!res.headersSent && !gone) res.writeHead(e.status ?? 502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: e.message } }));
+      if (!res.headersSent && !gone)
+        res.writeHead(e.status ?? 502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: e.message } }));
       return;
     }
     r.granted--;
@@ -225,7 +247,14 @@ export class LlamaSwapStandin extends EventEmitter {
   }
 
   /** `client`: the response to the client; when it closes before the upstream answer ends, the upstream request is cut. */
-  private forward(id: string, method: string, path: string, headers: http.IncomingHttpHeaders, body: Buffer, client?: http.ServerResponse): Promise<http.IncomingMessage> {
+  private forward(
+    id: string,
+    method: string,
+    path: string,
+    headers: http.IncomingHttpHeaders,
+    body: Buffer,
+    client?: http.ServerResponse,
+  ): Promise<http.IncomingMessage> {
     const target = new URL(path, this.entries.get(id)!.proxy);
     return new Promise((resolve, reject) => {
       const up = http.request(target, { method, headers: { ...headers, 'content-length': String(body.length) }, agent: false }, resolve);
@@ -244,7 +273,8 @@ export class LlamaSwapStandin extends EventEmitter {
       if (e.unlisted) continue;
       data.push({ id: e.id, object: 'model', owned_by: 'llama-swap', meta: { llamaswap: { aliases: e.aliases } } });
       // docs/llama-swap-facts.md:23-24
-      if (this.includeAliasesInList) for (const a of e.aliases) data.push({ id: a, object: 'model', owned_by: 'llama-swap', meta: { llamaswap: { modelID: e.id, type: 'alias' } } });
+      if (this.includeAliasesInList)
+        for (const a of e.aliases) data.push({ id: a, object: 'model', owned_by: 'llama-swap', meta: { llamaswap: { modelID: e.id, type: 'alias' } } });
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data }));
   }

@@ -5,7 +5,6 @@
 import { deflateSync } from 'node:zlib';
 import { pngChunk } from './hostile.ts';
 
-
 const compressedZeros = new Map<number, Buffer>();
 
 export function pngBomb(opts: { inflatedBytes: number; interlaced?: boolean; width?: number; height?: number }): Buffer {

@@ -57,7 +57,24 @@ export async function startPostgres(opts: { user: string; password: string }): P
   const port = await freePort();
   const child: ChildProcess = spawn(
     path.join(bin, 'postgres'),
-    ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${root}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+    [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${root}`,
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=300',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], ...(as ?? {}) },
   );
   let out = '';

@@ -32,7 +32,20 @@ export async function startS3Server(): Promise<S3TestServer> {
   // Object metadata (Content-Type) goes to a sidecar dir: tmpfs and some overlay filesystems refuse user xattrs.
   const child: ChildProcess = spawn(
     bin,
-    ['--port', `127.0.0.1:${port}`, '--access', accessKeyId, '--secret', secretAccessKey, '--region', region, 'posix', '--sidecar', path.join(root, 'meta'), path.join(root, 'data')],
+    [
+      '--port',
+      `127.0.0.1:${port}`,
+      '--access',
+      accessKeyId,
+      '--secret',
+      secretAccessKey,
+      '--region',
+      region,
+      'posix',
+      '--sidecar',
+      path.join(root, 'meta'),
+      path.join(root, 'data'),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

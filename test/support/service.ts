@@ -100,7 +100,12 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
     if (mode === 'worker' || opts.waitHealthy === false) {
       // A bound, not a sleep: readiness is the log line. Generous, since bundling the workflows takes a
       // while next to a CPU hog.
-      await waitFor(() => ready, opts.readyTimeoutMs ?? 180_000, () => out, child);
+      await waitFor(
+        () => ready,
+        opts.readyTimeoutMs ?? 180_000,
+        () => out,
+        child,
+      );
       return;
     }
     await waitFor(
@@ -139,12 +144,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
   return svc;
 }
 
-async function waitFor(
-  cond: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  output: () => string,
-  child: ChildProcess,
-): Promise<void> {
+async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs: number, output: () => string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output()}`);

@@ -86,7 +86,20 @@ export async function startTemporalCluster(pg: TestPostgres): Promise<TemporalCl
   const svcEnv = environmentOf(svc);
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cd-temporal-'));
   const ports: Record<string, number> = {};
-  for (const k of ['FRONTEND_GRPC_PORT', 'FRONTEND_HTTP_PORT', 'FRONTEND_MEMBERSHIP_PORT', 'HISTORY_GRPC_PORT', 'HISTORY_MEMBERSHIP_PORT', 'MATCHING_GRPC_PORT', 'MATCHING_MEMBERSHIP_PORT', 'WORKER_GRPC_PORT', 'WORKER_MEMBERSHIP_PORT', 'INTERNAL_FRONTEND_GRPC_PORT', 'INTERNAL_FRONTEND_HTTP_PORT', 'INTERNAL_FRONTEND_MEMBERSHIP_PORT']) {
+  for (const k of [
+    'FRONTEND_GRPC_PORT',
+    'FRONTEND_HTTP_PORT',
+    'FRONTEND_MEMBERSHIP_PORT',
+    'HISTORY_GRPC_PORT',
+    'HISTORY_MEMBERSHIP_PORT',
+    'MATCHING_GRPC_PORT',
+    'MATCHING_MEMBERSHIP_PORT',
+    'WORKER_GRPC_PORT',
+    'WORKER_MEMBERSHIP_PORT',
+    'INTERNAL_FRONTEND_GRPC_PORT',
+    'INTERNAL_FRONTEND_HTTP_PORT',
+    'INTERNAL_FRONTEND_MEMBERSHIP_PORT',
+  ]) {
     // Membership ports go into a smallint column.
     ports[k] = k.endsWith('MEMBERSHIP_PORT') ? await freeLowPort() : await freePort();
   }
@@ -131,7 +144,19 @@ export async function startTemporalCluster(pg: TestPostgres): Promise<TemporalCl
   const nsEnv = environmentOf(ns);
   const nsScript = hostPathOf(ns, list(ns.entrypoint).at(-1)!);
   try {
-    await run('/bin/sh', [nsScript], { PATH: `${path.dirname(cli)}:${basePath}`, HOME: process.env.HOME, ...nsEnv, TEMPORAL_ADDRESS: address, SETUP_SLEEP_SECONDS: '1', SETUP_MAX_ATTEMPTS: '120' }, 'create-namespace.sh');
+    await run(
+      '/bin/sh',
+      [nsScript],
+      {
+        PATH: `${path.dirname(cli)}:${basePath}`,
+        HOME: process.env.HOME,
+        ...nsEnv,
+        TEMPORAL_ADDRESS: address,
+        SETUP_SLEEP_SECONDS: '1',
+        SETUP_MAX_ATTEMPTS: '120',
+      },
+      'create-namespace.sh',
+    );
   } catch (err) {
     await stopChild('SIGKILL');
     throw new Error(`${(err as Error).message}\nserver output:\n${out.slice(-8_000)}`, { cause: err });

@@ -19,9 +19,7 @@ describe('numeric strings (red-team: ReDoS in laxFloat)', () => {
     const long = '1'.repeat(MAX_NUMERIC_STRING_CHARS + 1);
     const r = txt2imgSchema.safeParse({ cfg_scale: long, steps: long });
     expect(r.success).toBe(false);
-    expect(r.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual(
-      expect.arrayContaining([['cfg_scale', NUMBER_ERROR]]),
-    );
+    expect(r.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual(expect.arrayContaining([['cfg_scale', NUMBER_ERROR]]));
   });
 
   it('a 64 000-digit string followed by junk is refused at once, not after quadratic backtracking', () => {

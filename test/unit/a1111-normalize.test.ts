@@ -278,7 +278,7 @@ describe('sizes', () => {
 });
 
 describe('batches', () => {
-  it('batch_size × n_iter; batch_count is sd-server\'s n_iter', () => {
+  it("batch_size × n_iter; batch_count is sd-server's n_iter", () => {
     expect(t2i({ batch_size: 2, n_iter: 3 }).request).toMatchObject({ batchSize: 2, nIter: 3 });
     expect(t2i({ batch_count: 4 }).request).toMatchObject({ batchSize: 1, nIter: 4 });
     expect(t2i({ n_iter: 2, batch_count: 4 }).request).toMatchObject({ nIter: 2 });
@@ -301,13 +301,23 @@ describe('the SD upscale script (A1111 test_img2img_sd_upscale_performed)', () =
 
   it('renders the init image × scale as an img2img, the tiles it does not use said in warnings', () => {
     const { request, warnings } = i2i(body);
-    expect(request).toMatchObject({ kind: 'img2img', width: 128, height: 128, denoise: 0.75, sdUpscale: { scale: 2, overlap: 8, upscaler: { kind: 'pixel', method: 'lanczos' }, upscalerName: 'Lanczos' } });
+    expect(request).toMatchObject({
+      kind: 'img2img',
+      width: 128,
+      height: 128,
+      denoise: 0.75,
+      sdUpscale: { scale: 2, overlap: 8, upscaler: { kind: 'pixel', method: 'lanczos' }, upscalerName: 'Lanczos' },
+    });
     expect(request.report).toMatchObject({ requestedWidth: 128, requestedHeight: 128 });
     expect(warnings).toContainEqual(expect.stringMatching(/^script_name: SD upscale redraws the whole ×2 image in one img2img pass.*overlap 8 not used/));
   });
 
   it('A1111 defaults (overlap 64, ×2, "None" = Lanczos resize), an upscaler index, a model, a budget fit', () => {
-    expect(i2i({ init_images: [img], script_name: 'SD upscale' }).request).toMatchObject({ width: 128, height: 128, sdUpscale: { scale: 2, overlap: 64, upscalerName: 'None' } });
+    expect(i2i({ init_images: [img], script_name: 'SD upscale' }).request).toMatchObject({
+      width: 128,
+      height: 128,
+      sdUpscale: { scale: 2, overlap: 64, upscalerName: 'None' },
+    });
     expect(i2i({ ...body, script_args: ['', 8, 2, 2] }).request.sdUpscale?.upscalerName).toBe('Nearest');
     const model = i2i({ ...body, script_args: [null, 8, '4x-UltraSharp', 4] }, ctx({ catalog: { upscaleModels: ['4x-UltraSharp.pth'] } })).request;
     expect(model).toMatchObject({ width: 256, height: 256, sdUpscale: { upscaler: { kind: 'model', model: '4x-UltraSharp.pth' } } });
@@ -395,7 +405,13 @@ describe('other ranges and types', () => {
     };
     const { request } = t2i(st);
     expect(request).toMatchObject({ sampler: 'euler_ancestral', scheduler: 'simple', width: 512, height: 768, steps: 20, denoise: 1 });
-    const w = t2i({ restore_faces: true, styles: ['s'], subseed_strength: 0.5, alwayson_scripts: { ADetailer: { args: [] } }, override_settings: { sd_vae: 'x.vae' } }).warnings;
+    const w = t2i({
+      restore_faces: true,
+      styles: ['s'],
+      subseed_strength: 0.5,
+      alwayson_scripts: { ADetailer: { args: [] } },
+      override_settings: { sd_vae: 'x.vae' },
+    }).warnings;
     expect(w).toHaveLength(5);
     expect(w.join('\n')).toMatch(/override_settings.sd_vae: not applied/);
   });
@@ -422,7 +438,14 @@ describe('what users tweak', () => {
 
   it('hires fix: scale or resize, snapped, second-pass steps and denoise, upscaler by A1111 name', () => {
     const a = t2i({ enable_hr: true, hr_scale: 2, width: 256, height: 256, hr_upscaler: 'Latent (bicubic)', denoising_strength: 0.5 }, c()).request;
-    expect(a.hires).toEqual({ width: 512, height: 512, upscaler: { kind: 'latent', method: 'bicubic' }, upscalerName: 'Latent (bicubic)', steps: 20, denoise: 0.5 });
+    expect(a.hires).toEqual({
+      width: 512,
+      height: 512,
+      upscaler: { kind: 'latent', method: 'bicubic' },
+      upscalerName: 'Latent (bicubic)',
+      steps: 20,
+      denoise: 0.5,
+    });
     const b = t2i({ enable_hr: true, hr_resize_x: 1000, width: 500, height: 250, hr_upscaler: '4x-UltraSharp', hr_second_pass_steps: 7 }, c()).request;
     expect(b.hires).toMatchObject({ width: 1008, height: 512, upscaler: { kind: 'model', model: '4x-UltraSharp.pth' }, steps: 7, denoise: 0.7 });
     expect(t2i({ enable_hr: true, hr_upscaler: 'Lanczos' }, c()).request.hires?.upscaler).toEqual({ kind: 'pixel', method: 'lanczos' });
@@ -444,7 +467,11 @@ describe('what users tweak', () => {
 
   it('samples_format from override_settings or options, with the A1111 quality options', () => {
     expect(t2i({ override_settings: { samples_format: 'jpg', jpeg_quality: 90 } }).request.output).toEqual({ format: 'jpeg', quality: 90, lossless: false });
-    expect(t2i({}, { ...ctx(), options: { samples_format: 'webp', webp_lossless: true } }).request.output).toEqual({ format: 'webp', quality: 80, lossless: true });
+    expect(t2i({}, { ...ctx(), options: { samples_format: 'webp', webp_lossless: true } }).request.output).toEqual({
+      format: 'webp',
+      quality: 80,
+      lossless: true,
+    });
     expect(t2i({ override_settings: { samples_format: 'png' } }).request.output).toBeUndefined();
   });
 });
@@ -573,9 +600,10 @@ describe('edit routing by capability', () => {
       status: 400,
       field: 'extra_images',
     });
-    expect(
-      thrown(() => t2i({ model: 'imagegen-flux-kontext', extra_images: [img, img] }, ctx({ limits: { ...LIMITS, maxExtraImages: 1 } }))),
-    ).toMatchObject({ status: 400, field: 'extra_images' });
+    expect(thrown(() => t2i({ model: 'imagegen-flux-kontext', extra_images: [img, img] }, ctx({ limits: { ...LIMITS, maxExtraImages: 1 } })))).toMatchObject({
+      status: 400,
+      field: 'extra_images',
+    });
   });
 
   it('bad reference image → its index', () => {

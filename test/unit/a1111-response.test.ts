@@ -4,8 +4,7 @@ import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { buildInfo, buildParameters, infotextFor, jobTimestamp } from '../../src/api/a1111/response.ts';
 import { ctx, pngB64 } from '../golden/helpers.ts';
 
-const resolve = (body: Record<string, unknown>, route: 'txt2img' | 'img2img' = 'txt2img') =>
-  normalizeRequest(route, body, ctx()).request;
+const resolve = (body: Record<string, unknown>, route: 'txt2img' | 'img2img' = 'txt2img') => normalizeRequest(route, body, ctx()).request;
 
 describe('infotext', () => {
   it('A1111 format, Flux', () => {
@@ -38,11 +37,36 @@ describe('info', () => {
     const r = resolve({ prompt: 'cat', seed: 7, batch_size: 2, n_iter: 2, width: 520 });
     const info = JSON.parse(buildInfo(r, undefined, { renderId: 'render-xyz', startedAt: new Date(Date.UTC(2025, 0, 2, 3, 4, 5)) }));
     for (const k of [
-      'prompt', 'all_prompts', 'negative_prompt', 'all_negative_prompts', 'seed', 'all_seeds', 'subseed', 'all_subseeds',
-      'subseed_strength', 'width', 'height', 'sampler_name', 'cfg_scale', 'steps', 'batch_size', 'restore_faces',
-      'sd_model_name', 'sd_model_hash', 'seed_resize_from_w', 'seed_resize_from_h', 'denoising_strength',
-      'extra_generation_params', 'index_of_first_image', 'infotexts', 'styles', 'job_timestamp', 'clip_skip',
-      'is_using_inpainting_conditioning', 'version', 'render_id',
+      'prompt',
+      'all_prompts',
+      'negative_prompt',
+      'all_negative_prompts',
+      'seed',
+      'all_seeds',
+      'subseed',
+      'all_subseeds',
+      'subseed_strength',
+      'width',
+      'height',
+      'sampler_name',
+      'cfg_scale',
+      'steps',
+      'batch_size',
+      'restore_faces',
+      'sd_model_name',
+      'sd_model_hash',
+      'seed_resize_from_w',
+      'seed_resize_from_h',
+      'denoising_strength',
+      'extra_generation_params',
+      'index_of_first_image',
+      'infotexts',
+      'styles',
+      'job_timestamp',
+      'clip_skip',
+      'is_using_inpainting_conditioning',
+      'version',
+      'render_id',
     ]) {
       expect(info).toHaveProperty(k);
     }

@@ -57,18 +57,42 @@ describe('every A1111 request field is applied or said to be ignored', () => {
         expect(ACTIVE, `no active value for ${field}`).toHaveProperty(field);
         const extra = field.startsWith('s_t') || field === 'refiner_switch_at' ? { s_churn: 0.5, refiner_checkpoint: 'sdxl-refiner' } : {};
         const { warnings } = normalizeRequest(route, { ...body, ...extra, [field]: ACTIVE[field] }, ctx());
-        expect(warnings.some((w) => w.startsWith(`${field}:`)), warnings.join('\n')).toBe(true);
+        expect(
+          warnings.some((w) => w.startsWith(`${field}:`)),
+          warnings.join('\n'),
+        ).toBe(true);
       });
     }
   }
 
   it("A1111's and webuiapi's default values are no warnings", () => {
-    const defaults = { eta: 1, s_churn: 0, s_tmax: 0, s_tmin: 0, s_noise: 1, s_min_uncond: 0, styles: [], subseed_strength: 0, seed_resize_from_h: -1, seed_resize_from_w: -1, restore_faces: false, tiling: false, firstphase_width: 0, firstphase_height: 0, refiner_switch_at: null, clip_skip: 1 };
+    const defaults = {
+      eta: 1,
+      s_churn: 0,
+      s_tmax: 0,
+      s_tmin: 0,
+      s_noise: 1,
+      s_min_uncond: 0,
+      styles: [],
+      subseed_strength: 0,
+      seed_resize_from_h: -1,
+      seed_resize_from_w: -1,
+      restore_faces: false,
+      tiling: false,
+      firstphase_width: 0,
+      firstphase_height: 0,
+      refiner_switch_at: null,
+      clip_skip: 1,
+    };
     expect(normalizeRequest('txt2img', { ...base, ...defaults }, ctx()).warnings).toEqual([]);
   });
 
   it('inpaint: mask_blur applied; inpainting_fill other than original and inpaint_full_res named', () => {
-    const r = normalizeRequest('img2img', { ...base, init_images: [img], mask, mask_blur: 8, inpainting_fill: 0, inpaint_full_res: true, inpaint_full_res_padding: 32 }, ctx());
+    const r = normalizeRequest(
+      'img2img',
+      { ...base, init_images: [img], mask, mask_blur: 8, inpainting_fill: 0, inpaint_full_res: true, inpaint_full_res_padding: 32 },
+      ctx(),
+    );
     expect(r.request.inpaint).toEqual({ maskBlur: 8 });
     expect(r.warnings.join('\n')).toMatch(/inpainting_fill: 0 \(fill\) not applied/);
     expect(r.warnings.join('\n')).toMatch(/inpaint_full_res: not applied/);

@@ -28,7 +28,8 @@ afterEach(async () => {
 
 const json = { 'content-type': 'application/json' };
 const basic = (s: string): string => `Basic ${Buffer.from(s).toString('base64')}`;
-const blobCount = (f: TestFront): number => (existsSync(f.blobDir) ? readdirSync(f.blobDir, { recursive: true }).filter((n) => /[0-9a-f]{64}$/.test(String(n))).length : 0);
+const blobCount = (f: TestFront): number =>
+  existsSync(f.blobDir) ? readdirSync(f.blobDir, { recursive: true }).filter((n) => /[0-9a-f]{64}$/.test(String(n))).length : 0;
 const body = (extra: Record<string, unknown> = {}) => JSON.stringify({ prompt: 'p', model: 'imagegen-flux-schnell', ...extra });
 
 describe('strict Authorization parsing', () => {
@@ -52,7 +53,7 @@ describe('/health', () => {
   });
 });
 
-describe('framework errors in A1111\'s envelope', () => {
+describe("framework errors in A1111's envelope", () => {
   it('an unknown route answers exactly what A1111 (FastAPI) answers', async () => {
     const f = await front();
     const res = await f.app.inject({ url: '/nope' });
@@ -120,7 +121,12 @@ describe('/sdapi/v1/options: bounded and typed', () => {
     const f = await front();
     const junk: Record<string, string> = {};
     for (let i = 0; i < 2_000; i++) junk[`junk_${i}`] = 'x'.repeat(500);
-    const res = await f.app.inject({ method: 'POST', url: '/sdapi/v1/options', headers: json, payload: JSON.stringify({ ...junk, CLIP_stop_at_last_layers: 2, sd_model_checkpoint: 'imagegen-flux-dev' }) });
+    const res = await f.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/options',
+      headers: json,
+      payload: JSON.stringify({ ...junk, CLIP_stop_at_last_layers: 2, sd_model_checkpoint: 'imagegen-flux-dev' }),
+    });
     expect(res.statusCode).toBe(200);
     const got = (await f.app.inject({ url: '/sdapi/v1/options' })).json();
     expect(got).not.toHaveProperty('junk_0');
@@ -140,10 +146,15 @@ describe('/sdapi/v1/options: bounded and typed', () => {
 });
 
 describe('admission control (MAX_WAITING_RENDERS)', () => {
-  it('past the bound: 503 with Retry-After in A1111\'s envelope, nothing stored or started', async () => {
+  it("past the bound: 503 with Retry-After in A1111's envelope, nothing stored or started", async () => {
     let waiting = 2;
     const f = await front({ MAX_WAITING_RENDERS: '2' }, { waitingRenders: async () => waiting });
-    const res = await f.app.inject({ method: 'POST', url: '/sdapi/v1/img2img', headers: json, payload: body({ init_images: [redSquare(64).toString('base64')] }) });
+    const res = await f.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/img2img',
+      headers: json,
+      payload: body({ init_images: [redSquare(64).toString('base64')] }),
+    });
     expect(res.statusCode).toBe(503);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expect(res.json()).toMatchObject({ error: 'HTTPException', body: '', limit: 2 });
@@ -243,7 +254,12 @@ describe('over a real socket', () => {
     const port = await listen(f);
     const clients = [new AbortController(), new AbortController()];
     const requests = clients.map((c) =>
-      fetch(`http://127.0.0.1:${port}/sdapi/v1/txt2img`, { method: 'POST', headers: { ...json, 'idempotency-key': 'shared' }, body: body(), signal: c.signal }).catch(() => undefined),
+      fetch(`http://127.0.0.1:${port}/sdapi/v1/txt2img`, {
+        method: 'POST',
+        headers: { ...json, 'idempotency-key': 'shared' },
+        body: body(),
+        signal: c.signal,
+      }).catch(() => undefined),
     );
     const until = async (cond: () => boolean): Promise<void> => {
       while (!cond()) {

@@ -5,10 +5,11 @@ import { CLOSE_MIN, greyFromPng, noiseScore, NOT_NOISE_MAX, similarity } from '.
 
 function png(w: number, h: number, f: (x: number, y: number) => number): Buffer {
   const p = new PNG({ width: w, height: h });
-  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
-    const v = Math.max(0, Math.min(255, Math.round(f(x, y))));
-    p.data.set([v, v, v, 255], (y * w + x) * 4);
-  }
+  for (let y = 0; y < h; y++)
+    for (let x = 0; x < w; x++) {
+      const v = Math.max(0, Math.min(255, Math.round(f(x, y))));
+      p.data.set([v, v, v, 255], (y * w + x) * 4);
+    }
   return PNG.sync.write(p);
 }
 

@@ -13,7 +13,10 @@ describe('a uniform black (NaN) output is flagged', () => {
 
   it('info.warnings names the image', () => {
     const { request } = normalizeRequest('txt2img', { prompt: 'x', width: 64, height: 64, batch_size: 2 }, ctx());
-    const outputs = [{ sha256: 'a', size: 1, mime: 'image/png' }, { sha256: 'b', size: 1, mime: 'image/png', blank: 'black' as const }];
+    const outputs = [
+      { sha256: 'a', size: 1, mime: 'image/png' },
+      { sha256: 'b', size: 1, mime: 'image/png', blank: 'black' as const },
+    ];
     const info = JSON.parse(buildInfo(request, { outputs }, { renderId: 'render-x' }));
     expect(info.warnings).toEqual([expect.stringMatching(/^image 1 is uniformly black: the VAE most likely produced NaNs/)]);
   });

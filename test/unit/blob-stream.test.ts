@@ -33,7 +33,12 @@ describe('FsBlobStore streams', () => {
     expect([h.digest('hex'), size]).toEqual([ref.sha256, ref.size]);
     const small = Buffer.from('same bytes');
     const a = await store.put(small, { mime: 'video/mp4' });
-    const b = await store.putStream((async function* () { yield small; })(), { mime: 'video/mp4' });
+    const b = await store.putStream(
+      (async function* () {
+        yield small;
+      })(),
+      { mime: 'video/mp4' },
+    );
     expect(b.sha256).toBe(a.sha256);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });

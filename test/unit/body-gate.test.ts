@@ -58,7 +58,12 @@ describe('registerBodyGate', () => {
     await until(() => gate.active() === 0);
     const plain = await f.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json' }, payload: big('p') });
     expect(plain.json()).toEqual({ id: 'p' });
-    const bad = await f.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json' }, payload: `{"id": "x", ${'"y":1,'.repeat(30)}` });
+    const bad = await f.inject({
+      method: 'POST',
+      url: '/plain',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"id": "x", ${'"y":1,'.repeat(30)}`,
+    });
     expect(bad.statusCode).toBe(400);
     expect(gate.active()).toBe(0);
     gates.get('h-answer')!();
@@ -87,7 +92,11 @@ describe('slow uploads (red-team M3)', () => {
         return closed;
       });
       // A genuine 360 KB body queued behind them is answered once they are evicted.
-      const genuine = await fetch(`http://127.0.0.1:${port}/plain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'genuine', pad: 'y'.repeat(360_000) }) });
+      const genuine = await fetch(`http://127.0.0.1:${port}/plain`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'genuine', pad: 'y'.repeat(360_000) }),
+      });
       expect(await genuine.json()).toEqual({ id: 'genuine' });
       for (const answer of await Promise.all(slow)) expect(answer).toMatch(/^HTTP\/1\.1 408/);
     } finally {

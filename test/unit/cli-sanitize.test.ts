@@ -21,9 +21,7 @@ describe('terminal output (red-team: raw escapes from prompts)', () => {
     const hostile = 'a cat\u202egnp.exe\u202c b\u2066x\u2069 c\u200f\u200e\u061c\u202a\u202b\u202d\u2067\u2068\u200b\ufeff\u2028';
     const s = sanitizeForTerminal(hostile);
     expect(s).not.toMatch(/[\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/u);
-    expect(s).toBe(
-      'a cat\\u202egnp.exe\\u202c b\\u2066x\\u2069 c\\u200f\\u200e\\u061c\\u202a\\u202b\\u202d\\u2067\\u2068\\u200b\\ufeff\\u2028',
-    );
+    expect(s).toBe('a cat\\u202egnp.exe\\u202c b\\u2066x\\u2069 c\\u200f\\u200e\\u061c\\u202a\\u202b\\u202d\\u2067\\u2068\\u200b\\ufeff\\u2028');
     expect(JSON.parse(sanitizeForTerminal(JSON.stringify({ p: 'x\u202ey' })))).toEqual({ p: 'x\u202ey' });
     // Right-to-left scripts themselves are text, not controls.
     expect(sanitizeForTerminal('שלום مرحبا')).toBe('שלום مرحبا');

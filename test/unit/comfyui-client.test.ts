@@ -47,7 +47,14 @@ describe('submitPrompt', () => {
         number: 3,
         node_errors: {
           '12': {
-            errors: [{ type: 'value_not_in_list', message: 'Value not in list', details: "ckpt_name: 'x.safetensors' not in [...]", extra_info: { input_name: 'ckpt_name' } }],
+            errors: [
+              {
+                type: 'value_not_in_list',
+                message: 'Value not in list',
+                details: "ckpt_name: 'x.safetensors' not in [...]",
+                extra_info: { input_name: 'ckpt_name' },
+              },
+            ],
             dependent_outputs: ['9'],
             class_type: 'CheckpointLoaderSimple',
           },
@@ -81,7 +88,14 @@ describe('submitPrompt', () => {
         error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} },
         node_errors: {
           '3': {
-            errors: [{ type: 'value_bigger_than_max', message: 'Value bigger than max', details: 'steps: 10000 > 1000', extra_info: { input_name: 'steps', received_value: 10000 } }],
+            errors: [
+              {
+                type: 'value_bigger_than_max',
+                message: 'Value bigger than max',
+                details: 'steps: 10000 > 1000',
+                extra_info: { input_name: 'steps', received_value: 10000 },
+              },
+            ],
             dependent_outputs: ['9'],
             class_type: 'KSampler',
           },
@@ -344,7 +358,10 @@ describe('files and info', () => {
   it('systemStats tolerates old releases (missing optional fields)', async () => {
     stub.overrides.set('GET /system_stats', () => ({
       status: 200,
-      json: { system: { os: 'nt', python_version: '3.12', comfyui_version: '0.3.64', extra: 1 }, devices: [{ name: 'cuda:0', type: 'cuda', index: 0, vram_total: 1, vram_free: 1 }] },
+      json: {
+        system: { os: 'nt', python_version: '3.12', comfyui_version: '0.3.64', extra: 1 },
+        devices: [{ name: 'cuda:0', type: 'cuda', index: 0, vram_total: 1, vram_free: 1 }],
+      },
     }));
     const s = await client.systemStats();
     expect(s.system.comfyui_version).toBe('0.3.64');
@@ -372,7 +389,11 @@ describe('error helpers', () => {
   it('formatNodeErrors handles errors without input names', () => {
     expect(
       formatNodeErrors({
-        '7': { errors: [{ type: 'custom_validation_failed', message: 'Invalid image file: a.png', details: '', extra_info: {} }], dependent_outputs: [], class_type: 'LoadImage' },
+        '7': {
+          errors: [{ type: 'custom_validation_failed', message: 'Invalid image file: a.png', details: '', extra_info: {} }],
+          dependent_outputs: [],
+          class_type: 'LoadImage',
+        },
       }),
     ).toEqual(['node 7 (LoadImage): Invalid image file: a.png']);
   });

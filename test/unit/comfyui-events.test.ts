@@ -18,15 +18,29 @@ describe('parseEvent', () => {
     const prog = parseEvent(ev('progress', { value: 3, max: 20, prompt_id: 'p', node: '3' }));
     expect(prog).toMatchObject({ type: 'progress', data: { value: 3, max: 20, node: '3' } });
 
-    const ps = parseEvent(ev('progress_state', { prompt_id: 'p', nodes: { '3': { value: 1, max: 2, state: 'running', node_id: '3', prompt_id: 'p', display_node_id: '3', parent_node_id: null, real_node_id: '3' } } }));
+    const ps = parseEvent(
+      ev('progress_state', {
+        prompt_id: 'p',
+        nodes: { '3': { value: 1, max: 2, state: 'running', node_id: '3', prompt_id: 'p', display_node_id: '3', parent_node_id: null, real_node_id: '3' } },
+      }),
+    );
     expect(ps.type).toBe('progress_state');
 
-    const exed = parseEvent(ev('executed', { node: '9', display_node: '9', output: { images: [{ filename: 'a.png', subfolder: '', type: 'output' }], animated: [true] }, prompt_id: 'p' }));
+    const exed = parseEvent(
+      ev('executed', {
+        node: '9',
+        display_node: '9',
+        output: { images: [{ filename: 'a.png', subfolder: '', type: 'output' }], animated: [true] },
+        prompt_id: 'p',
+      }),
+    );
     expect(exed.type).toBe('executed');
     if (exed.type === 'executed') expect(executedFiles(exed)).toEqual([{ filename: 'a.png', subfolder: '', type: 'output' }]);
 
     expect(parseEvent(ev('execution_success', { prompt_id: 'p', timestamp: 5 })).type).toBe('execution_success');
-    expect(parseEvent(ev('execution_interrupted', { prompt_id: 'p', node_id: '3', node_type: 'KSampler', executed: [], timestamp: 1 })).type).toBe('execution_interrupted');
+    expect(parseEvent(ev('execution_interrupted', { prompt_id: 'p', node_id: '3', node_type: 'KSampler', executed: [], timestamp: 1 })).type).toBe(
+      'execution_interrupted',
+    );
     expect(parseEvent(ev('feature_flags', { supports_preview_metadata: true, max_upload_size: 1 })).type).toBe('feature_flags');
   });
 
@@ -39,13 +53,36 @@ describe('parseEvent', () => {
   });
 
   it('execution_error keeps node, type and message; ExecutionBlocked is not terminal', () => {
-    const e = parseEvent(ev('execution_error', { prompt_id: 'p', node_id: '3', node_type: 'KSampler', executed: [], exception_message: 'boom', exception_type: 'RuntimeError', traceback: ['t'], current_inputs: {}, current_outputs: [], timestamp: 1 }));
+    const e = parseEvent(
+      ev('execution_error', {
+        prompt_id: 'p',
+        node_id: '3',
+        node_type: 'KSampler',
+        executed: [],
+        exception_message: 'boom',
+        exception_type: 'RuntimeError',
+        traceback: ['t'],
+        current_inputs: {},
+        current_outputs: [],
+        timestamp: 1,
+      }),
+    );
     expect(e.type).toBe('execution_error');
     if (e.type === 'execution_error') {
       expect(e.data.node_type).toBe('KSampler');
       expect(isTerminalExecutionError(e)).toBe(true);
     }
-    const blocked = parseEvent(ev('execution_error', { prompt_id: 'p', node_id: '3', node_type: 'X', executed: [], exception_message: 'Execution Blocked', exception_type: 'ExecutionBlocked', traceback: [] }));
+    const blocked = parseEvent(
+      ev('execution_error', {
+        prompt_id: 'p',
+        node_id: '3',
+        node_type: 'X',
+        executed: [],
+        exception_message: 'Execution Blocked',
+        exception_type: 'ExecutionBlocked',
+        traceback: [],
+      }),
+    );
     if (blocked.type !== 'execution_error') throw new Error('expected execution_error');
     expect(isTerminalExecutionError(blocked)).toBe(false);
   });
@@ -60,10 +97,22 @@ describe('parseEvent', () => {
 });
 
 describe('parseBinaryFrame', () => {
-  const u32 = (...n: number[]): Buffer => Buffer.concat(n.map((x) => { const b = Buffer.alloc(4); b.writeUInt32BE(x); return b; }));
+  const u32 = (...n: number[]): Buffer =>
+    Buffer.concat(
+      n.map((x) => {
+        const b = Buffer.alloc(4);
+        b.writeUInt32BE(x);
+        return b;
+      }),
+    );
 
   it('classifies previews and text frames', () => {
-    expect(parseBinaryFrame(Buffer.concat([u32(1, 1), Buffer.from([0xff, 0xd8])]))).toEqual({ kind: 'preview_image', format: 'jpeg', imageBytes: 2, image: Buffer.from([0xff, 0xd8]) });
+    expect(parseBinaryFrame(Buffer.concat([u32(1, 1), Buffer.from([0xff, 0xd8])]))).toEqual({
+      kind: 'preview_image',
+      format: 'jpeg',
+      imageBytes: 2,
+      image: Buffer.from([0xff, 0xd8]),
+    });
     const meta = Buffer.from(JSON.stringify({ node_id: '3', prompt_id: 'p', image_type: 'image/png' }));
     expect(parseBinaryFrame(Buffer.concat([u32(4, meta.length), meta, Buffer.from([1, 2, 3])]))).toEqual({
       kind: 'preview_image_with_metadata',

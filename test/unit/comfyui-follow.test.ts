@@ -1,11 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ComfyClient } from '../../src/comfyui/client.ts';
-import {
-  ComfyExecutionError,
-  ComfyInterruptedError,
-  ComfyPromptLostError,
-  ComfyStallError,
-} from '../../src/comfyui/errors.ts';
+import { ComfyExecutionError, ComfyInterruptedError, ComfyPromptLostError, ComfyStallError } from '../../src/comfyui/errors.ts';
 import type { EventSession } from '../../src/comfyui/event-stream.ts';
 import { followPrompt } from '../../src/comfyui/follow.ts';
 import type { FollowProgress } from '../../src/comfyui/follow-types.ts';
@@ -172,7 +167,9 @@ describe('followPrompt', () => {
     const { id, session } = await submit();
     stub.start(id); // running, then silence (a hung node)
     const started = Date.now();
-    const err = (await followPrompt(client, { promptId: id, session, stallTimeoutMs: 400, pollIntervalMs: 10_000 }).catch((e: unknown) => e)) as ComfyStallError;
+    const err = (await followPrompt(client, { promptId: id, session, stallTimeoutMs: 400, pollIntervalMs: 10_000 }).catch(
+      (e: unknown) => e,
+    )) as ComfyStallError;
     const took = Date.now() - started;
     expect(err).toBeInstanceOf(ComfyStallError);
     expect(err.retryable).toBe(true);

@@ -37,12 +37,18 @@ describe('SGLang plugin failures', () => {
     expect(e.message).toMatch(/without `pip install sglang\[diffusion\]` in ComfyUI's Python the start-up log says IMPORT FAILED/);
   });
 
-  it('a missing node of no known package keeps ComfyUI\'s own words', () => {
-    const e = new ComfyValidationError({ status: 400, error: comfyErrorBodySchema.parse({ ...RECORDED_MISSING, extra_info: { node_id: 'x', class_type: 'SomethingElse' } }), nodeErrors: {} });
-    expect(e.message).toBe("ComfyUI rejected the prompt (missing_node_type): Node 'Load diffusion model (SGLD)' not found. The custom node may not be installed.: Node ID '#unet'");
+  it("a missing node of no known package keeps ComfyUI's own words", () => {
+    const e = new ComfyValidationError({
+      status: 400,
+      error: comfyErrorBodySchema.parse({ ...RECORDED_MISSING, extra_info: { node_id: 'x', class_type: 'SomethingElse' } }),
+      nodeErrors: {},
+    });
+    expect(e.message).toBe(
+      "ComfyUI rejected the prompt (missing_node_type): Node 'Load diffusion model (SGLD)' not found. The custom node may not be installed.: Node ID '#unet'",
+    );
   });
 
-  it('the loader\'s GGUF companion error is classified with what to change, non-retryable', () => {
+  it("the loader's GGUF companion error is classified with what to change, non-retryable", () => {
     const message =
       "GGUF transformer needs a MiniMax-H3 BF16 safetensors in models/diffusion_models for ComfyUI architecture detect (looked for ['minimax_h3_fl2va_bf16.safetensors', 'minimax_h3_ref2va_bf16.safetensors']). Keep --model-path / unet_name on the BF16 file and pass the GGUF via transformer_weights_path.\n";
     const e = new ComfyExecutionError(exec({ exceptionMessage: message }));
@@ -53,16 +59,25 @@ describe('SGLang plugin failures', () => {
     expect(e.details()).toMatchObject({ hint: e.hint, nodeType: 'SGLDUNETLoader' });
   });
 
-  it('weight_dtype and a missing sglang runtime are named too; other nodes\' errors get no hint', () => {
-    const dtype = new ComfyExecutionError(exec({ exceptionMessage: "SGLDUNETLoader weight_dtype must be 'default': the SGLD worker does not use it; select quantization in SGLDOptions instead\n" }));
+  it("weight_dtype and a missing sglang runtime are named too; other nodes' errors get no hint", () => {
+    const dtype = new ComfyExecutionError(
+      exec({
+        exceptionMessage: "SGLDUNETLoader weight_dtype must be 'default': the SGLD worker does not use it; select quantization in SGLDOptions instead\n",
+      }),
+    );
     expect(dtype.hint).toMatch(/weight_dtype 'default'/);
     const runtime = new ComfyExecutionError(exec({ exceptionType: 'RuntimeError', exceptionMessage: 'SGLang diffusion runtime failed to import\n' }));
     expect(runtime.hint).toMatch(/install sglang\[diffusion\]/);
-    expect(new ComfyExecutionError(exec({ nodeType: 'VAELoader', exceptionMessage: 'Error while deserializing header: header too small\n' })).hint).toBeUndefined();
+    expect(
+      new ComfyExecutionError(exec({ nodeType: 'VAELoader', exceptionMessage: 'Error while deserializing header: header too small\n' })).hint,
+    ).toBeUndefined();
   });
 
   it('the recording holds that missing_node_type answer', () => {
-    const rec = JSON.parse(readFileSync(new URL('../fixtures/real-comfyui/sglang-golden-real.json', import.meta.url), 'utf8')) as Record<string, Record<string, { response: { error: { type: string } } }>>;
+    const rec = JSON.parse(readFileSync(new URL('../fixtures/real-comfyui/sglang-golden-real.json', import.meta.url), 'utf8')) as Record<
+      string,
+      Record<string, { response: { error: { type: string } } }>
+    >;
     for (const v of Object.values(rec['no-plugin']!)) expect(v.response.error.type).toBe('missing_node_type');
   });
 });

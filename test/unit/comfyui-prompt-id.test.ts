@@ -35,7 +35,10 @@ describe('derivePromptId', () => {
 
   it('round-trips through Python uuid.UUID unchanged (ComfyUI validate_job_id), when python3 exists', () => {
     const ids = Array.from({ length: 20 }, (_, i) => derivePromptId(['x', i]));
-    const py = spawnSync('python3', ['-c', 'import sys,uuid\nfor l in sys.stdin.read().split():\n    print(str(uuid.UUID(l)) == l)'], { input: ids.join('\n'), encoding: 'utf8' });
+    const py = spawnSync('python3', ['-c', 'import sys,uuid\nfor l in sys.stdin.read().split():\n    print(str(uuid.UUID(l)) == l)'], {
+      input: ids.join('\n'),
+      encoding: 'utf8',
+    });
     if (py.error) return; // no python3 here: the regex check above covers the same rule
     expect(py.stdout.trim().split('\n')).toEqual(ids.map(() => 'True'));
   });

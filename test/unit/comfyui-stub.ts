@@ -153,7 +153,11 @@ export class ComfyStub {
   }
 
   /** Full success sequence: executed, execution_success, history written, executing:null, status. */
-  succeed(id: string, files: { filename: string; subfolder?: string; type?: string }[] = [{ filename: 'out_00001_.png' }], opts: { writeHistory?: boolean } = {}): void {
+  succeed(
+    id: string,
+    files: { filename: string; subfolder?: string; type?: string }[] = [{ filename: 'out_00001_.png' }],
+    opts: { writeHistory?: boolean } = {},
+  ): void {
     const p = this.find(id);
     const ts = Date.now();
     const images = files.map((f) => ({ filename: f.filename, subfolder: f.subfolder ?? '', type: f.type ?? 'output' }));
@@ -161,11 +165,16 @@ export class ComfyStub {
     this.send(p.clientId, 'executed', { node: '9', display_node: '9', output: { images }, prompt_id: id });
     this.send(p.clientId, 'execution_success', { prompt_id: id, timestamp: ts });
     if (opts.writeHistory !== false) {
-      this.done(id, { '9': { images } }, [
-        ['execution_start', { prompt_id: id, timestamp: ts - 5 }],
-        ['execution_cached', { nodes: [], prompt_id: id, timestamp: ts - 5 }],
-        ['execution_success', { prompt_id: id, timestamp: ts }],
-      ], 'success');
+      this.done(
+        id,
+        { '9': { images } },
+        [
+          ['execution_start', { prompt_id: id, timestamp: ts - 5 }],
+          ['execution_cached', { nodes: [], prompt_id: id, timestamp: ts - 5 }],
+          ['execution_success', { prompt_id: id, timestamp: ts }],
+        ],
+        'success',
+      );
     }
     this.send(p.clientId, 'executing', { node: null, prompt_id: id });
     this.broadcastStatus();
@@ -175,10 +184,15 @@ export class ComfyStub {
     const p = this.find(id);
     const data = { prompt_id: id, ...err, executed: ['1'], traceback: ['Traceback...'], current_inputs: {}, current_outputs: [], timestamp: Date.now() };
     this.send(p.clientId, 'execution_error', data);
-    this.done(id, {}, [
-      ['execution_start', { prompt_id: id, timestamp: Date.now() }],
-      ['execution_error', data],
-    ], 'error');
+    this.done(
+      id,
+      {},
+      [
+        ['execution_start', { prompt_id: id, timestamp: Date.now() }],
+        ['execution_error', data],
+      ],
+      'error',
+    );
     this.send(p.clientId, 'executing', { node: null, prompt_id: id });
     this.broadcastStatus();
   }
@@ -187,7 +201,15 @@ export class ComfyStub {
     const p = this.find(id);
     const data = { prompt_id: id, node_id: '3', node_type: 'KSampler', executed: [], timestamp: Date.now() };
     this.send(p.clientId, 'execution_interrupted', data);
-    this.done(id, {}, [['execution_start', { prompt_id: id }], ['execution_interrupted', data]], 'error');
+    this.done(
+      id,
+      {},
+      [
+        ['execution_start', { prompt_id: id }],
+        ['execution_interrupted', data],
+      ],
+      'error',
+    );
     this.send(p.clientId, 'executing', { node: null, prompt_id: id });
     this.broadcastStatus();
   }
@@ -251,7 +273,11 @@ export class ComfyStub {
     const item = (p: StubPrompt): unknown[] => [p.number, p.id, p.graph, { client_id: p.clientId }, ['9']];
     if (r.method === 'POST' && path === '/prompt') {
       const b = json();
-      if (!b['prompt']) return { status: 400, json: { error: { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} }, node_errors: {} } };
+      if (!b['prompt'])
+        return {
+          status: 400,
+          json: { error: { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} }, node_errors: {} },
+        };
       const id = b['prompt_id'];
       if (id !== undefined && (typeof id !== 'string' || !UUID.test(id))) {
         return {

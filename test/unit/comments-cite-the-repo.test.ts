@@ -28,9 +28,11 @@ const FORBIDDEN: { what: string; re: RegExp }[] = [
 function citations(files: string[]): string[] {
   const found: string[] = [];
   for (const file of files) {
-    readFileSync(join(root, file), 'utf8').split('\n').forEach((line, i) => {
-      for (const { what, re } of FORBIDDEN) if (re.test(line)) found.push(`${file}:${i + 1}: cites ${what}: ${line.trim()}`);
-    });
+    readFileSync(join(root, file), 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        for (const { what, re } of FORBIDDEN) if (re.test(line)) found.push(`${file}:${i + 1}: cites ${what}: ${line.trim()}`);
+      });
   }
   return found;
 }
@@ -50,7 +52,11 @@ describe('comments cite the repository only', () => {
 
   it('catches each kind of outside citation', () => {
     const probe = ['// per DESIGN §4', ' * (ref/comfyui-protocol.md §2)', '// see ../shared/tools/x.py', '// recorded: shared/ref/real-comfyui/a.json'];
-    for (const line of probe) expect(FORBIDDEN.some(({ re }) => re.test(line)), line).toBe(true);
+    for (const line of probe)
+      expect(
+        FORBIDDEN.some(({ re }) => re.test(line)),
+        line,
+      ).toBe(true);
     expect(FORBIDDEN.some(({ re }) => re.test('// docs/comfyui-protocol.md: HTTP 200 can carry node_errors'))).toBe(false);
   });
 

@@ -14,7 +14,18 @@ import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
-import { deepMapStrings, environmentOf, interpolate, list, mounts, parseEnvFile, type Compose, type Mount, type Service, type VarUse } from '../support/compose-file.ts';
+import {
+  deepMapStrings,
+  environmentOf,
+  interpolate,
+  list,
+  mounts,
+  parseEnvFile,
+  type Compose,
+  type Mount,
+  type Service,
+  type VarUse,
+} from '../support/compose-file.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
@@ -47,7 +58,9 @@ interface Published {
 }
 function published(s: Service): Published[] {
   return (s.ports ?? []).map((p) => {
-    const parts = String(p).replace(/\/(tcp|udp)$/, '').split(':');
+    const parts = String(p)
+      .replace(/\/(tcp|udp)$/, '')
+      .split(':');
     if (parts.length === 3) return { ip: parts[0], hostPort: parts[1]!, containerPort: parts[2]! };
     if (parts.length === 2) return { ip: undefined, hostPort: parts[0]!, containerPort: parts[1]! };
     return { ip: undefined, hostPort: '', containerPort: parts[0]! };
@@ -328,7 +341,10 @@ describe('docker-compose.yml', () => {
 
   it('registers exactly the app search attributes, as Keyword, in the app namespace', () => {
     const setup = environmentOf(service('temporal-create-namespace'));
-    const pairs = setup.SEARCH_ATTRIBUTES!.trim().split(/\s+/).map((p) => p.split('='));
+    const pairs = setup
+      .SEARCH_ATTRIBUTES!.trim()
+      .split(/\s+/)
+      .map((p) => p.split('='));
     expect(pairs.map(([n]) => n).sort()).toEqual(SEARCH_ATTRIBUTES.map((k) => k.name).sort());
     for (const [n, type] of pairs) {
       expect(type, n).toBe('Keyword');
@@ -427,7 +443,7 @@ describe('Dockerfile (comfy-durable image)', () => {
     expect(num(have)).toBeGreaterThanOrEqual(num(want));
   });
 
-  it('compiles with npm start\'s build, keeps production dependencies only (tsx among them), and copies what runs', () => {
+  it("compiles with npm start's build, keeps production dependencies only (tsx among them), and copies what runs", () => {
     const runs = only(appDockerfile, 'RUN');
     expect(runs.some((r) => /\bnpm ci\b/.test(r))).toBe(true);
     expect(runs.some((r) => /bash scripts\/build\.sh --force/.test(r) && /\bnpm prune --omit=dev\b/.test(r))).toBe(true);
@@ -435,7 +451,8 @@ describe('Dockerfile (comfy-durable image)', () => {
     expect(packageJson.devDependencies?.tsx).toBeUndefined();
     const copies = only(appDockerfile, 'COPY');
     const copied = copies.filter((c) => !c.startsWith('--from=')).flatMap((c) => c.split(/\s+/).slice(0, -1));
-    for (const p of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.sh', 'bin', 'src']) expect(copied).toContain(p);
+    for (const p of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.sh', 'bin', 'src'])
+      expect(copied).toContain(p);
     for (const p of ['/app/node_modules', '/app/dist']) expect(copies.some((c) => c.startsWith('--from=build ') && c.includes(p))).toBe(true);
     const ignored = read('.dockerignore')
       .split('\n')
@@ -452,7 +469,17 @@ describe('Dockerfile (comfy-durable image)', () => {
     expect(runFlags?.length, 'scripts/run.sh names its default V8 flags').toBeGreaterThan(0);
     expect(entry).toEqual(['node', ...runFlags!, 'dist/cli/main.js']);
     // dist/ mirrors src/ (tsconfig.build.json: rootDir src): the entry is the build of src/cli/main.ts.
-    expect(fs.existsSync(path.join(ROOT, entry.at(-1)!.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
+    expect(
+      fs.existsSync(
+        path.join(
+          ROOT,
+          entry
+            .at(-1)!
+            .replace(/^dist\//, 'src/')
+            .replace(/\.js$/, '.ts'),
+        ),
+      ),
+    ).toBe(true);
     const cmd = execForm(appDockerfile, 'CMD');
     expect(cmd).toEqual(['api']);
     expect(CLI_COMMANDS).toContain(cmd[0]);

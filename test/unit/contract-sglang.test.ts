@@ -37,23 +37,34 @@ describe('contract, sglang engine', () => {
       'model file qwen_image_bf16.safetensors is missing',
       'model file qwen_image_edit_2509_bf16.safetensors is missing',
     ]);
-    expect(lines[0]!.detail).toMatch(/IMPORT FAILED.*needed by imagegen-flux-dev, imagegen-flux-schnell, imagegen-qwen-image, imagegen-qwen-image-edit, videogen-minimax-h3 \(engine sglang\)/);
-    expect(lines.find((r) => r.name.includes('flux1-dev.safetensors'))!.detail).toBe('not in models/diffusion_models (UNETLoader, UnetLoaderGGUF); needed by imagegen-flux-dev');
-    expect(lines.find((r) => r.name.includes('minimax_h3_fl2va_bf16'))!.detail).toMatch(/BF16 companion of minimax_h3_fl2va-Q8_0.gguf.*needed by videogen-minimax-h3$/);
+    expect(lines[0]!.detail).toMatch(
+      /IMPORT FAILED.*needed by imagegen-flux-dev, imagegen-flux-schnell, imagegen-qwen-image, imagegen-qwen-image-edit, videogen-minimax-h3 \(engine sglang\)/,
+    );
+    expect(lines.find((r) => r.name.includes('flux1-dev.safetensors'))!.detail).toBe(
+      'not in models/diffusion_models (UNETLoader, UnetLoaderGGUF); needed by imagegen-flux-dev',
+    );
+    expect(lines.find((r) => r.name.includes('minimax_h3_fl2va_bf16'))!.detail).toMatch(
+      /BF16 companion of minimax_h3_fl2va-Q8_0.gguf.*needed by videogen-minimax-h3$/,
+    );
   });
 
   it('with the plugin and the files: every sglang model passes; a missing companion is one line', () => {
     allOnSglang();
     const raw = withSgldPlugin(structuredClone(base));
     expect(failed(objectInfoSchema.parse(raw))).toEqual([]);
-    const ok = profileChecks(listProfiles(), objectInfoSchema.parse(raw)).filter((r) => r.ok).map((r) => r.name.split(':')[0]);
+    const ok = profileChecks(listProfiles(), objectInfoSchema.parse(raw))
+      .filter((r) => r.ok)
+      .map((r) => r.name.split(':')[0]);
     expect(ok).toEqual(expect.arrayContaining(SGLANG.map((id) => `${id} (engine sglang)`)));
 
     const unets = raw.SGLDUNETLoader!.input!.required!.unet_name![0] as string[];
     raw.SGLDUNETLoader!.input!.required!.unet_name = [unets.filter((f) => f !== 'minimax_h3_ref2va_bf16.safetensors' && f !== 'qwen_image_bf16.safetensors')];
     const lines = failed(objectInfoSchema.parse(raw));
     expect(lines.map((r) => [r.name, r.detail])).toEqual([
-      ['model file minimax_h3_ref2va_bf16.safetensors is missing', expect.stringMatching(/^not in SGLDUNETLoader\.unet_name \(the BF16 companion of minimax_h3_ref2va-Q8_0\.gguf/)],
+      [
+        'model file minimax_h3_ref2va_bf16.safetensors is missing',
+        expect.stringMatching(/^not in SGLDUNETLoader\.unet_name \(the BF16 companion of minimax_h3_ref2va-Q8_0\.gguf/),
+      ],
       ['model file qwen_image_bf16.safetensors is missing', 'not in SGLDUNETLoader.unet_name; needed by imagegen-qwen-image'],
     ]);
   });

@@ -87,7 +87,13 @@ describe('queue, interrupts and jobs', () => {
     const r = await http.post('/interrupt', { prompt_id: a.prompt_id });
     expect([r.status, r.text]).toEqual([200, '']);
     const ev = await rec.waitFor((e) => e.type === 'execution_interrupted' && e.data.prompt_id === a.prompt_id);
-    expect(ev.data).toEqual({ prompt_id: a.prompt_id, node_id: expect.any(String), node_type: expect.any(String), executed: [], timestamp: expect.any(Number) });
+    expect(ev.data).toEqual({
+      prompt_id: a.prompt_id,
+      node_id: expect.any(String),
+      node_type: expect.any(String),
+      executed: [],
+      timestamp: expect.any(Number),
+    });
     const ha = await http.waitForHistory<History>(a.prompt_id);
     expect(ha.status.status_str).toBe('error');
     expect(ha.status.completed).toBe(false);

@@ -47,7 +47,11 @@ describe('POST /upload/image', () => {
     expect((await upload(png('b'), 'pic.png')).json).toEqual({ name: 'pic (1).png', subfolder: '', type: 'input' });
     expect((await upload(png('c'), 'pic.png')).json).toEqual({ name: 'pic (2).png', subfolder: '', type: 'input' });
     expect((await upload(png('b'), 'pic.png')).json).toEqual({ name: 'pic (1).png', subfolder: '', type: 'input' });
-    expect(readdirSync(path.join(fake.dataDir, 'input')).filter((f) => f.startsWith('pic')).sort()).toEqual(['pic (1).png', 'pic (2).png', 'pic.png']);
+    expect(
+      readdirSync(path.join(fake.dataDir, 'input'))
+        .filter((f) => f.startsWith('pic'))
+        .sort(),
+    ).toEqual(['pic (1).png', 'pic (2).png', 'pic.png']);
     expect((await upload(png('d'), 'pic.png', { overwrite: 'true' }, '/api')).json).toEqual({ name: 'pic.png', subfolder: '', type: 'input' });
     expect(readFileSync(path.join(fake.dataDir, 'input', 'pic.png')).equals(png('d'))).toBe(true);
   });
@@ -136,7 +140,11 @@ describe('img2img from an upload', () => {
     g['10'] = { class_type: 'LoadImage', inputs: { image: `refs/${up.json!.name as string}` }, _meta: { title: 'Load' } };
     g['11'] = { class_type: 'VAEEncode', inputs: { pixels: ['10', 0], vae: ['4', 2] }, _meta: { title: 'enc' } };
     g['3']!.inputs.latent_image = ['11', 0];
-    g['12'] = { class_type: 'ImageScale', inputs: { image: ['10', 0], upscale_method: 'lanczos', width: 30, height: 0, crop: 'disabled' }, _meta: { title: 'scale' } };
+    g['12'] = {
+      class_type: 'ImageScale',
+      inputs: { image: ['10', 0], upscale_method: 'lanczos', width: 30, height: 0, crop: 'disabled' },
+      _meta: { title: 'scale' },
+    };
     g['13'] = { class_type: 'SaveImage', inputs: { images: ['12', 0], filename_prefix: 'scaled' }, _meta: { title: 'save scaled' } };
     const { prompt_id } = await http.submit(g);
     const h = await http.waitForHistory<{ outputs: Record<string, { images: Array<{ filename: string; subfolder: string }> }> }>(prompt_id);

@@ -9,8 +9,13 @@ import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/ser
 import { SGLD_FIXTURE_URL, sgldPluginFromEnv } from '../../tools/fake-comfyui/sgld-plugin.ts';
 
 const dir = new URL('../golden/sglang/', import.meta.url);
-const goldens = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
-const real = JSON.parse(readFileSync(new URL('../fixtures/real-comfyui/sglang-golden-real.json', import.meta.url), 'utf8')) as Record<string, Record<string, { status: number; response: Record<string, unknown> }>>;
+const goldens = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
+const real = JSON.parse(readFileSync(new URL('../fixtures/real-comfyui/sglang-golden-real.json', import.meta.url), 'utf8')) as Record<
+  string,
+  Record<string, { status: number; response: Record<string, unknown> }>
+>;
 
 let off: FakeComfyUI;
 let on: FakeComfyUI;
@@ -26,8 +31,8 @@ async function post(url: string, graph: unknown): Promise<{ status: number; json
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
-describe('fake ComfyUI with and without SGLang\'s plugin', () => {
-  it('serves the plugin\'s 9 node classes only when told', async () => {
+describe("fake ComfyUI with and without SGLang's plugin", () => {
+  it("serves the plugin's 9 node classes only when told", async () => {
     const names = async (url: string) => Object.keys((await (await fetch(`${url}/object_info`)).json()) as object).filter((k) => k.startsWith('SGLD'));
     expect(await names(off.url)).toEqual([]);
     expect((await names(on.url)).sort()).toEqual(Object.keys(JSON.parse(readFileSync(SGLD_FIXTURE_URL, 'utf8'))).sort());

@@ -29,7 +29,11 @@ beforeEach(async () => {
   await http.post('/__fake/reset');
 });
 
-type Out = { images?: Array<{ filename: string; subfolder: string; type: string }>; animated?: boolean[]; audio?: Array<{ filename: string; subfolder: string; type: string }> };
+type Out = {
+  images?: Array<{ filename: string; subfolder: string; type: string }>;
+  animated?: boolean[];
+  audio?: Array<{ filename: string; subfolder: string; type: string }>;
+};
 
 async function run(g: ComfyGraph): Promise<Record<string, Out>> {
   const { prompt_id } = await http.submit(g);
@@ -58,8 +62,16 @@ describe('fake SaveVideo writes playable MP4s', () => {
     expect(JSON.parse(p.format.tags!.prompt!)).toHaveProperty('save');
     expect(p.streams).toHaveLength(1);
     expect(videoStream(p)).toMatchObject({
-      codec_name: 'h264', profile: 'High', pix_fmt: 'yuv420p', width: 320, height: 192,
-      r_frame_rate: '24/1', time_base: '1/12288', nb_frames: '17', nb_read_frames: '17', color_transfer: 'iec61966-2-1',
+      codec_name: 'h264',
+      profile: 'High',
+      pix_fmt: 'yuv420p',
+      width: 320,
+      height: 192,
+      r_frame_rate: '24/1',
+      time_base: '1/12288',
+      nb_frames: '17',
+      nb_read_frames: '17',
+      color_transfer: 'iec61966-2-1',
     });
     expect(Number(videoStream(p)!.duration)).toBeCloseTo(17 / 24, 3);
     // The counter continues after the highest existing file of the prefix.
@@ -76,7 +88,14 @@ describe('fake SaveVideo writes playable MP4s', () => {
     expect(out.save).toEqual({ images: [{ filename: 'MiniMax_H3_00001_.mp4', subfolder: 'video', type: 'output' }], animated: [true] });
     const p = await ffprobe(file(out.save!.images![0]!));
     expect(videoStream(p)).toMatchObject({ codec_name: 'h264', profile: 'High', width: 320, height: 192, nb_read_frames: '22' });
-    expect(audioStream(p)).toMatchObject({ codec_name: 'aac', profile: 'LC', sample_rate: '32000', channels: 2, channel_layout: 'stereo', time_base: '1/32000' });
+    expect(audioStream(p)).toMatchObject({
+      codec_name: 'aac',
+      profile: 'LC',
+      sample_rate: '32000',
+      channels: 2,
+      channel_layout: 'stereo',
+      time_base: '1/32000',
+    });
     expect(Number(audioStream(p)!.duration)).toBeCloseTo(22 / 24, 2);
     expect(Number(p.format.duration)).toBeCloseTo(22 / 24, 2);
   });

@@ -99,7 +99,9 @@ describe('POST /prompt', () => {
   it('answers 200 with partial node_errors when some outputs validate, and runs only those', async () => {
     const g = sdGraph({ prefix: 'partial' });
     g['12'] = { class_type: 'SaveImage', inputs: { images: ['8', 0] }, _meta: { title: 'no prefix' } };
-    const r = await http.post<{ prompt_id: string; node_errors: Record<string, { errors: Array<{ type: string }>; dependent_outputs: string[] }> }>('/prompt', { prompt: g });
+    const r = await http.post<{ prompt_id: string; node_errors: Record<string, { errors: Array<{ type: string }>; dependent_outputs: string[] }> }>('/prompt', {
+      prompt: g,
+    });
     expect(r.status).toBe(200);
     expect(r.json.node_errors['12']!.errors[0]!.type).toBe('required_input_missing');
     expect(r.json.node_errors['12']!.dependent_outputs).toEqual(['12']);
@@ -193,7 +195,13 @@ describe('execution events', () => {
     const g = sdGraph({ prefix: 'hist/shape' });
     const { prompt_id, number } = await http.submit(g, { client_id: rec.sid, extra_data: { extra_pnginfo: { workflow: { id: 'wf-1' } } } });
     const h = await http.waitForHistory<History>(prompt_id);
-    expect(h.prompt).toEqual([number, prompt_id, g, { extra_pnginfo: { workflow: { id: 'wf-1' } }, client_id: rec.sid, create_time: expect.any(Number) }, ['9']]);
+    expect(h.prompt).toEqual([
+      number,
+      prompt_id,
+      g,
+      { extra_pnginfo: { workflow: { id: 'wf-1' } }, client_id: rec.sid, create_time: expect.any(Number) },
+      ['9'],
+    ]);
     expect(h.outputs).toEqual({ '9': { images: [{ filename: 'shape_00001_.png', subfolder: 'hist', type: 'output' }] } });
     expect(h.status.status_str).toBe('success');
     expect(h.status.completed).toBe(true);
@@ -225,8 +233,17 @@ describe('execution events', () => {
     const anonStart = other.events.length;
     const anon = await http.submit(sdGraph({ steps: 2, seed: 2 }));
     await http.waitForHistory(anon.prompt_id);
-    await other.waitFor((e) => e.type === 'status' && (e.data.status as { exec_info: { queue_remaining: number } }).exec_info.queue_remaining === 0, 2000, anonStart);
-    const types = new Set(other.events.slice(anonStart).filter((e) => e.data.prompt_id === anon.prompt_id).map((e) => e.type));
+    await other.waitFor(
+      (e) => e.type === 'status' && (e.data.status as { exec_info: { queue_remaining: number } }).exec_info.queue_remaining === 0,
+      2000,
+      anonStart,
+    );
+    const types = new Set(
+      other.events
+        .slice(anonStart)
+        .filter((e) => e.data.prompt_id === anon.prompt_id)
+        .map((e) => e.type),
+    );
     expect([...types].sort()).toEqual(['progress', 'progress_state']);
   });
 
@@ -357,7 +374,11 @@ describe('caching and rendered files', () => {
   it('SaveVideo writes an .mp4 reported under images with animated [true] (media checked in fake-comfyui-video.test.ts)', async () => {
     const g = sdGraph({ seed: 13 });
     g['9'] = { class_type: 'CreateVideo', inputs: { images: ['8', 0], fps: 24 }, _meta: { title: 'Create Video' } };
-    g['10'] = { class_type: 'SaveVideo', inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', 'format.codec': 'auto' }, _meta: { title: 'Save Video' } };
+    g['10'] = {
+      class_type: 'SaveVideo',
+      inputs: { video: ['9', 0], filename_prefix: 'video/ComfyUI', format: 'auto', 'format.codec': 'auto' },
+      _meta: { title: 'Save Video' },
+    };
     const { prompt_id } = await http.submit(g);
     const h = await http.waitForHistory<{ outputs: Record<string, unknown> }>(prompt_id);
     expect(h.outputs['10']).toEqual({ images: [{ filename: 'ComfyUI_00001_.mp4', subfolder: 'video', type: 'output' }], animated: [true] });

@@ -89,7 +89,13 @@ describe('the lease needs GPU_LEASE_TOKEN', () => {
     s.setReady(true);
     const refused: string[] = [];
     const quiet = (): void => undefined;
-    const spy = { info: quiet, debug: quiet, error: quiet, warn: (o: unknown) => void refused.push(JSON.stringify(o)), child: () => spy } as unknown as typeof logger;
+    const spy = {
+      info: quiet,
+      debug: quiet,
+      error: quiet,
+      warn: (o: unknown) => void refused.push(JSON.stringify(o)),
+      child: () => spy,
+    } as unknown as typeof logger;
     const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 1, pollMs: 50, logger: spy, token: 'not-it' });
     holder.start();
     cleanups.push(() => holder.stop());

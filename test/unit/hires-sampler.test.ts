@@ -9,7 +9,17 @@ import { planRender } from '../../src/models/plan.ts';
 import { infotextFor } from '../../src/render/infotext.ts';
 import { ctx, thrown } from '../golden/helpers.ts';
 
-const base = { prompt: 'a lighthouse', model: 'imagegen-flux-dev', width: 512, height: 512, seed: 7, steps: 12, enable_hr: true, hr_scale: 1.5, denoising_strength: 0.5 };
+const base = {
+  prompt: 'a lighthouse',
+  model: 'imagegen-flux-dev',
+  width: 512,
+  height: 512,
+  seed: 7,
+  steps: 12,
+  enable_hr: true,
+  hr_scale: 1.5,
+  denoising_strength: 0.5,
+};
 
 function build(body: Record<string, unknown>) {
   const n = normalizeRequest('txt2img', body, ctx());
@@ -33,7 +43,10 @@ describe('hires fix sampler and scheduler', () => {
 
   it('"Use same sampler", "Use same scheduler" and absent fields change nothing: same graph, no infotext keys', () => {
     const plain = build(base);
-    for (const same of [{ hr_sampler_name: 'Use same sampler', hr_scheduler: 'Use same scheduler' }, { hr_sampler_name: '', hr_scheduler: null }]) {
+    for (const same of [
+      { hr_sampler_name: 'Use same sampler', hr_scheduler: 'Use same scheduler' },
+      { hr_sampler_name: '', hr_scheduler: null },
+    ]) {
       const b = build({ ...base, ...same });
       expect(b.graph).toEqual(plain.graph);
       expect(b.info).toBe(plain.info);
@@ -52,7 +65,9 @@ describe('hires fix sampler and scheduler', () => {
     const t = thrown(() => normalizeRequest('txt2img', { ...base, hr_scheduler: 'Sideways' }, ctx()));
     expect(t).toMatchObject({ status: 400, field: 'hr_scheduler' });
     const { n } = build({ ...base, hr_prompt: 'sharper', hr_checkpoint_name: 'other.safetensors' });
-    expect(n.warnings).toEqual(expect.arrayContaining([expect.stringMatching(/^hr_prompt: not applied/), expect.stringMatching(/^hr_checkpoint_name: not applied/)]));
+    expect(n.warnings).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^hr_prompt: not applied/), expect.stringMatching(/^hr_checkpoint_name: not applied/)]),
+    );
   });
 
   it('without enable_hr the hr_ fields are not looked at', () => {

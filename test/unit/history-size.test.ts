@@ -32,13 +32,23 @@ describe('renders over the workflow payload limit', () => {
   it('the same prompt as a single image fits, and starts; its input is measured as the payload converter serialises it', async () => {
     const f = await startTestFront({}, { loras: LORAS });
     fronts.push(f);
-    const res = await f.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', headers: json, payload: JSON.stringify({ prompt: loraPrompt(761), width: 64, height: 64, steps: 1 }) });
+    const res = await f.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/txt2img',
+      headers: json,
+      payload: JSON.stringify({ prompt: loraPrompt(761), width: 64, height: 64, steps: 1 }),
+    });
     expect(res.statusCode).toBe(503); // the test front has no GPU; what matters is that it started
     expect(f.starts).toHaveLength(1);
     const request = f.starts[0]!.request;
     const built = buildRender({ STALL_TIMEOUT_MS: undefined, HEARTBEAT_TIMEOUT_MS: 30_000 }, request, 'render-h6b');
     expect(payloadBytes(built)).toBeLessThan(MAX_HISTORY_PAYLOAD_BYTES);
     expect(oversizedRender(request, built)).toBeUndefined();
-    expect(oversizedRender({ ...request, nIter: 16 }, buildRender({ STALL_TIMEOUT_MS: undefined, HEARTBEAT_TIMEOUT_MS: 30_000 }, { ...request, nIter: 16 }, 'render-h6c'))).toMatchObject({ field: 'n_iter' });
+    expect(
+      oversizedRender(
+        { ...request, nIter: 16 },
+        buildRender({ STALL_TIMEOUT_MS: undefined, HEARTBEAT_TIMEOUT_MS: 30_000 }, { ...request, nIter: 16 }, 'render-h6c'),
+      ),
+    ).toMatchObject({ field: 'n_iter' });
   });
 });

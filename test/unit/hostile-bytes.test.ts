@@ -73,7 +73,16 @@ describe('H1: the infotext is parsed linearly', () => {
 
   it('parses what A1111 writes, quoted values with commas and colons included', () => {
     const p = parseInfotext('a cat\nNegative prompt: dog\nSteps: 20, Sampler: Euler a, Size: 512x768, Lora hashes: "a: 1, b: 2", Model: m');
-    expect(p).toMatchObject({ Prompt: 'a cat', 'Negative prompt': 'dog', Steps: '20', Sampler: 'Euler a', 'Size-1': '512', 'Size-2': '768', 'Lora hashes': 'a: 1, b: 2', Model: 'm' });
+    expect(p).toMatchObject({
+      Prompt: 'a cat',
+      'Negative prompt': 'dog',
+      Steps: '20',
+      Sampler: 'Euler a',
+      'Size-1': '512',
+      'Size-2': '768',
+      'Lora hashes': 'a: 1, b: 2',
+      Model: 'm',
+    });
     // A megabyte of the attack's shape parses in one pass.
     expect(parseInfotext(`p\n${' '.repeat(1 << 20)}x`)).toMatchObject({ Prompt: 'p' });
   });
@@ -197,7 +206,12 @@ describe('L4 and M2: multipart video bodies', () => {
       expect(small.starts).toHaveLength(0);
       // Without a length up front (chunked), the parts are counted as they stream.
       const { Readable } = await import('node:stream');
-      const chunked = await small.app.inject({ method: 'POST', url: '/v1/videos', headers: { 'content-type': contentType, 'transfer-encoding': 'chunked' }, payload: Readable.from([body]) });
+      const chunked = await small.app.inject({
+        method: 'POST',
+        url: '/v1/videos',
+        headers: { 'content-type': contentType, 'transfer-encoding': 'chunked' },
+        payload: Readable.from([body]),
+      });
       expect(chunked.statusCode).toBe(413);
       expect(small.starts).toHaveLength(0);
     } finally {
@@ -230,7 +244,10 @@ describe('the byte pool', () => {
     } finally {
       setByteTaskTimeout(previous);
     }
-    const [d] = await runByteTask('images', { sources: [{ field: 'x', value: b64(makePng(4, 4, () => [0, 0, 0, 255])) }], limits: { maxImageBytes: 1 << 20, maxImagePixels: 1 << 20 } });
+    const [d] = await runByteTask('images', {
+      sources: [{ field: 'x', value: b64(makePng(4, 4, () => [0, 0, 0, 255])) }],
+      limits: { maxImageBytes: 1 << 20, maxImagePixels: 1 << 20 },
+    });
     expect(d!.ref.width).toBe(4);
   }, 60_000);
 });

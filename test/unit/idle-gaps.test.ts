@@ -34,7 +34,9 @@ describe('idleWhileWaiting', () => {
       { backend: 0, promptId: 'c', start: 120, end: 220 },
       { backend: 0, promptId: 'd', start: 230, end: 330 },
     ];
-    expect(idleWhileWaiting(2, runs, queued(['a', 'b', 'c', 'd'])).join('\n')).toMatch(/backend 1 idle from 110 to Infinity while backend 0 ran c .* render d waited/);
+    expect(idleWhileWaiting(2, runs, queued(['a', 'b', 'c', 'd'])).join('\n')).toMatch(
+      /backend 1 idle from 110 to Infinity while backend 0 ran c .* render d waited/,
+    );
   });
 
   it('does not count idling while nothing waited (renders queued later)', () => {
@@ -42,7 +44,12 @@ describe('idleWhileWaiting', () => {
       { backend: 0, promptId: 'a', start: 10, end: 110 },
       { backend: 0, promptId: 'b', start: 500, end: 600 },
     ];
-    expect(idleWhileWaiting(2, runs, [{ promptId: 'a', queuedAt: 0 }, { promptId: 'b', queuedAt: 490 }])).toEqual([]);
+    expect(
+      idleWhileWaiting(2, runs, [
+        { promptId: 'a', queuedAt: 0 },
+        { promptId: 'b', queuedAt: 490 },
+      ]),
+    ).toEqual([]);
   });
 
   it('flags a backend running two prompts at once', () => {

@@ -34,7 +34,10 @@ describe('decodeImageInput', () => {
     const b64 = makePng(8, 8).toString('base64');
     const wrapped = b64.replace(/(.{60})/g, '$1\n');
     expect(decodeImageInput(wrapped, 'f', LIMITS).ref.width).toBe(8);
-    const unpadded = b64.replace(/={1,2}$/, '').replace(/\+/g, '-').replace(/\//g, '_');
+    const unpadded = b64
+      .replace(/={1,2}$/, '')
+      .replace(/\+/g, '-')
+      .replace(/\//g, '_');
     expect(decodeImageInput(unpadded, 'f', LIMITS).ref.width).toBe(8);
   });
 

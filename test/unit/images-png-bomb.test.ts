@@ -13,11 +13,11 @@ const INFLATED = 32 * 1024 * 1024;
 function inflatedDuring(f: () => unknown): number {
   let total = 0;
   const real = zlib.inflateSync;
-  const spy = vi.spyOn(zlib, 'inflateSync').mockImplementation(((buf: zlib.InputType, opts?: zlib.ZlibOptions) => {
+  const spy = vi.spyOn(zlib, 'inflateSync').mockImplementation((buf: zlib.InputType, opts?: zlib.ZlibOptions) => {
     const out = real(buf, opts);
     total += out.length;
     return out;
-  }));
+  });
   try {
     f();
   } catch {

@@ -3,7 +3,13 @@ import { ItemProgress } from '../../src/activities/item-progress.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 
 const node = (class_type: string) => ({ class_type, inputs: {}, _meta: { title: class_type } });
-const image: ComfyGraph = { unet: node('UNETLoader'), positive: node('CLIPTextEncode'), sampler: node('KSampler'), decode: node('VAEDecode'), save: node('SaveImage') };
+const image: ComfyGraph = {
+  unet: node('UNETLoader'),
+  positive: node('CLIPTextEncode'),
+  sampler: node('KSampler'),
+  decode: node('VAEDecode'),
+  save: node('SaveImage'),
+};
 const hires: ComfyGraph = { ...image, hr_decode: node('VAEDecode'), hr_sampler: node('KSampler') };
 
 describe('item progress only rises and names its stage', () => {

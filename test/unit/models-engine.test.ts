@@ -10,7 +10,7 @@ afterEach(() => resetModelOverrides());
 const bad = (json: unknown) => () => parseModelOverrides(json, 'models.json');
 
 describe('engine per model', () => {
-  it('defaults to comfyui; the profile keeps both engines\' files apart', () => {
+  it("defaults to comfyui; the profile keeps both engines' files apart", () => {
     const flux = getProfile('imagegen-flux-dev')!;
     expect(flux.engine ?? 'comfyui').toBe('comfyui');
     expect(flux.files.unet).toBe('flux1-dev-Q8_0.gguf');
@@ -24,7 +24,9 @@ describe('engine per model', () => {
   });
 
   it('merges engine, files and options per model', () => {
-    applyModelOverrides({ 'imagegen-qwen-image': { engine: 'sglang', sglang: { files: { unet: 'qwen-image-fp8.safetensors' }, options: { enable_torch_compile: true } } } });
+    applyModelOverrides({
+      'imagegen-qwen-image': { engine: 'sglang', sglang: { files: { unet: 'qwen-image-fp8.safetensors' }, options: { enable_torch_compile: true } } },
+    });
     const q = getProfile('imagegen-qwen-image')!;
     expect(q.engine).toBe('sglang');
     expect(q.sglang).toEqual({ files: { unet: 'qwen-image-fp8.safetensors' }, options: { model_type: 'qwen_image', enable_torch_compile: true } });

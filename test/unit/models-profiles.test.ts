@@ -23,8 +23,12 @@ describe('model profiles', () => {
     const ids = listProfiles().map((p) => p.id);
     expect(ids).toHaveLength(files.length);
     expect(new Set(ids).size).toBe(ids.length);
-    const images = listProfiles().filter((p) => !p.kinds.includes('video')).map((p) => p.id);
-    const videos = listProfiles().filter((p) => p.kinds.includes('video')).map((p) => p.id);
+    const images = listProfiles()
+      .filter((p) => !p.kinds.includes('video'))
+      .map((p) => p.id);
+    const videos = listProfiles()
+      .filter((p) => p.kinds.includes('video'))
+      .map((p) => p.id);
     expect(ids).toEqual([...[...images].sort(), ...[...videos].sort()]);
     // The built-in models the rest of this file describes are among them.
     expect(ids).toEqual(expect.arrayContaining(['imagegen-flux-dev', 'imagegen-qwen-image-edit', 'videogen-wan22-5b', 'videogen-minimax-h3']));

@@ -131,7 +131,9 @@ describe('scheduler names → ComfyUI', () => {
   });
 
   it('sigma-node schedules on flow models: Polyexponential over the flow range; AYS as OptimalSteps, said', () => {
-    expect(sigmaScheduleFor('polyexponential', 'Polyexponential', 20)).toEqual({ sigmas: { node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: 0.001, rho: 1 } });
+    expect(sigmaScheduleFor('polyexponential', 'Polyexponential', 20)).toEqual({
+      sigmas: { node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: 0.001, rho: 1 },
+    });
     const ays = sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20);
     expect(ays.sigmas).toEqual({ node: 'OptimalStepsScheduler', modelType: 'FLUX' });
     expect(ays.approx).toMatch(/OptimalStepsScheduler/);

@@ -81,7 +81,9 @@ describe('/openapi.json', () => {
   it('describes the OpenAI routes from the schemas they validate with', async () => {
     const doc = (await front.app.inject({ method: 'GET', url: '/openapi.json' })).json();
     const gen = doc.paths['/v1/images/generations'].post.requestBody.content['application/json'].schema;
-    expect(Object.keys(gen.properties)).toEqual(expect.arrayContaining(['model', 'prompt', 'n', 'size', 'response_format', 'seed', 'negative_prompt', 'steps', 'guidance', 'cfg_scale']));
+    expect(Object.keys(gen.properties)).toEqual(
+      expect.arrayContaining(['model', 'prompt', 'n', 'size', 'response_format', 'seed', 'negative_prompt', 'steps', 'guidance', 'cfg_scale']),
+    );
     const edit = doc.paths['/v1/images/edits'].post.requestBody.content['multipart/form-data'].schema;
     expect(Object.keys(edit.properties)).toEqual(expect.arrayContaining(['image', 'mask', 'prompt', 'strength', 'seed']));
     expect(doc.paths['/v1/models'].get).toBeDefined();
@@ -93,11 +95,30 @@ describe('POST /v1/images/generations', () => {
     const res = await front.app.inject({
       method: 'POST',
       url: '/v1/images/generations',
-      payload: { model: 'imagegen-flux-schnell', prompt: 'a lighthouse', n: 2, size: '512x256', seed: 42, steps: 3, negative_prompt: 'fog', response_format: 'b64_json' },
+      payload: {
+        model: 'imagegen-flux-schnell',
+        prompt: 'a lighthouse',
+        n: 2,
+        size: '512x256',
+        seed: 42,
+        steps: 3,
+        negative_prompt: 'fog',
+        response_format: 'b64_json',
+      },
     });
     expect(res.statusCode, res.body).toBe(200);
     const request = front.starts.at(-1)!.request;
-    expect(request).toMatchObject({ model: 'imagegen-flux-schnell', prompt: 'a lighthouse', seed: 42, steps: 3, width: 512, height: 256, batchSize: 2, nIter: 1, kind: 'txt2img' });
+    expect(request).toMatchObject({
+      model: 'imagegen-flux-schnell',
+      prompt: 'a lighthouse',
+      seed: 42,
+      steps: 3,
+      width: 512,
+      height: 256,
+      batchSize: 2,
+      nIter: 1,
+      kind: 'txt2img',
+    });
     const body = res.json();
     expect(body.created).toBeGreaterThan(1_700_000_000);
     expect(body.data).toHaveLength(2);
@@ -116,7 +137,18 @@ describe('POST /v1/images/generations', () => {
     const res = await front.app.inject({
       method: 'POST',
       url: '/v1/images/generations',
-      payload: { model: 'imagegen-flux-schnell', prompt: 'x', size: 'auto', quality: 'hd', style: 'vivid', background: 'auto', moderation: 'low', user: 'u1', n: null, made_up: 1 },
+      payload: {
+        model: 'imagegen-flux-schnell',
+        prompt: 'x',
+        size: 'auto',
+        quality: 'hd',
+        style: 'vivid',
+        background: 'auto',
+        moderation: 'low',
+        user: 'u1',
+        n: null,
+        made_up: 1,
+      },
     });
     expect(res.statusCode, res.body).toBe(200);
     const w = res.json().warnings.join('\n');
@@ -134,7 +166,11 @@ describe('POST /v1/images/generations', () => {
     expect(front.starts.at(-1)!.request).toMatchObject({ guidance: 5, cfg: 1 });
     await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { model: 'imagegen-qwen-image', prompt: 'x', guidance: 4 } });
     expect(front.starts.at(-1)!.request).toMatchObject({ cfg: 4 });
-    const res = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { model: 'dall-e-3', prompt: 'x', output_format: 'webp', output_compression: 70 } });
+    const res = await front.app.inject({
+      method: 'POST',
+      url: '/v1/images/generations',
+      payload: { model: 'dall-e-3', prompt: 'x', output_format: 'webp', output_compression: 70 },
+    });
     expect(res.statusCode).toBe(200);
     expect(front.starts.at(-1)!.request).toMatchObject({ model: 'imagegen-flux-schnell', output: { format: 'webp', quality: 70 } });
     expect(res.json().warnings.join('\n')).toMatch(/model: "dall-e-3" is OpenAI's; rendered with imagegen-flux-schnell/);
@@ -150,7 +186,11 @@ describe('POST /v1/images/generations', () => {
     const both = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: `x ${tag}`, seed: 1 } });
     expect(front.starts.at(-1)!.request.seed).toBe(1);
     expect(both.json().warnings.join('\n')).toMatch(/seed not applied; the request's own seed wins/);
-    const bad = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: 'x <sd_cpp_extra_args>{seed</sd_cpp_extra_args>' } });
+    const bad = await front.app.inject({
+      method: 'POST',
+      url: '/v1/images/generations',
+      payload: { prompt: 'x <sd_cpp_extra_args>{seed</sd_cpp_extra_args>' },
+    });
     expectOpenAiError(bad, 400, 'prompt', 'invalid_request_error', /not valid JSON/);
   });
 
@@ -184,13 +224,24 @@ describe('POST /v1/images/generations', () => {
     expectOpenAiError(await post({ prompt: 'x', n: 99 }), 400, 'n', 'invalid_request_error', /n: must be 1\.\.16/);
     expectOpenAiError(await post({ prompt: 'x', n: 'two' }), 400, 'n', 'invalid_request_error', /expected an integer/);
     expectOpenAiError(await post({ prompt: 'x', response_format: 'jpeg' }), 400, 'response_format', 'invalid_request_error');
-    expectOpenAiError(await post({ prompt: 'x', model: 'no-such-model' }), 400, 'model', 'invalid_request_error', /unknown model "no-such-model"; image models: imagegen-flux-dev/);
+    expectOpenAiError(
+      await post({ prompt: 'x', model: 'no-such-model' }),
+      400,
+      'model',
+      'invalid_request_error',
+      /unknown model "no-such-model"; image models: imagegen-flux-dev/,
+    );
     expectOpenAiError(await post({ prompt: 'x', model: 'videogen-wan22-5b' }), 400, 'model', 'invalid_request_error', /video model/);
     expectOpenAiError(await post({ prompt: 'x', stream: true }), 400, 'stream', 'invalid_request_error');
     expectOpenAiError(await post({ prompt: 'x', sampler: 'nope' }), 400, 'sampler', 'invalid_request_error', /^sampler \(sampler_name\): "nope"/);
     expectOpenAiError(await post({ prompt: 'x', seed: -5 }), 400, 'seed', 'invalid_request_error');
     expectOpenAiError(await post([1, 2]), 400, 'body', 'invalid_request_error');
-    const bad = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: '{"prompt":', headers: { 'content-type': 'application/json' } });
+    const bad = await front.app.inject({
+      method: 'POST',
+      url: '/v1/images/generations',
+      payload: '{"prompt":',
+      headers: { 'content-type': 'application/json' },
+    });
     expectOpenAiError(bad, 400, 'body', 'invalid_request_error', /not valid JSON/);
     expect(front.starts.length).toBe(before);
     // Over the pixel budget is fitted, not refused (keeping the aspect), with a warning naming the OpenAI field.
@@ -260,20 +311,36 @@ describe('POST /v1/images/edits', () => {
 
   it('img2img without a mask keeps the layout (strength 0.75 unless sent); JSON bodies with data URLs work too', async () => {
     const dataUrl = `data:image/png;base64,${redSquare(64).toString('base64')}`;
-    const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: { model: 'imagegen-qwen-image', prompt: 'x', image: dataUrl, strength: '0.5' } });
+    const res = await front.app.inject({
+      method: 'POST',
+      url: '/v1/images/edits',
+      payload: { model: 'imagegen-qwen-image', prompt: 'x', image: dataUrl, strength: '0.5' },
+    });
     expect(res.statusCode, res.body).toBe(200);
     // size auto: the image's own size, as for an uploaded file.
     expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'img2img', denoise: 0.5, model: 'imagegen-qwen-image', width: 64, height: 64 });
-    const asText = multipart([{ name: 'prompt', value: 'x' }, { name: 'model', value: 'imagegen-flux-kontext' }, { name: 'image', value: dataUrl }]);
+    const asText = multipart([
+      { name: 'prompt', value: 'x' },
+      { name: 'model', value: 'imagegen-flux-kontext' },
+      { name: 'image', value: dataUrl },
+    ]);
     expect((await front.app.inject({ method: 'POST', url: '/v1/images/edits', ...asText })).statusCode).toBe(200);
     expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'edit', width: 64, height: 64 });
-    const plain = multipart([{ name: 'prompt', value: 'x' }, { name: 'model', value: 'imagegen-flux-dev' }, { name: 'image', value: redSquare(64), filename: 'a.png' }]);
+    const plain = multipart([
+      { name: 'prompt', value: 'x' },
+      { name: 'model', value: 'imagegen-flux-dev' },
+      { name: 'image', value: redSquare(64), filename: 'a.png' },
+    ]);
     await front.app.inject({ method: 'POST', url: '/v1/images/edits', ...plain });
     expect(front.starts.at(-1)!.request).toMatchObject({ kind: 'img2img', denoise: 0.75 });
   });
 
   it('an Idempotency-Key retry is recognised by the fields and the images content, not the multipart bytes', async () => {
-    const parts = (seed: string) => [{ name: 'prompt', value: 'x' }, { name: 'seed', value: seed }, { name: 'image', value: redSquare(64), filename: 'a.png' }];
+    const parts = (seed: string) => [
+      { name: 'prompt', value: 'x' },
+      { name: 'seed', value: seed },
+      { name: 'image', value: redSquare(64), filename: 'a.png' },
+    ];
     const first = multipart(parts('1'));
     await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload: first.payload, headers: { ...first.headers, 'idempotency-key': 'k1' } });
     const a = front.starts.at(-1)!.opts;
@@ -294,7 +361,10 @@ describe('POST /v1/images/edits', () => {
     const send = (parts: Parameters<typeof multipart>[0]) => front.app.inject({ method: 'POST', url: '/v1/images/edits', ...multipart(parts) });
     expectOpenAiError(await send([{ name: 'prompt', value: 'x' }]), 400, 'image', 'invalid_request_error', /image: required/);
     expectOpenAiError(
-      await send([{ name: 'prompt', value: 'x' }, { name: 'image', value: Buffer.alloc(300 * 1024, 1), filename: 'big.png' }]),
+      await send([
+        { name: 'prompt', value: 'x' },
+        { name: 'image', value: Buffer.alloc(300 * 1024, 1), filename: 'big.png' },
+      ]),
       413,
       'image[0]',
       'invalid_request_error',
@@ -302,24 +372,60 @@ describe('POST /v1/images/edits', () => {
     );
     const four = [0, 1, 2, 3].map(() => ({ name: 'image[]', value: redSquare(16), filename: 'x.png' }));
     expectOpenAiError(await send([{ name: 'prompt', value: 'x' }, ...four]), 400, 'image', 'invalid_request_error', /more than 3 images/);
-    expectOpenAiError(await send([{ name: 'prompt', value: 'x' }, { name: 'photo', value: redSquare(16), filename: 'x.png' }]), 400, 'photo', 'invalid_request_error', /unexpected file/);
     expectOpenAiError(
-      await send([{ name: 'prompt', value: 'x' }, { name: 'model', value: 'imagegen-flux-dev' }, { name: 'image[]', value: redSquare(16), filename: 'a.png' }, { name: 'image[]', value: redSquare(16), filename: 'b.png' }]),
+      await send([
+        { name: 'prompt', value: 'x' },
+        { name: 'photo', value: redSquare(16), filename: 'x.png' },
+      ]),
+      400,
+      'photo',
+      'invalid_request_error',
+      /unexpected file/,
+    );
+    expectOpenAiError(
+      await send([
+        { name: 'prompt', value: 'x' },
+        { name: 'model', value: 'imagegen-flux-dev' },
+        { name: 'image[]', value: redSquare(16), filename: 'a.png' },
+        { name: 'image[]', value: redSquare(16), filename: 'b.png' },
+      ]),
       400,
       'image',
       'invalid_request_error',
       /edits one image.*imagegen-flux-kontext/,
     );
-    expectOpenAiError(await send([{ name: 'prompt', value: 'x' }, { name: 'image', value: Buffer.from('not an image'), filename: 'a.png' }]), 400, 'image[0]', 'invalid_request_error', /not a PNG, JPEG or WebP/);
     expectOpenAiError(
-      await send([{ name: 'prompt', value: 'x' }, { name: 'model', value: 'imagegen-flux-dev' }, { name: 'image', value: redSquare(16), filename: 'a.png' }, { name: 'mask', value: Buffer.from([0xff, 0xd8, 0xff, 0]), filename: 'm.jpg' }]),
+      await send([
+        { name: 'prompt', value: 'x' },
+        { name: 'image', value: Buffer.from('not an image'), filename: 'a.png' },
+      ]),
+      400,
+      'image[0]',
+      'invalid_request_error',
+      /not a PNG, JPEG or WebP/,
+    );
+    expectOpenAiError(
+      await send([
+        { name: 'prompt', value: 'x' },
+        { name: 'model', value: 'imagegen-flux-dev' },
+        { name: 'image', value: redSquare(16), filename: 'a.png' },
+        { name: 'mask', value: Buffer.from([0xff, 0xd8, 0xff, 0]), filename: 'm.jpg' },
+      ]),
       400,
       'mask',
       'invalid_request_error',
       /must be a PNG/,
     );
-    const truncated = multipart([{ name: 'prompt', value: 'x' }, { name: 'image', value: redSquare(16), filename: 'a.png' }]);
-    const cut = await front.app.inject({ method: 'POST', url: '/v1/images/edits', headers: truncated.headers, payload: truncated.payload.subarray(0, truncated.payload.length - 60) });
+    const truncated = multipart([
+      { name: 'prompt', value: 'x' },
+      { name: 'image', value: redSquare(16), filename: 'a.png' },
+    ]);
+    const cut = await front.app.inject({
+      method: 'POST',
+      url: '/v1/images/edits',
+      headers: truncated.headers,
+      payload: truncated.payload.subarray(0, truncated.payload.length - 60),
+    });
     expect(cut.statusCode).toBeGreaterThanOrEqual(400);
     expect(cut.statusCode).toBeLessThan(500);
     expect(cut.json().error.message).toMatch(/body|image/);
@@ -332,7 +438,13 @@ describe('POST /v1/images/edits', () => {
 
 describe("OpenAI's error envelope on every /v1/* error", () => {
   it('unknown /v1 routes, and video errors keep their envelope', async () => {
-    expectOpenAiError(await front.app.inject({ method: 'POST', url: '/v1/images/variations', payload: {} }), 404, null, 'not_found_error', /no route POST \/v1\/images\/variations/);
+    expectOpenAiError(
+      await front.app.inject({ method: 'POST', url: '/v1/images/variations', payload: {} }),
+      404,
+      null,
+      'not_found_error',
+      /no route POST \/v1\/images\/variations/,
+    );
     const video = await front.app.inject({ method: 'POST', url: '/v1/videos', payload: { prompt: 'x', size: 'huge' } });
     expect(video.statusCode).toBe(400);
     expect(video.json().error).toMatchObject({ param: 'size', type: 'invalid_request_error' });
@@ -349,13 +461,24 @@ describe("OpenAI's error envelope on every /v1/* error", () => {
       expect(unauth.json().error.code).toBe('invalid_api_key');
       expectOpenAiError(await guarded.app.inject({ method: 'GET', url: '/v1/models' }), 401, 'authorization', 'authentication_error');
       const auth = { authorization: 'Bearer tok' };
-      expectOpenAiError(await guarded.app.inject({ method: 'GET', url: '/v1/models', headers: { ...auth, host: 'evil.example' } }), 403, 'host', 'permission_error', /not served here/);
+      expectOpenAiError(
+        await guarded.app.inject({ method: 'GET', url: '/v1/models', headers: { ...auth, host: 'evil.example' } }),
+        403,
+        'host',
+        'permission_error',
+        /not served here/,
+      );
       const big = await guarded.app.inject({ method: 'POST', url: '/v1/images/generations', headers: auth, payload: { prompt: 'x'.repeat(4000) } });
       expectOpenAiError(big, 413, 'body', 'invalid_request_error', /larger than 2048 bytes/);
       const full = await guarded.app.inject({ method: 'POST', url: '/v1/images/generations', headers: auth, payload: { prompt: 'x' } });
       expectOpenAiError(full, 503, null, 'server_error', /MAX_WAITING_RENDERS/);
       expect(full.headers['retry-after']).toBeDefined();
-      expectOpenAiError(await guarded.app.inject({ method: 'GET', url: '/v1/videos/render-x', headers: { host: 'evil.example' } }), 403, 'host', 'permission_error');
+      expectOpenAiError(
+        await guarded.app.inject({ method: 'GET', url: '/v1/videos/render-x', headers: { host: 'evil.example' } }),
+        403,
+        'host',
+        'permission_error',
+      );
     } finally {
       await guarded.close();
     }
@@ -380,7 +503,12 @@ describe('toOpenAiEnvelope', () => {
       error: { message: 'unsupported content type text/xml', type: 'invalid_request_error', param: 'content-type', code: 'unsupported_media_type' },
       detail: 'unsupported content type text/xml',
     });
-    expect(toOpenAiEnvelope(429, { detail: 'slow down' }, 'GET', '/v1/models')?.error).toEqual({ message: 'slow down', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' });
+    expect(toOpenAiEnvelope(429, { detail: 'slow down' }, 'GET', '/v1/models')?.error).toEqual({
+      message: 'slow down',
+      type: 'rate_limit_error',
+      param: null,
+      code: 'rate_limit_exceeded',
+    });
     expect(toOpenAiEnvelope(500, { detail: '' }, 'GET', '/v1/models')?.error).toMatchObject({ message: 'HTTP 500', type: 'server_error' });
     expect(toOpenAiEnvelope(400, { error: { message: 'x', type: 't', param: null, code: 400 }, detail: 'x' }, 'POST', '/v1/videos')).toBeUndefined();
   });
@@ -388,7 +516,12 @@ describe('toOpenAiEnvelope', () => {
 
 describe('imagesResponse', () => {
   it('reports revised_prompt only when the prompt rendered differs from the one sent', () => {
-    const result = { renderId: 'r', outputs: [{ sha256: 'a', size: 1, mime: 'image/jpeg' }], seeds: [5], request: { prompt: 'a cat', seed: 5, width: 64, height: 64 } } as unknown as RenderResult;
+    const result = {
+      renderId: 'r',
+      outputs: [{ sha256: 'a', size: 1, mime: 'image/jpeg' }],
+      seeds: [5],
+      request: { prompt: 'a cat', seed: 5, width: 64, height: 64 },
+    } as unknown as RenderResult;
     const same = imagesResponse({ result, renderId: 'r', sentPrompt: 'a cat', images: { b64: ['QQ=='] }, warnings: [] });
     expect(same.data[0]).toEqual({ b64_json: 'QQ==', seed: 5 });
     expect(same).not.toHaveProperty('warnings');

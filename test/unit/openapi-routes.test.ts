@@ -12,7 +12,13 @@ import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import type { RenderResult } from '../../src/render/types.ts';
 import { makePng } from '../support/fixtures.ts';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, { summary?: string; tags?: string[]; responses?: Record<string, unknown>; parameters?: { name: string; in: string }[] }>> };
+type Doc = {
+  openapi: string;
+  paths: Record<
+    string,
+    Record<string, { summary?: string; tags?: string[]; responses?: Record<string, unknown>; parameters?: { name: string; in: string }[] }>
+  >;
+};
 
 /**
  * Routes registered but deliberately not in the document, and why:
@@ -67,8 +73,20 @@ describe('/openapi.json', () => {
   it('lists every registered route with a summary, a tag and its answers', () => {
     const routes = registeredRoutes(front.app);
     // The families the issue names are all there (a check that the recorder saw the routes at all).
-    for (const url of ['/sdapi/v1/txt2img', '/sdapi/v1/options', '/v1/videos/:id/content', '/v1/images/edits', '/v1/models', '/renders/:id/replay', '/health', '/metrics']) {
-      expect(routes.some((r) => r.url === url), url).toBe(true);
+    for (const url of [
+      '/sdapi/v1/txt2img',
+      '/sdapi/v1/options',
+      '/v1/videos/:id/content',
+      '/v1/images/edits',
+      '/v1/models',
+      '/renders/:id/replay',
+      '/health',
+      '/metrics',
+    ]) {
+      expect(
+        routes.some((r) => r.url === url),
+        url,
+      ).toBe(true);
     }
     expect(doc.openapi).toBe('3.1.0');
     expect(undocumented(routes, doc)).toEqual([]);
@@ -76,7 +94,11 @@ describe('/openapi.json', () => {
 
   it('each exclusion excludes something, and the document lists nothing that is not registered', () => {
     const routes = registeredRoutes(front.app);
-    for (const e of EXCLUDED) expect(routes.some((r) => e.matches(r, routes)), e.what).toBe(true);
+    for (const e of EXCLUDED)
+      expect(
+        routes.some((r) => e.matches(r, routes)),
+        e.what,
+      ).toBe(true);
     const registered = new Set(routes.map((r) => `${r.method.toLowerCase()} ${specPath(r.url)}`));
     for (const [p, ops] of Object.entries(doc.paths)) for (const m of Object.keys(ops)) expect(registered.has(`${m} ${p}`), `${m} ${p}`).toBe(true);
   });
@@ -84,7 +106,10 @@ describe('/openapi.json', () => {
   it('the check fails for a route the document lacks', () => {
     const routes = [...registeredRoutes(front.app), { method: 'POST', url: '/sdapi/v1/not-documented', schema: undefined }];
     expect(undocumented(routes, doc)).toEqual(['POST /sdapi/v1/not-documented']);
-    const bare = { ...doc, paths: { ...doc.paths, '/health': { get: { summary: 'Health', tags: ['Operations'], responses: { '200': { description: 'Default Response' } } } } } };
+    const bare = {
+      ...doc,
+      paths: { ...doc.paths, '/health': { get: { summary: 'Health', tags: ['Operations'], responses: { '200': { description: 'Default Response' } } } } },
+    };
     expect(undocumented(registeredRoutes(front.app), bare)).toEqual(['GET /health']);
   });
 
@@ -99,7 +124,9 @@ describe('/openapi.json', () => {
     const list = doc.paths['/renders']!.get!.parameters!;
     expect(list.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:status', 'query:limit', 'query:cursor']));
     expect(doc.paths['/renders/{id}/outputs/{n}']!.get!.parameters!.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['path:id', 'path:n']));
-    expect(doc.paths['/sdapi/v1/txt2img']!.post!.parameters!.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['header:idempotency-key', 'header:x-priority']));
+    expect(doc.paths['/sdapi/v1/txt2img']!.post!.parameters!.map((p) => `${p.in}:${p.name}`)).toEqual(
+      expect.arrayContaining(['header:idempotency-key', 'header:x-priority']),
+    );
     // Each family's error envelope.
     const err = (p: string, m: string, s: string) => (doc.paths[p]![m]!.responses![s] as any).content['application/json'].schema;
     expect(Object.keys(err('/sdapi/v1/txt2img', 'post', '422').properties)).toEqual(expect.arrayContaining(['error', 'detail', 'body', 'errors', 'field']));
@@ -153,8 +180,19 @@ describe('declared answers', () => {
     const blobs = new FsBlobStore(front.blobDir);
     front.outcome = async (started) => {
       const request = front.starts.at(-1)!.request;
-      const output = await blobs.put(makePng(request.width, request.height, () => [200, 10, 10, 255]), { mime: 'image/png', width: request.width, height: request.height });
-      return { renderId: started.renderId, outputs: [output], seeds: [request.seed], request, backend: 'comfyui-0', promptIds: [], timings: [] } satisfies RenderResult;
+      const output = await blobs.put(
+        makePng(request.width, request.height, () => [200, 10, 10, 255]),
+        { mime: 'image/png', width: request.width, height: request.height },
+      );
+      return {
+        renderId: started.renderId,
+        outputs: [output],
+        seeds: [request.seed],
+        request,
+        backend: 'comfyui-0',
+        promptIds: [],
+        timings: [],
+      } satisfies RenderResult;
     };
     const t2i = await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'a lighthouse', width: 64, height: 64, steps: 1 } });
     expect(t2i.statusCode, t2i.body).toBe(200);

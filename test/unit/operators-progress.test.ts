@@ -99,7 +99,16 @@ describe('A1111 progress body', () => {
   it('a running render fills progress, eta, job and sampling steps', () => {
     const body = a1111Progress({
       jobCount: 3,
-      current: { renderId: 'render-1', item: 1, items: 2, value: 5, max: 20, progress: 0.625, etaSeconds: 4.567, itemStartedAt: Date.UTC(2026, 4, 1, 22, 10, 5) },
+      current: {
+        renderId: 'render-1',
+        item: 1,
+        items: 2,
+        value: 5,
+        max: 20,
+        progress: 0.625,
+        etaSeconds: 4.567,
+        itemStartedAt: Date.UTC(2026, 4, 1, 22, 10, 5),
+      },
     });
     expect(body).toMatchObject({
       progress: 0.625,
@@ -124,7 +133,12 @@ describe('LiveProgress', () => {
     const snap = await live([
       // More waiting renders than are described: the oldest (on the GPU) must still be found.
       ...newer,
-      { id: 'a', startTime: NOW - 60_000, query: { item: 1, items: 2 }, gpu: { state: STARTED, startedAt: NOW - 10_000, beat: { backend: 'b', promptId: 'p', node: 'sampler', value: 5, max: 20, lastEventAt: NOW } } },
+      {
+        id: 'a',
+        startTime: NOW - 60_000,
+        query: { item: 1, items: 2 },
+        gpu: { state: STARTED, startedAt: NOW - 10_000, beat: { backend: 'b', promptId: 'p', node: 'sampler', value: 5, max: 20, lastEventAt: NOW } },
+      },
       { id: 'b', startTime: NOW - 5_000, gpu: { state: SCHEDULED } },
       { id: 'c', startTime: NOW - 1_000 },
     ]).snapshot();
@@ -135,7 +149,14 @@ describe('LiveProgress', () => {
   });
 
   it('before the first step: progress from finished items only, no eta', async () => {
-    const snap = await live([{ id: 'a', startTime: NOW - 1_000, query: { item: 2, items: 4 }, gpu: { state: STARTED, startedAt: NOW - 500, beat: { backend: 'b', promptId: '', lastEventAt: NOW } } }]).snapshot();
+    const snap = await live([
+      {
+        id: 'a',
+        startTime: NOW - 1_000,
+        query: { item: 2, items: 4 },
+        gpu: { state: STARTED, startedAt: NOW - 500, beat: { backend: 'b', promptId: '', lastEventAt: NOW } },
+      },
+    ]).snapshot();
     expect(snap.current).toMatchObject({ progress: 0.5, value: 0, max: 0, etaSeconds: 0 });
   });
 

@@ -29,7 +29,14 @@ describe('list query', () => {
   });
 
   it('combines status, model, kind, replay-of and the time window', () => {
-    const f = renderFiltersSchema.parse({ status: 'failed', model: 'imagegen-flux-dev', kind: 'txt2img', since: '2026-05-01T22:10:00Z', until: '2026-05-01T22:43:00Z', replayOf: 'render-01abc' });
+    const f = renderFiltersSchema.parse({
+      status: 'failed',
+      model: 'imagegen-flux-dev',
+      kind: 'txt2img',
+      since: '2026-05-01T22:10:00Z',
+      until: '2026-05-01T22:43:00Z',
+      replayOf: 'render-01abc',
+    });
     expect(buildListQuery(f, now)).toBe(
       "WorkflowType = 'render' AND ExecutionStatus = 'Failed' AND RenderModel = 'imagegen-flux-dev' AND RenderKind = 'txt2img' AND RenderReplayOf = 'render-01abc' AND StartTime >= '2026-05-01T22:10:00.000Z' AND StartTime <= '2026-05-01T22:43:00.000Z'",
     );

@@ -82,7 +82,11 @@ describe('timeline of recorded histories', () => {
     const run = tl.stages.find((s) => s.name === 'runPrompt[0]')!;
     expect(run.outcome).toBe('failed');
     expect(run.attempts).toHaveLength(1);
-    expect(run.attempts[0]!.error).toMatchObject({ type: 'ComfyExecution', nonRetryable: true, details: { nodeType: 'KSampler', exceptionMessage: expect.stringMatching(/^recorded failure\s*$/) } });
+    expect(run.attempts[0]!.error).toMatchObject({
+      type: 'ComfyExecution',
+      nonRetryable: true,
+      details: { nodeType: 'KSampler', exceptionMessage: expect.stringMatching(/^recorded failure\s*$/) },
+    });
     expect(tl.prompts).toEqual([expect.objectContaining({ item: 0, outcome: 'failed' })]);
     expect(tl.outputs).toEqual([]);
     expect(tl.graphs).toHaveLength(1);
@@ -168,9 +172,31 @@ describe('live state of a running render', () => {
 describe('failure reason', () => {
   const app = (type: string, message: string, cause?: FailureView): FailureView => ({ type, message, ...(cause ? { cause } : {}) });
   it.each<[string, FailureView, string]>([
-    ['activity error', { type: 'ActivityFailure', message: 'Activity task failed', activityType: 'runPrompt', cause: app('ComfyValidation', 'node 3: bad') }, 'runPrompt: ComfyValidation: node 3: bad'],
-    ['workflow gave up (its own message names the last attempt)', app('RenderAttemptsExhausted', 'item 0 did not render within 4 attempts; last attempt: ComfyStall: x', { type: 'ActivityFailure', message: 'Activity task failed', activityType: 'runPrompt', cause: app('ComfyStall', 'x') }), 'RenderAttemptsExhausted: item 0 did not render within 4 attempts; last attempt: ComfyStall: x'],
-    ['timeout', { type: 'ActivityFailure', message: 'Activity task timed out', activityType: 'runPrompt', cause: { type: 'Timeout', timeoutType: 'HEARTBEAT', message: 'activity Heartbeat timeout' } }, 'runPrompt: Timeout (heartbeat): activity Heartbeat timeout'],
+    [
+      'activity error',
+      { type: 'ActivityFailure', message: 'Activity task failed', activityType: 'runPrompt', cause: app('ComfyValidation', 'node 3: bad') },
+      'runPrompt: ComfyValidation: node 3: bad',
+    ],
+    [
+      'workflow gave up (its own message names the last attempt)',
+      app('RenderAttemptsExhausted', 'item 0 did not render within 4 attempts; last attempt: ComfyStall: x', {
+        type: 'ActivityFailure',
+        message: 'Activity task failed',
+        activityType: 'runPrompt',
+        cause: app('ComfyStall', 'x'),
+      }),
+      'RenderAttemptsExhausted: item 0 did not render within 4 attempts; last attempt: ComfyStall: x',
+    ],
+    [
+      'timeout',
+      {
+        type: 'ActivityFailure',
+        message: 'Activity task timed out',
+        activityType: 'runPrompt',
+        cause: { type: 'Timeout', timeoutType: 'HEARTBEAT', message: 'activity Heartbeat timeout' },
+      },
+      'runPrompt: Timeout (heartbeat): activity Heartbeat timeout',
+    ],
     ['workflow code error', app('NoOutputs', 'prompt p produced no images'), 'NoOutputs: prompt p produced no images'],
   ])('%s', (_name, view, reason) => {
     expect(failureReason(view)).toBe(reason);

@@ -18,7 +18,12 @@ async function front(): Promise<TestFront> {
 }
 const json = { 'content-type': 'application/json' };
 const txt2img = (f: TestFront, extra: Record<string, unknown>) =>
-  f.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', headers: json, payload: JSON.stringify({ prompt: 'p', width: 64, height: 64, steps: 1, ...extra }) });
+  f.app.inject({
+    method: 'POST',
+    url: '/sdapi/v1/txt2img',
+    headers: json,
+    payload: JSON.stringify({ prompt: 'p', width: 64, height: 64, steps: 1, ...extra }),
+  });
 const storedOptions = (f: TestFront): string => {
   const file = path.join(f.dataDir, 'options.json');
   return existsSync(file) ? readFileSync(file, 'utf8') : '';
@@ -67,11 +72,17 @@ describe('override_settings kept as settings (restore_afterwards false)', () => 
 describe('override_settings keys named like Object.prototype members (L1)', () => {
   it('toString, constructor, valueOf, hasOwnProperty are plain keys: no 500', async () => {
     const f = await front();
-    const payload = '{"prompt":"p","width":64,"height":64,"steps":1,"override_settings":{"toString":1,"constructor":"x","valueOf":{},"hasOwnProperty":2,"isPrototypeOf":[],"samples_format":{"toString":1}}';
+    const payload =
+      '{"prompt":"p","width":64,"height":64,"steps":1,"override_settings":{"toString":1,"constructor":"x","valueOf":{},"hasOwnProperty":2,"isPrototypeOf":[],"samples_format":{"toString":1}}';
     const used = await f.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', headers: json, payload: `${payload}}` });
     expect(used.statusCode, used.body).toBe(503);
     // Kept as settings, the object-valued samples_format is refused like POST /sdapi/v1/options refuses it.
-    const kept = await f.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', headers: json, payload: `${payload},"override_settings_restore_afterwards":false}` });
+    const kept = await f.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/txt2img',
+      headers: json,
+      payload: `${payload},"override_settings_restore_afterwards":false}`,
+    });
     expect(kept.statusCode, kept.body).toBe(422);
     expect(kept.json().field).toBe('override_settings.samples_format');
     expect(f.starts).toHaveLength(1);

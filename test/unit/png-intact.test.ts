@@ -12,7 +12,16 @@ import { assertPngIntact, PngBoundsError } from '../../src/images/png-bounds.ts'
 import { LIMITS, thrown } from '../golden/helpers.ts';
 
 /** A PNG assembled from IHDR fields and raw (filtered) scanlines, with correct CRCs unless told. */
-function png(opts: { width: number; height: number; bitDepth?: number; colorType?: number; interlace?: number; raw?: Buffer; plte?: boolean; end?: boolean }): Buffer {
+function png(opts: {
+  width: number;
+  height: number;
+  bitDepth?: number;
+  colorType?: number;
+  interlace?: number;
+  raw?: Buffer;
+  plte?: boolean;
+  end?: boolean;
+}): Buffer {
   const { width, height, bitDepth = 8, colorType = 2, interlace = 0 } = opts;
   const chunk = (type: string, data: Buffer): Buffer => {
     const head = Buffer.alloc(8);
@@ -97,7 +106,11 @@ describe('assertPngIntact: a PNG checked without decoding its pixels', () => {
     const inflate = vi.spyOn(zlib, 'inflateSync');
     const read = vi.spyOn(PNG.sync, 'read');
     try {
-      expect(decodeImageInput(big.toString('base64'), 'init_images.0', { ...LIMITS, maxImageBytes: 8 << 20 }).ref).toMatchObject({ width, height, mime: 'image/png' });
+      expect(decodeImageInput(big.toString('base64'), 'init_images.0', { ...LIMITS, maxImageBytes: 8 << 20 }).ref).toMatchObject({
+        width,
+        height,
+        mime: 'image/png',
+      });
       expect(inflate).toHaveBeenCalledTimes(1);
       expect(read).not.toHaveBeenCalled();
     } finally {

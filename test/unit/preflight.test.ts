@@ -100,7 +100,11 @@ describe('preflightGraph refuses on definite facts', () => {
 
   it('a model file missing from a V3 COMBO loader list', () => {
     const g: ComfyGraph = {
-      clip: { class_type: 'TripleCLIPLoader', inputs: { clip_name1: 'clip_l.safetensors', clip_name2: 'gone.safetensors', clip_name3: 't5xxl_fp8_e4m3fn.safetensors' }, _meta: { title: 'clip' } },
+      clip: {
+        class_type: 'TripleCLIPLoader',
+        inputs: { clip_name1: 'clip_l.safetensors', clip_name2: 'gone.safetensors', clip_name3: 't5xxl_fp8_e4m3fn.safetensors' },
+        _meta: { title: 'clip' },
+      },
       enc: { class_type: 'CLIPTextEncode', inputs: { text: 'x', clip: ['clip', 0] }, _meta: { title: 'enc' } },
       // No output node takes CONDITIONING; a lone output would not depend on the loader. PreviewAny takes anything.
       show: { class_type: 'PreviewAny', inputs: { source: ['enc', 0] }, _meta: { title: 'show' } },

@@ -20,13 +20,17 @@ const client = (raw: ReturnType<typeof loadRawObjectInfo>) => ({ objectInfo: asy
 
 describe('sglang engine without the plugin', () => {
   it('fails fast, non-retryable, naming the plugin and the likely cause', async () => {
-    const err = (await validateBeforeSubmit(client(loadRawObjectInfo()), { graph, backend }, new ObjectInfoCache()).catch((e: unknown) => e)) as ApplicationFailure;
+    const err = (await validateBeforeSubmit(client(loadRawObjectInfo()), { graph, backend }, new ObjectInfoCache()).catch(
+      (e: unknown) => e,
+    )) as ApplicationFailure;
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err.nonRetryable).toBe(true);
     expect(err.type).toBe('ComfyValidation');
     const lines = err.message.split('\n');
     expect(lines[0]).toBe('ComfyUI at http://gpu:8188 cannot run this graph:');
-    expect(lines[1]).toMatch(/^node sgld_options: Node 'SGLD options' \(SGLDOptions\) is not installed on this ComfyUI: it comes from custom node ComfyUI_SGLDiffusion/);
+    expect(lines[1]).toMatch(
+      /^node sgld_options: Node 'SGLD options' \(SGLDOptions\) is not installed on this ComfyUI: it comes from custom node ComfyUI_SGLDiffusion/,
+    );
     expect(lines[1]).toMatch(/likely cause: .*without `pip install sglang\[diffusion\]` in ComfyUI's Python the start-up log says IMPORT FAILED/);
     expect(err.details?.[0]).toMatchObject({ nodeId: 'sgld_options', nodeType: 'SGLDOptions', error: { type: 'missing_node_type' } });
   });

@@ -52,7 +52,9 @@ describe('validateBeforeSubmit', () => {
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err.type).toBe('ComfyValidation');
     expect(err.nonRetryable).toBe(true);
-    expect(err.message).toBe("ComfyUI at http://gpu:8188 cannot run this graph:\nnode vae: vae_name: model file 'ae.safetensors' is not in VAELoader's list on this ComfyUI");
+    expect(err.message).toBe(
+      "ComfyUI at http://gpu:8188 cannot run this graph:\nnode vae: vae_name: model file 'ae.safetensors' is not in VAELoader's list on this ComfyUI",
+    );
     expect(failureFields(err.details?.[0])).toEqual({
       node: 'vae',
       node_type: 'VAELoader',

@@ -23,7 +23,12 @@ function fakeClient(via: string, calls: StartCall[], fail?: () => unknown): Clie
         if (fail) throw fail();
         return { workflowId: options.workflowId, firstExecutionRunId: `${via}-run`, via };
       },
-      getHandle: (workflowId: string, runId?: string, opts?: { firstExecutionRunId?: string }) => ({ workflowId, runId, firstExecutionRunId: opts?.firstExecutionRunId, via: `${via}-handle` }),
+      getHandle: (workflowId: string, runId?: string, opts?: { firstExecutionRunId?: string }) => ({
+        workflowId,
+        runId,
+        firstExecutionRunId: opts?.firstExecutionRunId,
+        via: `${via}-handle`,
+      }),
     },
   } as unknown as Client;
 }
@@ -56,7 +61,11 @@ describe('RenderService eager start', () => {
 
   it('falls back to an ordinary start when the eager one fails (the worker connection closing)', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new Error('connection closed')));
+    const svc = new RenderService(
+      fakeClient('front', calls),
+      'q',
+      fakeClient('worker', calls, () => new Error('connection closed')),
+    );
     const started = await svc.start(request, startOpts);
     expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
     expect(calls[1]!.options.requestEagerStart).toBeUndefined();
@@ -78,7 +87,11 @@ describe('RenderService eager start', () => {
 
   it('an id taken before the eager start is not mistaken for our own render', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')));
+    const svc = new RenderService(
+      fakeClient('front', calls),
+      'q',
+      fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')),
+    );
     await expect(svc.start(request, startOpts)).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
     expect(calls.map((c) => c.via)).toEqual(['worker']);
   });

@@ -64,7 +64,15 @@ describe('recorded render histories replay against the current workflow code', (
     expect(started?.input?.payloads).toHaveLength(2);
     const built = defaultPayloadConverter.fromPayload<{ plan: { items: unknown[] }; limits: Record<string, number> }>(started!.input!.payloads![1]!);
     expect(built.plan.items).toHaveLength(1);
-    expect(Object.keys(built.limits).sort()).toEqual(['backoffInitialMs', 'backoffMaxMs', 'deadlineMs', 'heartbeatTimeoutMs', 'maxAttempts', 'minAttemptMs', 'stallTimeoutMs']);
+    expect(Object.keys(built.limits).sort()).toEqual([
+      'backoffInitialMs',
+      'backoffMaxMs',
+      'deadlineMs',
+      'heartbeatTimeoutMs',
+      'maxAttempts',
+      'minAttemptMs',
+      'stallTimeoutMs',
+    ]);
     expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
   });
 
@@ -83,7 +91,10 @@ describe('with tracing on, the recorded histories (made without it) replay too',
   let results: Map<string, ReplayResult>;
 
   beforeAll(async () => {
-    results = await replayAll(WORKFLOWS_PATH, { interceptors: { workflowModules: workflowInterceptorModules(traced) }, sinks: { ...renderOutcomeSinks(), ...traced.sinks } });
+    results = await replayAll(WORKFLOWS_PATH, {
+      interceptors: { workflowModules: workflowInterceptorModules(traced) },
+      sinks: { ...renderOutcomeSinks(), ...traced.sinks },
+    });
   }, 90_000);
 
   it.each(files)('%s', (file) => {

@@ -27,7 +27,8 @@ async function front(env: Record<string, string> = {}): Promise<TestFront> {
   return f;
 }
 const json = { 'content-type': 'application/json' };
-const blobCount = (f: TestFront): number => (existsSync(f.blobDir) ? readdirSync(f.blobDir, { recursive: true }).filter((n) => /[0-9a-f]{64}$/.test(String(n))).length : 0);
+const blobCount = (f: TestFront): number =>
+  existsSync(f.blobDir) ? readdirSync(f.blobDir, { recursive: true }).filter((n) => /[0-9a-f]{64}$/.test(String(n))).length : 0;
 const a1111 = (extra: Record<string, unknown> = {}) => JSON.stringify({ prompt: 'p', seed: 7, model: 'imagegen-flux-schnell', ...extra });
 
 describe('Idempotency-Key across routes (L6)', () => {
@@ -66,7 +67,12 @@ describe('Idempotency-Key across routes (L6)', () => {
     const headers = { ...json, 'idempotency-key': 'k-extras' };
     await f.app.inject({ method: 'POST', url: '/sdapi/v1/img2img', headers, payload: a1111({ init_images: [redSquare(64).toString('base64')] }) });
     const blobs = blobCount(f);
-    const extras = await f.app.inject({ method: 'POST', url: '/sdapi/v1/extra-single-image', headers, payload: JSON.stringify({ image: redSquare(32).toString('base64'), upscaling_resize: 2 }) });
+    const extras = await f.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/extra-single-image',
+      headers,
+      payload: JSON.stringify({ image: redSquare(32).toString('base64'), upscaling_resize: 2 }),
+    });
     expect(extras.statusCode).toBe(409);
     expect(blobCount(f)).toBe(blobs);
     expect(f.starts).toHaveLength(1);

@@ -74,7 +74,13 @@ describe('Temporal UI proxy', () => {
           port: u.port,
           method: 'POST',
           path: `${u.pathname}${u.search}`,
-          headers: { 'content-type': 'application/json', authorization: 'Bearer secret', 'x-csrf-token': 'abc', connection: 'keep-alive, x-drop-me', 'x-drop-me': '1' },
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer secret',
+            'x-csrf-token': 'abc',
+            connection: 'keep-alive, x-drop-me',
+            'x-drop-me': '1',
+          },
         },
         (r) => {
           let body = '';

@@ -26,7 +26,17 @@ const H3 = 'videogen-minimax-h3';
 describe('defaults and grids', () => {
   it('Wan defaults: 1280×704, 121 frames, 24 fps, 20 steps, cfg 5, uni_pc/simple; random seed; t2v', () => {
     const { request: r } = norm({ prompt: 'a cat' });
-    expect(r).toMatchObject({ kind: 'video', model: WAN, width: 1280, height: 704, steps: 20, cfg: 5, sampler: 'uni_pc', scheduler: 'simple', seed: 2147483647 });
+    expect(r).toMatchObject({
+      kind: 'video',
+      model: WAN,
+      width: 1280,
+      height: 704,
+      steps: 20,
+      cfg: 5,
+      sampler: 'uni_pc',
+      scheduler: 'simple',
+      seed: 2147483647,
+    });
     expect(r.video).toMatchObject({ task: 't2v', frames: 121, fps: 24, references: [] });
   });
 
@@ -55,7 +65,12 @@ describe('defaults and grids', () => {
   });
 
   it("the OpenAI SDK's sizes fit: the nearest grid size inside the budget (1280x720 → 1280x704), larger ones scaled down; said in warnings", () => {
-    for (const [size, w, h] of [['1280x720', 1280, 704], ['720x1280', 704, 1280], ['1920x1080', 1280, 704], ['1024x1792', 704, 1280]] as const) {
+    for (const [size, w, h] of [
+      ['1280x720', 1280, 704],
+      ['720x1280', 704, 1280],
+      ['1920x1080', 1280, 704],
+      ['1024x1792', 704, 1280],
+    ] as const) {
       const r = norm({ prompt: 'x', size });
       expect([r.request.width, r.request.height], size).toEqual([w, h]);
       expect(r.request.width * r.request.height).toBeLessThanOrEqual(1280 * 720);
@@ -85,7 +100,8 @@ describe('defaults and grids', () => {
 
 describe('H3 tasks and roles', () => {
   it('fl2va: one image is the first frame, two are first + last; frame_indices [-1] makes one image the last frame', () => {
-    const two = norm({ model: H3, prompt: 'x', size: '256x160', input_reference: b64(), input_references: [b64(32, 32)], extra_params: '{"task":"fl2va"}' }).request.video!;
+    const two = norm({ model: H3, prompt: 'x', size: '256x160', input_reference: b64(), input_references: [b64(32, 32)], extra_params: '{"task":"fl2va"}' })
+      .request.video!;
     expect(two.firstFrame?.width).toBe(64);
     expect(two.lastFrame?.width).toBe(32);
     const last = norm({ model: H3, prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [-1] } }).request.video!;
@@ -94,7 +110,8 @@ describe('H3 tasks and roles', () => {
   });
 
   it('ref2va: every image is a reference, in order', () => {
-    const v = norm({ model: H3, prompt: '<Picture 1> meets <Picture 2>', input_references: [b64(10, 10), b64(20, 20)], extra_params: { task: 'ref2va' } }).request.video!;
+    const v = norm({ model: H3, prompt: '<Picture 1> meets <Picture 2>', input_references: [b64(10, 10), b64(20, 20)], extra_params: { task: 'ref2va' } })
+      .request.video!;
     expect(v.task).toBe('ref2va');
     expect(v.references.map((r) => r.width)).toEqual([10, 20]);
     expect(v.firstFrame).toBeUndefined();
@@ -126,17 +143,42 @@ describe('bad input: 4xx naming the field', () => {
     ['non-numeric seed', { prompt: 'x', seed: 'abc' }, 'seed', /integer/],
     ['extra_params not JSON', { model: H3, prompt: 'x', extra_params: '{task' }, 'extra_params', /not valid JSON/],
     ['unknown H3 task', { model: H3, prompt: 'x', extra_params: { task: 'v2v' } }, 'extra_params.task', /t2va, fl2va, ref2va/],
-    ['another model\'s task on Wan', { prompt: 'x', extra_params: { task: 'fl2va' } }, 'extra_params.task', /one of t2v, i2v for videogen-wan22-5b/],
-    ['Wan t2v with an image', { prompt: 'x', input_reference: b64(), extra_params: { task: 't2v' } }, 'input_reference', /t2v takes no images \(use extra_params.task "i2v"\)/],
+    ["another model's task on Wan", { prompt: 'x', extra_params: { task: 'fl2va' } }, 'extra_params.task', /one of t2v, i2v for videogen-wan22-5b/],
+    [
+      'Wan t2v with an image',
+      { prompt: 'x', input_reference: b64(), extra_params: { task: 't2v' } },
+      'input_reference',
+      /t2v takes no images \(use extra_params.task "i2v"\)/,
+    ],
     ['last frame on Wan', { prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [-1] } }, 'extra_params.frame_indices', /first frame/],
     ['references on Wan', { prompt: 'x', input_references: [b64()] }, 'input_references.0', /minimax-h3 ref2va/],
     ['references without a task', { model: H3, prompt: 'x', input_references: [b64()] }, 'input_references.0', /extra_params.task/],
     ['t2va with an image', { model: H3, prompt: 'x', input_reference: b64(), extra_params: { task: 't2va' } }, 'input_reference', /t2va takes no images/],
-    ['last frame without fl2va', { model: H3, prompt: 'x', input_references: [b64()], extra_params: { task: 'ref2va', frame_indices: [-1] } }, 'extra_params.frame_indices', /only fl2va/],
+    [
+      'last frame without fl2va',
+      { model: H3, prompt: 'x', input_references: [b64()], extra_params: { task: 'ref2va', frame_indices: [-1] } },
+      'extra_params.frame_indices',
+      /only fl2va/,
+    ],
     ['fl2va without images', { model: H3, prompt: 'x', extra_params: { task: 'fl2va' } }, 'input_reference', /first or last frame/],
-    ['fl2va with three images', { model: H3, prompt: 'x', input_references: [b64(), b64(), b64()], extra_params: { task: 'fl2va' } }, 'input_references.2', /at most two/],
-    ['bad frame_indices', { model: H3, prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [3] } }, 'extra_params.frame_indices', /\[0\], \[-1\] or \[0, -1\]/],
-    ['a reference that is not an image', { prompt: 'x', input_reference: Buffer.from('not an image at all').toString('base64') }, 'input_reference', /not a PNG, JPEG or WebP/],
+    [
+      'fl2va with three images',
+      { model: H3, prompt: 'x', input_references: [b64(), b64(), b64()], extra_params: { task: 'fl2va' } },
+      'input_references.2',
+      /at most two/,
+    ],
+    [
+      'bad frame_indices',
+      { model: H3, prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [3] } },
+      'extra_params.frame_indices',
+      /\[0\], \[-1\] or \[0, -1\]/,
+    ],
+    [
+      'a reference that is not an image',
+      { prompt: 'x', input_reference: Buffer.from('not an image at all').toString('base64') },
+      'input_reference',
+      /not a PNG, JPEG or WebP/,
+    ],
     ['an image URL', { prompt: 'x', input_reference: 'https://example.com/a.png' }, 'input_reference', /URLs are not accepted/],
   ])('%s', (_name, fields, field, message) => {
     const e = fails(fields);
@@ -150,7 +192,9 @@ describe('bad input: 4xx naming the field', () => {
     const e = fails({ prompt: 'x' }, [{ field: 'input_reference', bytes: Buffer.from('....ftypisom'), mimetype: 'video/mp4', filename: 'clip.mp4' }]);
     expect(e).toMatchObject({ status: 400, field: 'input_reference' });
     expect(e.message).toMatch(/video\/mp4 is not an image/);
-    const f = fails({ model: H3, prompt: 'x', extra_params: { task: 'ref2va' } }, [{ field: 'input_references', bytes: Buffer.from('RIFF....WAVE'), filename: 'a.wav' }]);
+    const f = fails({ model: H3, prompt: 'x', extra_params: { task: 'ref2va' } }, [
+      { field: 'input_references', bytes: Buffer.from('RIFF....WAVE'), filename: 'a.wav' },
+    ]);
     expect(f).toMatchObject({ status: 400, field: 'input_references.0' });
   });
 });

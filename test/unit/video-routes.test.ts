@@ -18,7 +18,8 @@ afterEach(async () => {
   await Promise.all(fronts.splice(0).map((f) => f.close()));
 });
 
-const blobCount = (f: TestFront): number => (existsSync(f.blobDir) ? readdirSync(f.blobDir, { recursive: true }).filter((n) => /[0-9a-f]{64}$/.test(String(n))).length : 0);
+const blobCount = (f: TestFront): number =>
+  existsSync(f.blobDir) ? readdirSync(f.blobDir, { recursive: true }).filter((n) => /[0-9a-f]{64}$/.test(String(n))).length : 0;
 const video = (extra: Record<string, unknown> = {}) => ({ prompt: 'a red square', size: '320x192', num_frames: 17, ...extra });
 const withImage = (extra: Record<string, unknown> = {}) => video({ input_reference: redSquare(64).toString('base64'), ...extra });
 
@@ -58,7 +59,12 @@ describe('POST /v1/videos/sync', () => {
     // The front reads any content type as JSON (A1111 clients send text/plain or none): XML is invalid JSON.
     expect(xml.statusCode).toBe(400);
     expect(xml.json().error.param).toBe('body');
-    const urlencoded = await f.app.inject({ method: 'POST', url: '/v1/videos', payload: 'prompt=x&fps=500', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const urlencoded = await f.app.inject({
+      method: 'POST',
+      url: '/v1/videos',
+      payload: 'prompt=x&fps=500',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(urlencoded.statusCode).toBe(400);
     expect(urlencoded.json().error.param).toBe('fps');
   });

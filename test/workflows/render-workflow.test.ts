@@ -126,7 +126,11 @@ function requestFor(items: number): RenderRequest {
 function builtFor(items: number, limits: Partial<RenderLimits> = {}): BuiltRender {
   return {
     plan: {
-      items: Array.from({ length: items }, (_, index) => ({ index, seed: 100 + index, graph: { '1': { class_type: 'KSampler', inputs: {}, _meta: { title: 'sampler' } } } })),
+      items: Array.from({ length: items }, (_, index) => ({
+        index,
+        seed: 100 + index,
+        graph: { '1': { class_type: 'KSampler', inputs: {}, _meta: { title: 'sampler' } } },
+      })),
       uploads: [],
       outputNode: '9',
     },
@@ -174,7 +178,12 @@ beforeAll(async () => {
   env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: findTemporalBinary(process.env.TEMPORAL_CLI_PATH) }, searchAttributes: [...SEARCH_ATTRIBUTES] },
   });
-  const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', maxHeartbeatThrottleInterval: '50ms', defaultHeartbeatThrottleInterval: '50ms' };
+  const common = {
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    maxHeartbeatThrottleInterval: '50ms',
+    defaultHeartbeatThrottleInterval: '50ms',
+  };
   workers = [
     await Worker.create({ ...common, taskQueue: TASK_QUEUE, workflowsPath: WORKFLOWS_PATH, activities: { stopPrompts: activities.stopPrompts } }),
     await Worker.create({ ...common, taskQueue: gpuTaskQueue(TASK_QUEUE), activities: { runPrompt: activities.runPrompt } }),
@@ -300,7 +309,9 @@ describe('render workflow', () => {
   });
 
   it('the status query reports the running item and every attempt so far', async () => {
-    const handle = await start(async (input) => (input.attempt === 1 ? Promise.reject(failure('ComfyStall', { backend: 'gpu-b' })) : untilCancelled(input)), { items: 2 });
+    const handle = await start(async (input) => (input.attempt === 1 ? Promise.reject(failure('ComfyStall', { backend: 'gpu-b' })) : untilCancelled(input)), {
+      items: 2,
+    });
     await attemptsSeen(handle.workflowId, 2);
     const status = await handle.query(renderStatusQuery);
     expect(status).toMatchObject({ stage: 'waiting', item: 0, items: 2, promptIds: [] });

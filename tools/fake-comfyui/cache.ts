@@ -35,7 +35,9 @@ export function signatures(prompt: Graph, isChanged: (node: RawNode) => string):
         if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && Object.hasOwn(prompt, v[0])) return [k, 'link', sig(v[0]), v[1]];
         return [k, 'value', v];
       });
-    const s = createHash('sha256').update(JSON.stringify([node.class_type, isChanged(node), parts])).digest('hex');
+    const s = createHash('sha256')
+      .update(JSON.stringify([node.class_type, isChanged(node), parts]))
+      .digest('hex');
     visiting.delete(id);
     memo.set(id, s);
     return s;

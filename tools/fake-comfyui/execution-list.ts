@@ -98,11 +98,6 @@ export class ExecutionList {
   private pick(ready: string[]): string {
     const out = (id: string) => this.graph.isOutput(id);
     const feeds = (id: string) => [...(this.blocking.get(id) ?? [])];
-    return (
-      ready.find(out) ??
-      ready.find((id) => feeds(id).some(out)) ??
-      ready.find((id) => feeds(id).some((b) => feeds(b).some(out))) ??
-      (ready[0] as string)
-    );
+    return ready.find(out) ?? ready.find((id) => feeds(id).some(out)) ?? ready.find((id) => feeds(id).some((b) => feeds(b).some(out))) ?? (ready[0] as string);
   }
 }

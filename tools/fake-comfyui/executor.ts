@@ -66,7 +66,17 @@ export interface FakeStats {
 }
 
 export function emptyStats(): FakeStats {
-  return { executions: {}, submissions: {}, nodesExecuted: {}, filesWritten: [], interrupts: 0, freeMemory: 0, unloadModelsRequests: 0, outcomes: {}, runs: [] };
+  return {
+    executions: {},
+    submissions: {},
+    nodesExecuted: {},
+    filesWritten: [],
+    interrupts: 0,
+    freeMemory: 0,
+    unloadModelsRequests: 0,
+    outcomes: {},
+    runs: [],
+  };
 }
 
 export interface RunOutcome {
@@ -164,7 +174,12 @@ export class Executor {
     while (!list.isEmpty()) {
       const id = list.stage();
       if (id === undefined) {
-        failure = { interrupted: false, nodeId: Object.keys(prompt)[0] ?? '', error: new NodeException('graph.DependencyCycleError', 'Dependency cycle detected'), currentInputs: {} };
+        failure = {
+          interrupted: false,
+          nodeId: Object.keys(prompt)[0] ?? '',
+          error: new NodeException('graph.DependencyCycleError', 'Dependency cycle detected'),
+          currentInputs: {},
+        };
         break;
       }
       const outcome = await this.runNode(run, id, list);
@@ -187,7 +202,11 @@ export class Executor {
       addMessage('execution_success', { prompt_id: promptId }, false);
     } else if (failure.interrupted) {
       this.deps.log.info({ promptId }, 'Processing interrupted');
-      addMessage('execution_interrupted', { prompt_id: promptId, node_id: failure.nodeId, node_type: nodeOf(failure.nodeId)?.class_type, executed: [...run.executed] }, true);
+      addMessage(
+        'execution_interrupted',
+        { prompt_id: promptId, node_id: failure.nodeId, node_type: nodeOf(failure.nodeId)?.class_type, executed: [...run.executed] },
+        true,
+      );
     } else {
       const ex = failure.error;
       this.deps.log.error({ promptId, node: failure.nodeId, err: ex.message }, '!!! Exception during processing !!!');
@@ -200,7 +219,13 @@ export class Executor {
           executed: [...run.executed],
           exception_message: `${ex.message}\n${ex.tips}`,
           exception_type: ex.pyType,
-          traceback: ex.pyType === 'graph.DependencyCycleError' ? [] : [...EXECUTOR_FRAMES, ...(ex.frames.length > 0 ? ex.frames : [`  File "/opt/ComfyUI/nodes.py", line 1, in ${nodeOf(failure.nodeId)?.class_type}\n`])],
+          traceback:
+            ex.pyType === 'graph.DependencyCycleError'
+              ? []
+              : [
+                  ...EXECUTOR_FRAMES,
+                  ...(ex.frames.length > 0 ? ex.frames : [`  File "/opt/ComfyUI/nodes.py", line 1, in ${nodeOf(failure.nodeId)?.class_type}\n`]),
+                ],
           current_inputs: failure.currentInputs,
           current_outputs: Object.keys(prompt),
         },
@@ -298,7 +323,8 @@ export class Executor {
     } catch (err) {
       if (err instanceof Aborted) throw err;
       if (err instanceof Interrupted) return { interrupted: true, nodeId: id };
-      const ex = err instanceof NodeException ? err : new NodeException(err instanceof Error ? err.name : 'Exception', String(err instanceof Error ? err.message : err));
+      const ex =
+        err instanceof NodeException ? err : new NodeException(err instanceof Error ? err.name : 'Exception', String(err instanceof Error ? err.message : err));
       return { interrupted: false, nodeId: id, error: ex, currentInputs: currentInputs(node, nodeInfo, outputsOf, run) };
     }
   }
@@ -363,7 +389,7 @@ function currentInputs(node: Node, info: RawNodeInfo, outputsOf: (src: string) =
     for (const [k, kind] of Object.entries(hidden)) {
       if (kind === 'PROMPT') out[k] = [JSON.stringify(run.item.prompt)];
       else if (kind === 'EXTRA_PNGINFO') out[k] = [run.extraData.extra_pnginfo === undefined ? null : JSON.stringify(run.extraData.extra_pnginfo)];
-      else if (kind === 'UNIQUE_ID') out[k] = [node === undefined ? null : Object.keys(run.item.prompt).find((id) => run.item.prompt[id] === node) ?? null];
+      else if (kind === 'UNIQUE_ID') out[k] = [node === undefined ? null : (Object.keys(run.item.prompt).find((id) => run.item.prompt[id] === node) ?? null)];
     }
   }
   return out;

@@ -19,12 +19,12 @@ export const faultsBodySchema = z.strictObject({
     .nullable()
     .optional(),
   /** Overrides `--step-ms` / `--render-ms` until cleared. */
-  slow: z
-    .strictObject({ stepMs: z.number().int().nonnegative().optional(), renderMs: z.number().int().nonnegative().optional() })
+  slow: z.strictObject({ stepMs: z.number().int().nonnegative().optional(), renderMs: z.number().int().nonnegative().optional() }).nullable().optional(),
+  /** The next `count` `POST /prompt` answer 500; with `afterQueue` the prompt is queued first (a lost reply). */
+  promptHttp500: z
+    .strictObject({ count: count.default(1), afterQueue: z.boolean().default(false) })
     .nullable()
     .optional(),
-  /** The next `count` `POST /prompt` answer 500; with `afterQueue` the prompt is queued first (a lost reply). */
-  promptHttp500: z.strictObject({ count: count.default(1), afterQueue: z.boolean().default(false) }).nullable().optional(),
   /** Terminate every WebSocket now (`afterEvents` omitted or 0) or after that many more frames are sent. */
   dropWebSocket: z.strictObject({ afterEvents: z.number().int().nonnegative().optional() }).nullable().optional(),
   /**
@@ -176,7 +176,10 @@ export class Faults {
   /** Whether this node is held (consuming the first matching entry). */
   takeHold(promptId: string, nodeId: string, classType: string): boolean {
     const i = this.state.hold.findIndex(
-      (h) => (h.promptId === undefined || h.promptId === promptId) && (h.nodeId === undefined || h.nodeId === nodeId) && (h.nodeClass === undefined || h.nodeClass === classType),
+      (h) =>
+        (h.promptId === undefined || h.promptId === promptId) &&
+        (h.nodeId === undefined || h.nodeId === nodeId) &&
+        (h.nodeClass === undefined || h.nodeClass === classType),
     );
     if (i < 0) return false;
     this.state.hold.splice(i, 1);

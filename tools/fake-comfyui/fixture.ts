@@ -60,7 +60,11 @@ function addToList(info: RawObjectInfo, cls: string, input: string, file: string
   const node = info[cls]?.input;
   const spec = (node?.required as Record<string, unknown> | undefined)?.[input] ?? (node?.optional as Record<string, unknown> | undefined)?.[input];
   if (!Array.isArray(spec)) return;
-  const list = Array.isArray(spec[0]) ? (spec[0] as unknown[]) : isObject(spec[1]) && Array.isArray(spec[1].options) ? (spec[1].options as unknown[]) : undefined;
+  const list = Array.isArray(spec[0])
+    ? (spec[0] as unknown[])
+    : isObject(spec[1]) && Array.isArray(spec[1].options)
+      ? (spec[1].options as unknown[])
+      : undefined;
   if (list && !list.includes(file)) list.push(file);
 }
 

@@ -33,4 +33,3 @@ export function pyTruthy(v: unknown): boolean {
   if (typeof v === 'object') return Object.keys(v).length > 0;
   return true;
 }
-

@@ -32,7 +32,7 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     'Usage: fake-comfyui [--port 8188] [--host 127.0.0.1] [--data-dir data/fake-comfyui] [--render-ms 0] [--step-ms 0] [--sgld-plugin]\n' +
-      '--sgld-plugin (or FAKE_COMFYUI_SGLD_PLUGIN=1): serve SGLang\'s ComfyUI plugin nodes (recorded schemas).\n' +
+      "--sgld-plugin (or FAKE_COMFYUI_SGLD_PLUGIN=1): serve SGLang's ComfyUI plugin nodes (recorded schemas).\n" +
       'Test controls: GET /__fake/stats, GET|POST /__fake/faults, POST /__fake/reset. LOG_LEVEL sets verbosity (default warn).\n',
   );
   process.exit(0);

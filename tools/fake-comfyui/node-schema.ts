@@ -130,7 +130,10 @@ export function finalizedInputs(info: RawNodeInfo, live: Record<string, unknown>
       const min = typeof template.min === 'number' ? template.min : 0;
       const names: string[] = Array.isArray(template.names)
         ? template.names.map(String)
-        : Array.from({ length: typeof template.max === 'number' ? template.max : 0 }, (_, i) => `${typeof template.prefix === 'string' ? template.prefix : ''}${i}`);
+        : Array.from(
+            { length: typeof template.max === 'number' ? template.max : 0 },
+            (_, i) => `${typeof template.prefix === 'string' ? template.prefix : ''}${i}`,
+          );
       let anyLive = false;
       names.forEach((name, i) => {
         const eid = join(prefix, name);

@@ -327,7 +327,15 @@ const IMPLS: Record<string, NodeImpl> = {
     const audio = n.value('audio');
     return {
       outputs: [
-        { kind: 'video', sig: n.outSig(0), width: images.width, height: images.height, frames: images.count, fps: num(n, 'fps', 30), audio: audio !== undefined },
+        {
+          kind: 'video',
+          sig: n.outSig(0),
+          width: images.width,
+          height: images.height,
+          frames: images.count,
+          fps: num(n, 'fps', 30),
+          audio: audio !== undefined,
+        },
       ],
     };
   },

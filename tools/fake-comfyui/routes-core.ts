@@ -171,7 +171,10 @@ function cancelJob(state: FakeState, id: string): boolean {
 function listJobs(state: FakeState, q: Record<string, string | undefined>, reply: FastifyReply): FastifyReply | Record<string, unknown> {
   let statuses: JobStatus[] | undefined;
   if (q.status !== undefined) {
-    const parts = q.status.split(',').map((s) => s.trim()).filter(Boolean);
+    const parts = q.status
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const bad = parts.filter((s) => !JOB_STATUSES.includes(s as JobStatus));
     if (bad.length > 0) return reply.code(400).send({ error: `Invalid status value(s): ${bad.join(', ')}. Valid values: ${JOB_STATUSES.join(', ')}` });
     statuses = parts as JobStatus[];

@@ -69,7 +69,11 @@ export function registerPromptRoute(app: FastifyInstance, state: FakeState): voi
     const prompt = structuredClone(body.prompt);
     let verdict;
     try {
-      verdict = validatePrompt(prompt, { objectInfo: state.objectInfo(), fileExists: (ref) => existsAnnotated(state.dirs, ref) }, body.partial_execution_targets);
+      verdict = validatePrompt(
+        prompt,
+        { objectInfo: state.objectInfo(), fileExists: (ref) => existsAnnotated(state.dirs, ref) },
+        body.partial_execution_targets,
+      );
     } catch (err) {
       if (err instanceof ValidationCrash) {
         state.log.error({ err: err.message }, 'exception in validation');

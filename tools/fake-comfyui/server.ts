@@ -100,7 +100,10 @@ export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<F
   app.setErrorHandler((err: { statusCode?: number; message?: string }, _req, reply) => {
     const code = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (code === 500) log.error({ err }, 'unhandled error');
-    return reply.code(code).type('text/plain; charset=utf-8').send(code === 500 ? '500 Internal Server Error\n\nServer got itself in trouble' : `${code}: ${err.message ?? ''}`);
+    return reply
+      .code(code)
+      .type('text/plain; charset=utf-8')
+      .send(code === 500 ? '500 Internal Server Error\n\nServer got itself in trouble' : `${code}: ${err.message ?? ''}`);
   });
 
   const aliased = async (scope: FastifyInstance) => {

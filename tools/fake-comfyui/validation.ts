@@ -34,8 +34,7 @@ export interface NodeErrors {
 }
 
 export type PromptVerdict =
-  | { ok: true; outputs: string[]; nodeErrors: Record<string, NodeErrors> }
-  | { ok: false; error: ErrorDetail; nodeErrors: Record<string, NodeErrors> };
+  { ok: true; outputs: string[]; nodeErrors: Record<string, NodeErrors> } | { ok: false; error: ErrorDetail; nodeErrors: Record<string, NodeErrors> };
 
 export interface ValidationEnv {
   objectInfo: RawObjectInfo;
@@ -114,7 +113,18 @@ export function validatePrompt(prompt: unknown, env: ValidationEnv, partialTarge
       result = v.validateInputs(o, []);
     } catch (err) {
       const ex = asPyError(err);
-      result = [false, [{ type: 'exception_during_validation', message: 'Exception when validating node', details: ex.message, extra_info: { exception_type: ex.type, traceback: frames([1158, 'validate_prompt'], [870, 'validate_inputs']) } }], o];
+      result = [
+        false,
+        [
+          {
+            type: 'exception_during_validation',
+            message: 'Exception when validating node',
+            details: ex.message,
+            extra_info: { exception_type: ex.type, traceback: frames([1158, 'validate_prompt'], [870, 'validate_inputs']) },
+          },
+        ],
+        o,
+      ];
       v.validated.set(o, result);
     }
     if (result[0]) {
@@ -174,14 +184,24 @@ class Validator {
       const config = [inputType, extra];
       if (!Object.hasOwn(inputs, x)) {
         if (category === 'required') {
-          errors.push({ type: 'required_input_missing', message: 'Required input is missing', details: dynamic ? (x.split('.').at(-1) as string) : x, extra_info: { input_name: x } });
+          errors.push({
+            type: 'required_input_missing',
+            message: 'Required input is missing',
+            details: dynamic ? (x.split('.').at(-1) as string) : x,
+            extra_info: { input_name: x },
+          });
         }
         continue;
       }
       let val = inputs[x];
       if (Array.isArray(val)) {
         if (val.length !== 2) {
-          errors.push({ type: 'bad_linked_input', message: 'Bad linked input, must be a length-2 list of [node_id, slot_index]', details: x, extra_info: { input_name: x, input_config: config, received_value: val } });
+          errors.push({
+            type: 'bad_linked_input',
+            message: 'Bad linked input, must be a length-2 list of [node_id, slot_index]',
+            details: x,
+            extra_info: { input_name: x, input_config: config, received_value: val },
+          });
           continue;
         }
         const [, srcInfo] = this.infoOf(val[0]);
@@ -208,7 +228,14 @@ class Validator {
                 type: 'exception_during_inner_validation',
                 message: 'Exception when validating inner node',
                 details: ex.message,
-                extra_info: { input_name: x, input_config: config, exception_message: ex.message, exception_type: ex.type, traceback: frames([955, 'validate_inputs'], [933, 'validate_inputs']), linked_node: val },
+                extra_info: {
+                  input_name: x,
+                  input_config: config,
+                  exception_message: ex.message,
+                  exception_type: ex.type,
+                  traceback: frames([955, 'validate_inputs'], [933, 'validate_inputs']),
+                  linked_node: val,
+                },
               },
             ],
             srcId,
@@ -242,11 +269,21 @@ class Validator {
       const isFloat = inputType === 'FLOAT';
       const show = (n: unknown) => (typeof n === 'number' ? pyNum(n, isFloat) : pyStr(n));
       if ('min' in extra && pyLess(val, extra.min)) {
-        errors.push({ type: 'value_smaller_than_min', message: `Value ${show(val)} smaller than min of ${show(extra.min)}`, details: x, extra_info: { input_name: x, input_config: config, received_value: val } });
+        errors.push({
+          type: 'value_smaller_than_min',
+          message: `Value ${show(val)} smaller than min of ${show(extra.min)}`,
+          details: x,
+          extra_info: { input_name: x, input_config: config, received_value: val },
+        });
         continue;
       }
       if ('max' in extra && pyLess(extra.max, val)) {
-        errors.push({ type: 'value_bigger_than_max', message: `Value ${show(val)} bigger than max of ${show(extra.max)}`, details: x, extra_info: { input_name: x, input_config: config, received_value: val } });
+        errors.push({
+          type: 'value_bigger_than_max',
+          message: `Value ${show(val)} bigger than max of ${show(extra.max)}`,
+          details: x,
+          extra_info: { input_name: x, input_config: config, received_value: val },
+        });
         continue;
       }
       const options = Array.isArray(inputType) ? inputType : inputType === 'COMBO' ? (Array.isArray(extra.options) ? extra.options : []) : undefined;
@@ -271,7 +308,13 @@ class Validator {
         // A linked value is not resolved during validation, so the validator never sees it.
         if (!Object.hasOwn(inputs, x) || Array.isArray(inputs[x])) continue;
         const r = custom.check(this.env, inputs[x]);
-        if (r !== true) errors.push({ type: 'custom_validation_failed', message: 'Custom validation failed for node', details: `${x} - ${r}`, extra_info: { input_name: x } });
+        if (r !== true)
+          errors.push({
+            type: 'custom_validation_failed',
+            message: 'Custom validation failed for node',
+            details: `${x} - ${r}`,
+            extra_info: { input_name: x },
+          });
       }
     }
 
@@ -288,7 +331,11 @@ class Validator {
     const members = [...new Set(path)];
     const details = path.map((n) => `${n} (${pyStr(this.prompt[n]?.class_type)})`).join(' -> ');
     for (const n of members) {
-      this.validated.set(n, [false, [{ type: 'dependency_cycle', message: 'Dependency cycle detected', details, extra_info: { node_id: n, cycle_nodes: members } }], n]);
+      this.validated.set(n, [
+        false,
+        [{ type: 'dependency_cycle', message: 'Dependency cycle detected', details, extra_info: { node_id: n, cycle_nodes: members } }],
+        n,
+      ]);
     }
     return this.validated.get(id) as Result;
   }

@@ -55,9 +55,26 @@ export function mp4Args(spec: FakeVideoSpec): string[] {
     args.push('-f', 'lavfi', '-i', `aevalsrc=${tone(t.left)}|${tone(t.right)}:s=32000:c=stereo:d=${sec(duration)}`);
   }
   args.push(
-    '-c:v', 'libx264', '-profile:v', 'high', '-preset', 'veryfast', '-threads', '1', '-pix_fmt', 'yuv420p',
-    '-colorspace', 'bt709', '-color_primaries', 'bt709', '-color_trc', 'iec61966-2-1', '-color_range', 'tv',
-    '-video_track_timescale', '12288',
+    '-c:v',
+    'libx264',
+    '-profile:v',
+    'high',
+    '-preset',
+    'veryfast',
+    '-threads',
+    '1',
+    '-pix_fmt',
+    'yuv420p',
+    '-colorspace',
+    'bt709',
+    '-color_primaries',
+    'bt709',
+    '-color_trc',
+    'iec61966-2-1',
+    '-color_range',
+    'tv',
+    '-video_track_timescale',
+    '12288',
   );
   if (spec.audio) args.push('-c:a', 'aac', '-b:a', '128k', '-flags:a', '+bitexact');
   args.push('-fflags', '+bitexact', '-flags:v', '+bitexact', '-movflags', 'use_metadata_tags');
@@ -70,7 +87,26 @@ export function mp4Args(spec: FakeVideoSpec): string[] {
 export function flacArgs(path: string, seconds: number, contentKey: string): string[] {
   const t = tones(contentKey);
   const src = `aevalsrc=0.2*sin(${t.left}*2*PI*t)|0.2*sin(${t.right}*2*PI*t):s=32000:c=stereo:d=${sec(seconds)}`;
-  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', src, '-c:a', 'flac', '-fflags', '+bitexact', '-flags:a', '+bitexact', '-f', 'flac', path];
+  return [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-nostdin',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    src,
+    '-c:a',
+    'flac',
+    '-fflags',
+    '+bitexact',
+    '-flags:a',
+    '+bitexact',
+    '-f',
+    'flac',
+    path,
+  ];
 }
 
 export class FfmpegError extends Error {

@@ -46,7 +46,10 @@ export const schedulersSchema = z
 
 export const progressQuerySchema = z.looseObject({
   // A repeated parameter arrives as a list: read as text by the route, never refused.
-  skip_current_image: z.union([z.string(), z.array(z.string())]).optional().describe('"true": leave the preview out'),
+  skip_current_image: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe('"true": leave the preview out'),
 });
 export const progressSchema = z
   .looseObject({

@@ -13,7 +13,10 @@ import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { NormalizeLimits } from './normalize.ts';
 import { resolveUpscaler, type CatalogLists } from './tweaks.ts';
 
-const num = z.preprocess((v) => (v === null ? undefined : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v), z.number().optional());
+const num = z.preprocess(
+  (v) => (v === null ? undefined : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v),
+  z.number().optional(),
+);
 const str = z.preprocess((v) => (v === null ? undefined : v), z.string().optional());
 const bool = z.preprocess((v) => (v === null ? undefined : v === 0 || v === 1 ? v === 1 : v), z.boolean().optional());
 
@@ -113,14 +116,21 @@ function* extrasSteps(
     warnings.push('upscaler_2: blending a second upscaler is not supported; not applied');
   }
 
-  const spec = mode === 0 ? { factor, crop: false, upscaler, upscalerName: label } : { width: tw, height: th, crop: b.upscaling_crop ?? true, upscaler, upscalerName: label };
+  const spec =
+    mode === 0
+      ? { factor, crop: false, upscaler, upscalerName: label }
+      : { width: tw, height: th, crop: b.upscaling_crop ?? true, upscaler, upscalerName: label };
   const decoded = yield inputs;
   const refs: BlobRef[] = decoded.map((d) => d.ref);
   refs.forEach((ref, i) => {
     const target = upscaleTarget(spec, ref);
     if (!target) throw new RequestError(400, inputs[i]!.field, `${inputs[i]!.field}: the image size could not be read`);
     if (target.width * target.height > ctx.limits.maxImagePixels) {
-      throw new RequestError(400, mode === 0 ? 'upscaling_resize' : 'upscaling_resize_w', `${mode === 0 ? 'upscaling_resize' : 'upscaling_resize_w'}: ${target.width}x${target.height} exceeds the limit of ${ctx.limits.maxImagePixels} pixels`);
+      throw new RequestError(
+        400,
+        mode === 0 ? 'upscaling_resize' : 'upscaling_resize_w',
+        `${mode === 0 ? 'upscaling_resize' : 'upscaling_resize_w'}: ${target.width}x${target.height} exceeds the limit of ${ctx.limits.maxImagePixels} pixels`,
+      );
     }
   });
   const first = upscaleTarget(spec, refs[0]!)!;

@@ -38,7 +38,9 @@ export interface NormalizeLimits {
 }
 
 /** The limits a front's configuration sets, for every route that normalises a render request. */
-export function normalizeLimits(config: Pick<Config, 'MAX_IMAGE_BYTES' | 'MAX_IMAGE_PIXELS' | 'MAX_BATCH' | 'MAX_EXTRA_IMAGES' | 'MAX_RENDER_PIXELS'>): NormalizeLimits {
+export function normalizeLimits(
+  config: Pick<Config, 'MAX_IMAGE_BYTES' | 'MAX_IMAGE_PIXELS' | 'MAX_BATCH' | 'MAX_EXTRA_IMAGES' | 'MAX_RENDER_PIXELS'>,
+): NormalizeLimits {
   return {
     maxImageBytes: config.MAX_IMAGE_BYTES,
     maxImagePixels: config.MAX_IMAGE_PIXELS,
@@ -135,20 +137,23 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
   }
   const hires =
     route === 'txt2img'
-      ? chooseHires(b, {
-          profile,
-          size,
-          steps,
-          sampling: { sampler, scheduler },
-          lists,
-          fit: (field, w, h) => fitSize(profile, ctx.limits, { width: field, height: field }, { width: w, height: h }, warnings),
-        }, warnings)
+      ? chooseHires(
+          b,
+          {
+            profile,
+            size,
+            steps,
+            sampling: { sampler, scheduler },
+            lists,
+            fit: (field, w, h) => fitSize(profile, ctx.limits, { width: field, height: field }, { width: w, height: h }, warnings),
+          },
+          warnings,
+        )
       : undefined;
   const output = chooseOutputFormat(b, options, warnings);
   overrideWarnings(b, options, warnings);
   const resizeMode = route === 'img2img' && routing.kind === 'img2img' ? (sdUpscale ? 0 : chooseResizeMode(b)) : undefined;
-  const denoise =
-    routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
+  const denoise = routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
 
   // Decoding last: every cheap check has passed.
   const imageInputs: ImageSetInput = {
@@ -158,11 +163,61 @@ function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
       : {}),
     refs: routing.refs,
   };
-  return { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, size, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, imageInputs, schedule, custom, sdUpscale };
+  return {
+    route,
+    b,
+    warnings,
+    profile,
+    sampler,
+    scheduler,
+    batchSize,
+    nIter,
+    seed,
+    size,
+    steps,
+    cfg,
+    guidance,
+    negativePrompt,
+    routing,
+    tagged,
+    loras,
+    hires,
+    output,
+    resizeMode,
+    denoise,
+    imageInputs,
+    schedule,
+    custom,
+    sdUpscale,
+  };
 }
 
 function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeContext): NormalizedRequest {
-  const { route, b, warnings, profile, sampler, scheduler, batchSize, nIter, seed, steps, cfg, guidance, negativePrompt, routing, tagged, loras, hires, output, resizeMode, denoise, schedule, custom, sdUpscale } = plan;
+  const {
+    route,
+    b,
+    warnings,
+    profile,
+    sampler,
+    scheduler,
+    batchSize,
+    nIter,
+    seed,
+    steps,
+    cfg,
+    guidance,
+    negativePrompt,
+    routing,
+    tagged,
+    loras,
+    hires,
+    output,
+    resizeMode,
+    denoise,
+    schedule,
+    custom,
+    sdUpscale,
+  } = plan;
   const images = new Map<string, DecodedImage>();
   const keep = (d: DecodedImage): BlobRef => {
     if (!images.has(d.ref.sha256)) images.set(d.ref.sha256, d);
@@ -249,7 +304,11 @@ function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {
     field = 'model';
   } else if (fromOverride !== undefined && fromOverride !== null && fromOverride !== '') {
     if (typeof fromOverride !== 'string') {
-      throw new RequestError(422, 'override_settings.sd_model_checkpoint', `override_settings.sd_model_checkpoint: expected a string, got ${describeValue(fromOverride)}`);
+      throw new RequestError(
+        422,
+        'override_settings.sd_model_checkpoint',
+        `override_settings.sd_model_checkpoint: expected a string, got ${describeValue(fromOverride)}`,
+      );
     }
     name = fromOverride;
     field = 'override_settings.sd_model_checkpoint';
@@ -279,7 +338,12 @@ function chooseBatch(b: A1111Body, limits: NormalizeLimits): { count: number; ba
   if (nIter < 1) throw new RequestError(400, nIterField, `${nIterField}: must be at least 1, got ${nIter}`);
   const count = batchSize * nIter;
   if (count > limits.maxBatch) {
-    throw new RequestError(400, 'batch_size', `batch_size: ${batchSize} × n_iter ${nIter} = ${count} images exceeds the limit of ${limits.maxBatch} per request`, { limit: limits.maxBatch });
+    throw new RequestError(
+      400,
+      'batch_size',
+      `batch_size: ${batchSize} × n_iter ${nIter} = ${count} images exceeds the limit of ${limits.maxBatch} per request`,
+      { limit: limits.maxBatch },
+    );
   }
   return { count, batchSize, nIter };
 }
@@ -317,7 +381,11 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
       .join(', ');
 
   if (extra.length > 0 && !can('edit')) {
-    throw new RequestError(400, 'extra_images', `extra_images: ${profile.id} cannot use reference images (it is not an instruction-edit model); edit models: ${editModels()}`);
+    throw new RequestError(
+      400,
+      'extra_images',
+      `extra_images: ${profile.id} cannot use reference images (it is not an instruction-edit model); edit models: ${editModels()}`,
+    );
   }
 
   let init: { value: string; field: string } | undefined;
@@ -337,7 +405,11 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
   if (extra.length === 0 && !editFromInit) {
     const kind: RenderKind = route;
     if (!can(kind)) {
-      throw new RequestError(400, 'extra_images', `extra_images: ${profile.id} is an instruction-edit model and needs the image(s) to edit in extra_images (the prompt is the instruction); a plain ${route} is not supported on it`);
+      throw new RequestError(
+        400,
+        'extra_images',
+        `extra_images: ${profile.id} is an instruction-edit model and needs the image(s) to edit in extra_images (the prompt is the instruction); a plain ${route} is not supported on it`,
+      );
     }
     const mask = route === 'img2img' && present(b.mask) ? b.mask : undefined;
     return { kind, ...(init ? { init } : {}), ...(mask !== undefined ? { mask } : {}), refs: [] };
@@ -355,7 +427,12 @@ function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limi
   const refs = init ? [init, ...extra] : extra;
   const max = Math.min(profile.maxExtraImages, limits.maxExtraImages);
   if (refs.length > max) {
-    throw new RequestError(400, 'extra_images', `extra_images: ${refs.length} reference images${init ? ' (counting init_images.0)' : ''} exceed the limit of ${max} for ${profile.id}`, { limit: max });
+    throw new RequestError(
+      400,
+      'extra_images',
+      `extra_images: ${refs.length} reference images${init ? ' (counting init_images.0)' : ''} exceed the limit of ${max} for ${profile.id}`,
+      { limit: max },
+    );
   }
   return { kind: 'edit', refs };
 }

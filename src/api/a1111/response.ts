@@ -20,12 +20,7 @@ export function itemCount(request: RenderRequest): number {
 export function jobTimestamp(date: Date): string {
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
   return (
-    p(date.getUTCFullYear(), 4) +
-    p(date.getUTCMonth() + 1) +
-    p(date.getUTCDate()) +
-    p(date.getUTCHours()) +
-    p(date.getUTCMinutes()) +
-    p(date.getUTCSeconds())
+    p(date.getUTCFullYear(), 4) + p(date.getUTCMonth() + 1) + p(date.getUTCDate()) + p(date.getUTCHours()) + p(date.getUTCMinutes()) + p(date.getUTCSeconds())
   );
 }
 
@@ -99,7 +94,9 @@ export function buildInfo(
 function blankWarnings(outputs: RenderResult['outputs'] | undefined): string[] {
   return (outputs ?? []).flatMap((o, i) =>
     o.blank === 'black'
-      ? [`image ${i} is uniformly black: the VAE most likely produced NaNs (A1111: "A tensor with all NaNs was produced in VAE"); try another seed, fewer steps or a different VAE`]
+      ? [
+          `image ${i} is uniformly black: the VAE most likely produced NaNs (A1111: "A tensor with all NaNs was produced in VAE"); try another seed, fewer steps or a different VAE`,
+        ]
       : o.blank === 'uniform'
         ? [`image ${i} is a single uniform colour: the render most likely failed numerically`]
         : [],
@@ -216,11 +213,7 @@ export function buildParameters(route: A1111Route, body: unknown, request?: Rend
   const defaults = route === 'txt2img' ? TXT2IMG_DEFAULTS : IMG2IMG_DEFAULTS;
   // Accepts the raw body as well as a parsed one: coercion makes the echo show what was understood.
   const parsed = schemaFor(route).safeParse(body);
-  const sent: Record<string, unknown> = parsed.success
-    ? parsed.data
-    : body !== null && typeof body === 'object'
-      ? (body as Record<string, unknown>)
-      : {};
+  const sent: Record<string, unknown> = parsed.success ? parsed.data : body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   const out: Record<string, unknown> = {};
   for (const [k, d] of Object.entries(defaults)) out[k] = sent[k] === undefined ? d : sent[k];
   if (!sent.include_init_images) {

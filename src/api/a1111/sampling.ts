@@ -126,7 +126,9 @@ export function chooseHiresSampler(
     const choice = resolveScheduler(schedulerName, schedulerField, warnings);
     scheduler = choice.comfy ?? scheduler;
     if (choice.custom) {
-      warnings.push(`${schedulerField}: "${choice.custom.label}" is not applied to the second pass (a sigma-node schedule); it uses the ${schedulerLabel(scheduler)} scheduler`);
+      warnings.push(
+        `${schedulerField}: "${choice.custom.label}" is not applied to the second pass (a sigma-node schedule); it uses the ${schedulerLabel(scheduler)} scheduler`,
+      );
     }
   }
   return {
@@ -135,11 +137,7 @@ export function chooseHiresSampler(
   };
 }
 
-export function chooseGuidance(
-  b: A1111Body,
-  profile: ModelProfile,
-  warnings: string[],
-): { cfg: number; guidance: number | undefined; negativePrompt: string } {
+export function chooseGuidance(b: A1111Body, profile: ModelProfile, warnings: string[]): { cfg: number; guidance: number | undefined; negativePrompt: string } {
   let cfg: number;
   let negativePrompt = b.negative_prompt ?? '';
   if (profile.cfgMode === 'fixed-1') {

@@ -88,7 +88,10 @@ export const MAX_PROMPT_CHARS = 16 * 1024;
 function promptStr() {
   return z.preprocess(
     (v) => (v === null ? undefined : typeof v === 'number' && Number.isFinite(v) ? String(v) : v),
-    z.string({ error: STRING_ERROR }).max(MAX_PROMPT_CHARS, { error: `must be at most ${MAX_PROMPT_CHARS} characters` }).optional(),
+    z
+      .string({ error: STRING_ERROR })
+      .max(MAX_PROMPT_CHARS, { error: `must be at most ${MAX_PROMPT_CHARS} characters` })
+      .optional(),
   );
 }
 

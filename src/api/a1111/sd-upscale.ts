@@ -50,7 +50,11 @@ function upscalerName(v: unknown, lists: CatalogLists): string | undefined {
     const names = [...Object.keys(PIXEL_UPSCALERS), ...(lists.upscaleModels ?? []).map(fileStem)];
     const name = names[v];
     if (name === undefined) {
-      throw new RequestError(422, 'script_args.2', `script_args.2: upscaler index ${v} is out of range 0..${names.length - 1} (GET /sdapi/v1/upscalers lists them)`);
+      throw new RequestError(
+        422,
+        'script_args.2',
+        `script_args.2: upscaler index ${v} is out of range 0..${names.length - 1} (GET /sdapi/v1/upscalers lists them)`,
+      );
     }
     return name;
   }

@@ -61,7 +61,10 @@ export function fitSize(
 ): { width: number; height: number } {
   for (const side of ['width', 'height'] as const) {
     if (!(requested[side] >= 1)) {
-      throw new RequestError(400, fields[side], `${fields[side]}: ${requested[side]} is out of range 1..${profile.maxSide} for ${profile.id}`, { min: 1, max: profile.maxSide });
+      throw new RequestError(400, fields[side], `${fields[side]}: ${requested[side]} is out of range 1..${profile.maxSide} for ${profile.id}`, {
+        min: 1,
+        max: profile.maxSide,
+      });
     }
   }
   const budget = pixelBudget(profile, limits);
@@ -77,7 +80,9 @@ export function fitSize(
   }
   const fit = fitOnGrid(requested.width, requested.height, { grid: profile.grid, minSide: profile.minSide, maxSide: profile.maxSide, maxPixels: budget });
   if (!fit) {
-    throw new RequestError(400, fields.width, `${fields.width}: no ${profile.grid} px grid size of ${profile.id} fits the budget of ${budget} pixels`, { maxPixels: budget });
+    throw new RequestError(400, fields.width, `${fields.width}: no ${profile.grid} px grid size of ${profile.id} fits the budget of ${budget} pixels`, {
+      maxPixels: budget,
+    });
   }
   warnings.push(
     `${fields.width}/${fields.height}: ${requested.width}x${requested.height} scaled down to ${fit.width}x${fit.height} (keeping the aspect ratio) to fit ${profile.id}'s budget of ${budget} pixels and ${profile.maxSide} px sides`,

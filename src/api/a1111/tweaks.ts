@@ -68,7 +68,9 @@ export function resolveLoras(tags: LoraTag[], lists: CatalogLists): LoraUse[] {
     const file = matchFile(files, t.name);
     if (!file) {
       const known = files.map(fileStem);
-      throw new RequestError(400, 'prompt', `prompt: unknown LoRA "${t.name}"; ComfyUI has: ${known.length > 0 ? known.join(', ') : '(no LoRA files)'}`, { known });
+      throw new RequestError(400, 'prompt', `prompt: unknown LoRA "${t.name}"; ComfyUI has: ${known.length > 0 ? known.join(', ') : '(no LoRA files)'}`, {
+        known,
+      });
     }
     return { file, name: t.name, model: t.unet, clip: t.te };
   });
@@ -97,7 +99,12 @@ export const PIXEL_UPSCALERS: Record<string, string> = {
   Area: 'area',
 };
 
-export function resolveUpscaler(name: string | undefined, field: string, lists: CatalogLists, opts: { latent: boolean; dflt: string }): { upscaler: Upscaler; label: string } {
+export function resolveUpscaler(
+  name: string | undefined,
+  field: string,
+  lists: CatalogLists,
+  opts: { latent: boolean; dflt: string },
+): { upscaler: Upscaler; label: string } {
   const wanted = name === undefined || name.trim() === '' ? opts.dflt : name.trim();
   const lower = wanted.toLowerCase();
   if (opts.latent) {
@@ -106,8 +113,7 @@ export function resolveUpscaler(name: string | undefined, field: string, lists: 
   }
   // By A1111 name first: "Lanczos" is Lanczos, not "None" (which also resizes with lanczos).
   const pixel =
-    Object.entries(PIXEL_UPSCALERS).find(([k]) => k.toLowerCase() === lower) ??
-    Object.entries(PIXEL_UPSCALERS).find(([k, v]) => k !== 'None' && v === lower);
+    Object.entries(PIXEL_UPSCALERS).find(([k]) => k.toLowerCase() === lower) ?? Object.entries(PIXEL_UPSCALERS).find(([k, v]) => k !== 'None' && v === lower);
   if (pixel) return { upscaler: { kind: 'pixel', method: pixel[1] }, label: pixel[0] };
   const model = lists.upscaleModels ? matchFile(lists.upscaleModels, wanted) : undefined;
   if (model) return { upscaler: { kind: 'model', model }, label: fileStem(model) };
@@ -187,7 +193,9 @@ export function chooseOutputFormat(b: A1111Body, options: Record<string, unknown
     const v = Object.hasOwn(o, k) && o[k] !== undefined && o[k] !== null ? o[k] : Object.hasOwn(options, k) ? options[k] : undefined;
     return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : undefined;
   };
-  const raw = String(pick('samples_format') ?? 'png').trim().toLowerCase();
+  const raw = String(pick('samples_format') ?? 'png')
+    .trim()
+    .toLowerCase();
   const format = raw === 'jpg' || raw === 'jpeg' ? 'jpeg' : raw === 'webp' ? 'webp' : raw === 'png' ? 'png' : undefined;
   if (!format) {
     warnings.push(`samples_format: "${raw}" not supported (png, jpg, webp); answering PNG`);

@@ -50,7 +50,8 @@ export async function readEditBody(req: FastifyRequest, limits: EditBodyLimits):
             if (mask) throw new RequestError(400, 'mask', 'mask: only one mask per request');
             mask = { field: 'mask', text: part.value };
           } else {
-            if (images.length >= limits.maxImages) throw new RequestError(400, 'image', `image: more than ${limits.maxImages} images sent`, { limit: limits.maxImages });
+            if (images.length >= limits.maxImages)
+              throw new RequestError(400, 'image', `image: more than ${limits.maxImages} images sent`, { limit: limits.maxImages });
             images.push({ field: `image[${images.length}]`, text: part.value });
           }
           continue;
@@ -114,7 +115,10 @@ function fromJson(body: unknown, limits: EditBodyLimits): EditBody {
     if (list.length >= limits.maxImages) throw new RequestError(400, 'image', `image: more than ${limits.maxImages} images sent`, { limit: limits.maxImages });
     list.push({ field: `image[${list.length}]`, text });
   };
-  for (const [name, value] of [['image', image], ['images', images]] as const) {
+  for (const [name, value] of [
+    ['image', image],
+    ['images', images],
+  ] as const) {
     if (value === undefined || value === null) continue;
     if (Array.isArray(value)) value.forEach((v, i) => add(v, `${name}.${i}`));
     else add(value, name);

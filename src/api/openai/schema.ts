@@ -33,14 +33,24 @@ const laxFloat = () =>
   );
 
 const laxBool = () =>
-  z.preprocess((v) => {
-    const a = absent(v);
-    if (a === 'true' || a === '1') return true;
-    if (a === 'false' || a === '0') return false;
-    return a;
-  }, z.boolean({ error: 'expected a boolean' }).optional());
+  z.preprocess(
+    (v) => {
+      const a = absent(v);
+      if (a === 'true' || a === '1') return true;
+      if (a === 'false' || a === '0') return false;
+      return a;
+    },
+    z.boolean({ error: 'expected a boolean' }).optional(),
+  );
 
-const str = (max = 256) => z.preprocess(absent, z.string({ error: 'expected a string' }).max(max, { error: `must be at most ${max} characters` }).optional());
+const str = (max = 256) =>
+  z.preprocess(
+    absent,
+    z
+      .string({ error: 'expected a string' })
+      .max(max, { error: `must be at most ${max} characters` })
+      .optional(),
+  );
 
 const fields = {
   model: str(),

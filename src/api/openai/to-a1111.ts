@@ -184,12 +184,20 @@ export function translateEdit(
     return { route: 'txt2img', body, profile, warnings, fieldMap, responseFormat: b.response_format ?? 'b64_json' };
   }
   if (!can('img2img')) {
-    const able = listImageProfiles().filter((p) => p.kinds.includes('edit') || p.kinds.includes('img2img')).map((p) => p.id);
+    const able = listImageProfiles()
+      .filter((p) => p.kinds.includes('edit') || p.kinds.includes('img2img'))
+      .map((p) => p.id);
     throw new RequestError(400, 'model', `model: ${profile.id} cannot edit images; models that can: ${able.join(', ')}`, { known: able });
   }
   if (images.length > 1) {
-    const editModels = listImageProfiles().filter((p) => p.kinds.includes('edit')).map((p) => p.id);
-    throw new RequestError(400, 'image', `image: ${profile.id} edits one image (img2img / inpaint), ${images.length} sent; models that take several: ${editModels.join(', ')}`);
+    const editModels = listImageProfiles()
+      .filter((p) => p.kinds.includes('edit'))
+      .map((p) => p.id);
+    throw new RequestError(
+      400,
+      'image',
+      `image: ${profile.id} edits one image (img2img / inpaint), ${images.length} sent; models that take several: ${editModels.join(', ')}`,
+    );
   }
   body.init_images = [base64Of(images[0]!)];
   fieldMap['init_images.0'] = images[0]!.field;

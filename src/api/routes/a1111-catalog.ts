@@ -48,7 +48,9 @@ export function registerA1111Catalog(fastify: FastifyInstance, ctx: ApiContext):
     ...Object.keys(PIXEL_UPSCALERS).map((name) => ({ name, model_name: null, model_path: null, model_url: null, scale: name === 'None' ? 4 : null })),
     ...(await upscaleModels()).map((file) => ({ name: fileStem(file), model_name: fileStem(file), model_path: file, model_url: null, scale: scaleOf(file) })),
   ]);
-  app.get('/sdapi/v1/latent-upscale-modes', doc('Latent upscale modes for the hires fix', latentModesSchema), async () => Object.keys(LATENT_MODES).map((name) => ({ name })));
+  app.get('/sdapi/v1/latent-upscale-modes', doc('Latent upscale modes for the hires fix', latentModesSchema), async () =>
+    Object.keys(LATENT_MODES).map((name) => ({ name })),
+  );
   app.get('/sdapi/v1/loras', doc("ComfyUI's LoRA files", lorasSchema), async () =>
     (await loras()).map((file) => ({ name: fileStem(file), alias: fileStem(file), path: file, metadata: {} })),
   );

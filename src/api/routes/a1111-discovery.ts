@@ -16,14 +16,7 @@ import type { ApiContext } from '../context.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
 import { markPolled, readPreview } from '../../operators/previews.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import {
-  optionsSchema,
-  progressQuerySchema,
-  progressSchema,
-  samplersSchema,
-  schedulersSchema,
-  sdModelsSchema,
-} from '../a1111/answer-schemas.ts';
+import { optionsSchema, progressQuerySchema, progressSchema, samplersSchema, schedulersSchema, sdModelsSchema } from '../a1111/answer-schemas.ts';
 import { a1111Errors, nullAnswer } from '../openapi-shapes.ts';
 import { specOnly } from '../route-schemas.ts';
 
@@ -55,7 +48,12 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
     ...ctx.options.all(),
   }));
 
-  const optionsDoc = { summary: 'Change settings (one key or the whole dict)', tags: ['A1111'], body: specOnly(optionsPatchSchema), response: { 200: nullAnswer, ...a1111Errors() } };
+  const optionsDoc = {
+    summary: 'Change settings (one key or the whole dict)',
+    tags: ['A1111'],
+    body: specOnly(optionsPatchSchema),
+    response: { 200: nullAnswer, ...a1111Errors() },
+  };
   app.post('/sdapi/v1/options', { schema: optionsDoc }, async (req) => {
     const parsed = optionsPatchSchema.safeParse(req.body ?? {});
     if (!parsed.success) throw new RequestError(422, 'body', 'options must be a JSON object');
@@ -67,7 +65,11 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
     if ('sd_model_checkpoint' in patch) {
       const profile = resolveModel(String(patch.sd_model_checkpoint));
       if (!profile || profile.kinds.includes('video')) {
-        throw new RequestError(400, 'sd_model_checkpoint', `unknown model ${JSON.stringify(patch.sd_model_checkpoint)}; known models: ${knownModelNames().join(', ')}`);
+        throw new RequestError(
+          400,
+          'sd_model_checkpoint',
+          `unknown model ${JSON.stringify(patch.sd_model_checkpoint)}; known models: ${knownModelNames().join(', ')}`,
+        );
       }
       // Store the title: clients compare it with the titles from sd-models to decide whether to switch.
       patch.sd_model_checkpoint = profile.title;
@@ -79,7 +81,10 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
   app.get('/sdapi/v1/samplers', doc('Sampler names', { 200: samplersSchema }), async () => listSamplers());
   app.get('/sdapi/v1/schedulers', doc('Scheduler names', { 200: schedulersSchema }), async () => listSchedulers());
   const scripts = z.object({ txt2img: z.array(z.string()), img2img: z.array(z.string()) });
-  app.get('/sdapi/v1/scripts', doc('Scripts (img2img: sd upscale)', { 200: scripts.describe('The scripts each route runs') }), async () => ({ txt2img: [], img2img: [SD_UPSCALE_SCRIPT] }));
+  app.get('/sdapi/v1/scripts', doc('Scripts (img2img: sd upscale)', { 200: scripts.describe('The scripts each route runs') }), async () => ({
+    txt2img: [],
+    img2img: [SD_UPSCALE_SCRIPT],
+  }));
   app.get('/sdapi/v1/sd-vae', doc('VAEs (none selectable)', { 200: z.array(z.unknown()).describe('Empty') }), async () => []);
   app.get('/sdapi/v1/prompt-styles', doc('Prompt styles (none)', { 200: z.array(z.unknown()).describe('Empty') }), async () => []);
   const embeddings = z.object({ loaded: z.record(z.string(), z.unknown()), skipped: z.record(z.string(), z.unknown()) });
@@ -95,7 +100,12 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
     logger: ctx.logger.child({ component: 'progress' }),
   });
   ctx.inFlight.onFinished((renderId) => live.finished(renderId));
-  const progressDoc = { summary: 'Live progress of the render on the GPU', tags: ['A1111'], querystring: progressQuerySchema, response: { 200: progressSchema } };
+  const progressDoc = {
+    summary: 'Live progress of the render on the GPU',
+    tags: ['A1111'],
+    querystring: progressQuerySchema,
+    response: { 200: progressSchema },
+  };
   app.get('/sdapi/v1/progress', { schema: progressDoc }, async (req) => {
     let snapshot: ProgressSnapshot;
     try {
@@ -123,7 +133,9 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
 
   // A1111 interrupts (or skips in) the job on the GPU: here that is the oldest render this front is waiting
   // on (renders reach the GPU first in, first out). The waiting request then answers 200 with what was done.
-  const interruptDoc = doc('Stop the render on the GPU; its request answers 200 with the images finished so far', { 200: z.object({}).describe('{} (also when nothing was running)') });
+  const interruptDoc = doc('Stop the render on the GPU; its request answers 200 with the images finished so far', {
+    200: z.object({}).describe('{} (also when nothing was running)'),
+  });
   app.post('/sdapi/v1/interrupt', interruptDoc, async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {
@@ -134,13 +146,17 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
   });
   // A1111's captioning (CLIP interrogator, DeepBooru) has no ComfyUI core node to run on: say so plainly
   // instead of a bare 404, so clients (webuiapi's interrogate()) show why.
-  app.post('/sdapi/v1/interrogate', doc('Captioning: not available (ComfyUI has no captioning node); always 422', a1111Errors({ 422: 'Not available here' })), async () => {
-    throw new RequestError(
-      422,
-      'model',
-      'interrogate: not available; it needs an image-captioning model (A1111 "clip" or "deepdanbooru"), and this service renders through ComfyUI, which has no captioning node',
-    );
-  });
+  app.post(
+    '/sdapi/v1/interrogate',
+    doc('Captioning: not available (ComfyUI has no captioning node); always 422', a1111Errors({ 422: 'Not available here' })),
+    async () => {
+      throw new RequestError(
+        422,
+        'model',
+        'interrogate: not available; it needs an image-captioning model (A1111 "clip" or "deepdanbooru"), and this service renders through ComfyUI, which has no captioning node',
+      );
+    },
+  );
   app.post('/sdapi/v1/skip', doc('End the current image of a batch; the render goes on with the next', { 200: nullAnswer }), async (req) => {
     const current = ctx.inFlight.list()[0];
     if (current) {

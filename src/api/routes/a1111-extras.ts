@@ -29,7 +29,12 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     '/sdapi/v1/png-info',
     {
       bodyLimit: bodyLimits.pngInfo,
-      schema: { summary: 'Read the generation parameters an image carries', tags: ['A1111'], body: specOnly(pngInfoBodySchema), response: { 200: pngInfoAnswerSchema, ...a1111Errors() } },
+      schema: {
+        summary: 'Read the generation parameters an image carries',
+        tags: ['A1111'],
+        body: specOnly(pngInfoBodySchema),
+        response: { 200: pngInfoAnswerSchema, ...a1111Errors() },
+      },
     },
     async (req) => readPngInfo(req.body, limits()),
   );

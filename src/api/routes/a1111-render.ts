@@ -68,7 +68,11 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
   );
   routes.post(
     '/sdapi/v1/img2img',
-    { config: { keepsBodySlot: true }, bodyLimit: limits.img2img, schema: schema('Image to image, inpaint, and edits on instruction-edit models', img2imgSchema) },
+    {
+      config: { keepsBodySlot: true },
+      bodyLimit: limits.img2img,
+      schema: schema('Image to image, inpaint, and edits on instruction-edit models', img2imgSchema),
+    },
     handler('img2img'),
   );
 }

@@ -95,7 +95,9 @@ export async function registerOpenAiImages(fastify: FastifyInstance, ctx: ApiCon
       response: { 200: imagesAnswerSchema, ...openAiErrors(RENDER_ERRORS) },
     };
     const generations = { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, 0), schema: generationsDoc };
-    scope.post('/v1/images/generations', generations, async (req, reply) => render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)));
+    scope.post('/v1/images/generations', generations, async (req, reply) =>
+      render(ctx, req, reply, 'openai.images.generations', await prepareGeneration(ctx, req)),
+    );
     const edits = { config: { keepsBodySlot: true }, bodyLimit: bodyLimitFor(ctx.config, maxImages + 1), schema: editsDoc };
     scope.post('/v1/images/edits', edits, async (req, reply) => {
       const prepared = await prepareEdit(ctx, req, maxImages);
@@ -142,7 +144,10 @@ async function prepareEdit(ctx: ApiContext, req: FastifyRequest, maxImages: numb
   // Images sent as text (base64, data: URLs) as bytes, like uploaded files: their size decides `size: auto`.
   // Decoded and checked in a byte worker (src/bytes/), like every image a request carries.
   const texts = [...body.images.filter((f) => !f.bytes), ...(body.mask && !body.mask.bytes ? [body.mask] : [])];
-  const decoded = await decodeImagesOffLoop(texts.map((f) => ({ field: f.field, value: f.text! })), limits);
+  const decoded = await decodeImagesOffLoop(
+    texts.map((f) => ({ field: f.field, value: f.text! })),
+    limits,
+  );
   const bytesOf = new Map(texts.map((f, i) => [f, decoded[i]!.bytes]));
   const images = body.images.map((f) => (f.bytes ? f : { field: f.field, bytes: bytesOf.get(f)! }));
   const mask = body.mask ? (body.mask.bytes ?? bytesOf.get(body.mask)!) : undefined;

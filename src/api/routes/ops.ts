@@ -38,12 +38,20 @@ export function registerOps(fastify: FastifyInstance, ctx: ApiContext): void {
     return reply.code(result.ok ? 200 : 503).send({ status: result.ok ? 'ready' : 'unavailable', checks: result.checks });
   });
 
-  const metricsDoc = { summary: 'Prometheus metrics', tags: ['Operations'], response: { 200: bytesResponse('Prometheus text exposition format', ['text/plain']) } };
+  const metricsDoc = {
+    summary: 'Prometheus metrics',
+    tags: ['Operations'],
+    response: { 200: bytesResponse('Prometheus text exposition format', ['text/plain']) },
+  };
   app.get('/metrics', { schema: metricsDoc }, async (_req, reply) => {
     const { contentType, body } = await renderMetrics();
     return reply.type(contentType).send(body);
   });
 
-  const pingDoc = { summary: "Liveness ping (A1111's UI mode serves it; open without the token)", tags: ['Operations'], response: { 200: z.object({}).describe('{}') } };
+  const pingDoc = {
+    summary: "Liveness ping (A1111's UI mode serves it; open without the token)",
+    tags: ['Operations'],
+    response: { 200: z.object({}).describe('{}') },
+  };
   app.get('/internal/ping', { schema: pingDoc }, async () => ({}));
 }

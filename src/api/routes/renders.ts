@@ -56,8 +56,7 @@ export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_URL'>, embeddedU
   return embeddedUi ? TEMPORAL_UI_PATH : undefined;
 }
 
-const escapeHtml = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 // Scripts and styles only from this origin, no inline code: even a prompt that slipped past the page's
 // escaping could not run. Images may be blob: URLs (thumbnails fetched with a bearer token).
@@ -203,8 +202,10 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
     'style.css': { type: 'text/css; charset=utf-8', body: readFileSync(path.join(galleryDir, 'style.css'), 'utf8') },
     'favicon.svg': { type: 'image/svg+xml', body: readFileSync(path.join(galleryDir, 'favicon.svg'), 'utf8') },
   };
-  app.get('/', doc('The gallery page (open without the token; it asks for the token itself)', { response: { 200: bytesResponse('HTML', ['text/html']) } }), async (_req, reply) =>
-    reply.type('text/html; charset=utf-8').header('Content-Security-Policy', GALLERY_CSP).header('Cache-Control', 'no-cache').send(html),
+  app.get(
+    '/',
+    doc('The gallery page (open without the token; it asks for the token itself)', { response: { 200: bytesResponse('HTML', ['text/html']) } }),
+    async (_req, reply) => reply.type('text/html; charset=utf-8').header('Content-Security-Policy', GALLERY_CSP).header('Cache-Control', 'no-cache').send(html),
   );
   const assetDoc = doc("The gallery page's script, style sheet and icon", {
     params: z.object({ file: z.string().describe('app.js, style.css or favicon.svg') }),

@@ -107,7 +107,11 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         return send(reply, 400, videoError(400, `request body is not valid JSON: ${fe.message}`, 'body'));
       }
       if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-        return send(reply, 415, videoError(415, `unsupported content type ${req.headers['content-type'] ?? ''}: send multipart/form-data, a urlencoded form or JSON`, 'content-type'));
+        return send(
+          reply,
+          415,
+          videoError(415, `unsupported content type ${req.headers['content-type'] ?? ''}: send multipart/form-data, a urlencoded form or JSON`, 'content-type'),
+        );
       }
       if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
         return send(reply, fe.statusCode, videoError(fe.statusCode, fe.message, 'body'));
@@ -129,9 +133,19 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
       // What an Idempotency-Key retry must repeat: the fields and the files' content (not their bytes).
       const body = { fields: { ...fields, input_reference: undefined, input_references: undefined }, images: normalized.images.map((i) => i.ref.sha256) };
-      const started = await ctx.submitter.submit({ route: 'v1.videos', request: normalized.request, images: normalized.images, idempotencyKey: idempotencyKey(req.headers), body, priority });
+      const started = await ctx.submitter.submit({
+        route: 'v1.videos',
+        request: normalized.request,
+        images: normalized.images,
+        idempotencyKey: idempotencyKey(req.headers),
+        body,
+        priority,
+      });
       normalized.images.length = 0;
-      req.log.info({ renderId: started.renderId, model: normalized.request.model, frames: normalized.request.video?.frames, attached: started.attached }, 'video render started');
+      req.log.info(
+        { renderId: started.renderId, model: normalized.request.model, frames: normalized.request.video?.frames, attached: started.attached },
+        'video render started',
+      );
       return { normalized, started };
     };
 
@@ -196,7 +210,10 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       }
     });
 
-    const listDoc = doc('List video jobs', { querystring: listQuery, response: { 200: videoPageSchema, ...videoErrors({ 400: 'A query value is not valid (param names it)' }) } });
+    const listDoc = doc('List video jobs', {
+      querystring: listQuery,
+      response: { 200: videoPageSchema, ...videoErrors({ 400: 'A query value is not valid (param names it)' }) },
+    });
     scope.get('/v1/videos', listDoc, async (req) => {
       try {
         return await listJobs(ctx.renders.client, req.query);
@@ -228,7 +245,12 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       querystring: videoContentQuerySchema,
       response: {
         200: bytesResponse('The video', ['video/mp4']),
-        ...videoErrors({ 400: 'variant other than video', 404: 'No such video, or still rendering', 410: 'No longer in the blob store', 422: 'The video failed' }),
+        ...videoErrors({
+          400: 'variant other than video',
+          404: 'No such video, or still rendering',
+          410: 'No longer in the blob store',
+          422: 'The video failed',
+        }),
       },
     });
     scope.get('/v1/videos/:id/content', contentDoc, async (req, reply) => {
@@ -236,26 +258,42 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       // The OpenAI API's `variant` (video, thumbnail, spritesheet): only the video is rendered here.
       const variant = req.query.variant;
       if (variant !== undefined && variant !== 'video') {
-        return send(reply, 400, videoError(400, `variant: ${JSON.stringify(variant)} is not offered; only "video" (the MP4) is, no thumbnail or spritesheet is rendered`, 'variant'));
+        return send(
+          reply,
+          400,
+          videoError(400, `variant: ${JSON.stringify(variant)} is not offered; only "video" (the MP4) is, no thumbnail or spritesheet is rendered`, 'variant'),
+        );
       }
       const view = await readOr404(reply, id);
       if (!view) return reply;
       if (view.job.status === 'failed') return send(reply, 422, videoError(422, `Video generation failed: ${view.job.error?.message ?? ''}`.trim(), 'id'));
-      if (!view.result) return send(reply, 404, videoError(404, 'Generation is still in-progress', 'id', { status: view.job.status, progress: view.job.progress }));
+      if (!view.result)
+        return send(reply, 404, videoError(404, 'Generation is still in-progress', 'id', { status: view.job.status, progress: view.job.progress }));
       return sendVideo(reply, view.result, id);
     });
 
     // Remix (the OpenAI API's new video from an earlier one with a changed prompt) is not offered: a clear
     // 4xx rather than a bare 404, so clients can tell it from an unknown video.
-    const remixDoc = doc('Remix: not offered (always 400; create a new video instead)', { params: idParams, response: videoErrors({ 400: 'Remix is not offered' }) });
+    const remixDoc = doc('Remix: not offered (always 400; create a new video instead)', {
+      params: idParams,
+      response: videoErrors({ 400: 'Remix is not offered' }),
+    });
     scope.post('/v1/videos/:id/remix', remixDoc, async (req, reply) => {
       const { id } = req.params;
-      return send(reply, 400, videoError(400, `remix is not offered: create a new video (POST /v1/videos) with the new prompt; video ${id} is unchanged`, 'id'));
+      return send(
+        reply,
+        400,
+        videoError(400, `remix is not offered: create a new video (POST /v1/videos) with the new prompt; video ${id} is unchanged`, 'id'),
+      );
     });
 
     const deleteDoc = doc('Delete a video job; a queued or running one is cancelled (ComfyUI interrupted) first', {
       params: idParams,
-      response: { 200: videoDeletedSchema, ...videoErrors({ 404: 'No such video (or it was deleted)' }), ...videoErrors({ 409: 'Cancellation still under way' }) },
+      response: {
+        200: videoDeletedSchema,
+        ...videoErrors({ 404: 'No such video (or it was deleted)' }),
+        ...videoErrors({ 409: 'Cancellation still under way' }),
+      },
     });
     scope.delete('/v1/videos/:id', deleteDoc, async (req, reply) => {
       const { id } = req.params;
@@ -266,15 +304,20 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         await handle.cancel();
         // The workflow ends only after its GPU activity has interrupted the prompt in ComfyUI.
         const closed = await Promise.race([
-          handle.result().then(() => true, () => true),
+          handle.result().then(
+            () => true,
+            () => true,
+          ),
           new Promise<false>((resolve) => setTimeout(() => resolve(false), CANCEL_WAIT_MS).unref()),
         ]);
         if (!closed) return send(reply, 409, videoError(409, `cancellation of video ${id} is still under way`, 'id'));
       } else {
         // A finished job: its record goes (vLLM-Omni deletes it); blobs are content-addressed and may be shared.
-        await ctx.renders.client.workflowService.deleteWorkflowExecution({ namespace: ctx.config.TEMPORAL_NAMESPACE, workflowExecution: { workflowId: id } }).catch((err: unknown) => {
-          req.log.warn({ err, id }, 'could not delete the finished render');
-        });
+        await ctx.renders.client.workflowService
+          .deleteWorkflowExecution({ namespace: ctx.config.TEMPORAL_NAMESPACE, workflowExecution: { workflowId: id } })
+          .catch((err: unknown) => {
+            req.log.warn({ err, id }, 'could not delete the finished render');
+          });
       }
       req.log.info({ renderId: id, was: view.job.status }, 'video deleted');
       return { id, deleted: true, object: 'video.deleted' } as const;
@@ -326,12 +369,29 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
 function sendFailure(reply: FastifyReply, err: RenderFailedError): FastifyReply {
   reply.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);
   const { comfy_message: comfyMessage, ...where } = err.fields;
-  return send(reply, err.status, videoError(err.status, err.message, where.input, { render_id: err.renderId, type: err.kind, ...where, ...(comfyMessage ? { comfy_message: comfyMessage } : {}) }));
+  return send(
+    reply,
+    err.status,
+    videoError(err.status, err.message, where.input, {
+      render_id: err.renderId,
+      type: err.kind,
+      ...where,
+      ...(comfyMessage ? { comfy_message: comfyMessage } : {}),
+    }),
+  );
 }
 
 /** The job object of a render this call just started (no round trip to Temporal). */
 function newJob(renderId: string, n: NormalizedVideo): VideoJob {
   const r = n.request;
   const v = r.video!;
-  return queuedJob({ id: renderId, model: r.model, prompt: r.prompt, size: `${r.width}x${r.height}`, frames: v.frames, fps: v.fps, createdAt: Math.floor(Date.now() / 1000) });
+  return queuedJob({
+    id: renderId,
+    model: r.model,
+    prompt: r.prompt,
+    size: `${r.width}x${r.height}`,
+    frames: v.frames,
+    fps: v.fps,
+    createdAt: Math.floor(Date.now() / 1000),
+  });
 }

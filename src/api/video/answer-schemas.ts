@@ -38,6 +38,8 @@ export const videoPageSchema = z
   })
   .describe('A page of video jobs');
 
-export const videoDeletedSchema = z.object({ id: z.string(), deleted: z.literal(true), object: z.literal('video.deleted') }).describe('Deleted (a running render is cancelled first)');
+export const videoDeletedSchema = z
+  .object({ id: z.string(), deleted: z.literal(true), object: z.literal('video.deleted') })
+  .describe('Deleted (a running render is cancelled first)');
 
 export const videoContentQuerySchema = z.looseObject({ variant: z.string().optional().describe('only "video" is offered') });

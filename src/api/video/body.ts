@@ -86,12 +86,16 @@ async function readParts(req: FastifyRequest, limits: VideoBodyLimits): Promise<
         size += (chunk as Buffer).length;
         count((chunk as Buffer).length);
         if (size > limits.maxImageBytes) {
-          throw new RequestError(413, part.fieldname, `${part.fieldname}: file exceeds the limit of ${limits.maxImageBytes} bytes`, { limit: limits.maxImageBytes });
+          throw new RequestError(413, part.fieldname, `${part.fieldname}: file exceeds the limit of ${limits.maxImageBytes} bytes`, {
+            limit: limits.maxImageBytes,
+          });
         }
         chunks.push(chunk as Buffer);
       }
       if (part.file.truncated) {
-        throw new RequestError(413, part.fieldname, `${part.fieldname}: file exceeds the limit of ${limits.maxImageBytes} bytes`, { limit: limits.maxImageBytes });
+        throw new RequestError(413, part.fieldname, `${part.fieldname}: file exceeds the limit of ${limits.maxImageBytes} bytes`, {
+          limit: limits.maxImageBytes,
+        });
       }
       files.push({
         field: part.fieldname as UploadedFile['field'],

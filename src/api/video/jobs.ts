@@ -23,7 +23,6 @@ const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STAT
 /** Activities that run on the workflow's own queue (bookkeeping): any other started activity is the GPU. */
 const BOOKKEEPING = new Set(['stopPrompts']);
 
-
 export type VideoStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 
 export interface VideoJob {
@@ -95,7 +94,15 @@ function gpuProgress(d: WorkflowExecutionDescription, client: Client, model: str
 }
 
 /** A job object in its queued state; what follows (status, progress, error, times) is set by the caller. */
-export function queuedJob(f: { id: string; model: string; prompt: string; size: string | null; frames: number | undefined; fps: number | undefined; createdAt: number }): VideoJob {
+export function queuedJob(f: {
+  id: string;
+  model: string;
+  prompt: string;
+  size: string | null;
+  frames: number | undefined;
+  fps: number | undefined;
+  createdAt: number;
+}): VideoJob {
   return {
     id: f.id,
     object: 'video',

@@ -163,4 +163,3 @@ function parseExtraParams(raw: VideoFields['extra_params']): ExtraParams {
   }
   return r.data;
 }
-

@@ -8,8 +8,14 @@ import { z } from 'zod';
 import { MAX_PROMPT_CHARS } from '../a1111/schema.ts';
 
 /** A number, or a form field holding one. */
-const num = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v), z.number({ error: 'must be a number' }));
-const int = z.preprocess((v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v), z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }));
+const num = z.preprocess(
+  (v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v),
+  z.number({ error: 'must be a number' }),
+);
+const int = z.preprocess(
+  (v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v),
+  z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
+);
 const text = (max = MAX_PROMPT_CHARS) => z.string({ error: 'must be a string' }).max(max, { error: `must be at most ${max} characters` });
 
 /** An image given inline: raw base64, a data URL, or the newer OpenAI SDK's `{image_url}` object. */

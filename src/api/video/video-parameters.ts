@@ -27,7 +27,12 @@ export function chooseFps(f: VideoFields, caps: VideoCapabilities): number {
   return fps;
 }
 
-export function chooseFrames(f: VideoFields, extra: ExtraParams, caps: VideoCapabilities, fps: number): { frames: number; requestedFrames?: number; requestedSeconds?: string } {
+export function chooseFrames(
+  f: VideoFields,
+  extra: ExtraParams,
+  caps: VideoCapabilities,
+  fps: number,
+): { frames: number; requestedFrames?: number; requestedSeconds?: string } {
   const minS = secondsLabel(caps.minFrames, fps);
   const maxS = secondsLabel(caps.maxFrames, fps);
   let requested: number;
@@ -138,7 +143,9 @@ export function chooseSize(
   }
   const { width, height } = fit;
   if (width !== requested.width || height !== requested.height) {
-    const why = fit.scaledDown ? `scaled down to fit ${profile.id}'s ${profile.maxPixels} pixel budget and ${profile.maxSide} px sides` : `snapped to ${profile.id}'s ${profile.grid} px grid within its ${profile.maxPixels} pixel budget`;
+    const why = fit.scaledDown
+      ? `scaled down to fit ${profile.id}'s ${profile.maxPixels} pixel budget and ${profile.maxSide} px sides`
+      : `snapped to ${profile.id}'s ${profile.grid} px grid within its ${profile.maxPixels} pixel budget`;
     warnings.push(`${field}: ${requested.width}x${requested.height} ${why}: rendering ${width}x${height}`);
   }
   return { width, height, requested };

@@ -143,9 +143,21 @@ function pasteIntoOriginal(g: GraphBuilder, input: BuildInput, generated: NodeLi
     ? ['init_fill', 0]
     : nodes.init_scale
       ? ['init_scale', 0]
-      : g.add('paste_original', 'ImageScale', 'Original at the output size', { image: ['init_image', 0], upscale_method: 'lanczos', width, height, crop: 'disabled' });
+      : g.add('paste_original', 'ImageScale', 'Original at the output size', {
+          image: ['init_image', 0],
+          upscale_method: 'lanczos',
+          width,
+          height,
+          crop: 'disabled',
+        });
   let maskImage = g.add('paste_mask_image', 'MaskToImage', 'Mask as an image', { mask: ['mask', 0] });
-  maskImage = g.add('paste_mask_scale', 'ImageScale', 'Mask at the output size', { image: maskImage, upscale_method: 'bilinear', width, height, crop: 'disabled' });
+  maskImage = g.add('paste_mask_scale', 'ImageScale', 'Mask at the output size', {
+    image: maskImage,
+    upscale_method: 'bilinear',
+    width,
+    height,
+    crop: 'disabled',
+  });
   const blur = request.inpaint?.maskBlur ?? 0;
   if (blur > 0) {
     maskImage = g.add('paste_mask_blur', 'ImageBlur', `Mask blur ${blur}`, {

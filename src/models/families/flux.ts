@@ -4,17 +4,7 @@
  * never evaluates it) and the client's negative prompt is dropped by the front with a warning.
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
-import {
-  GraphBuilder,
-  applyLoras,
-  loadUnet,
-  loadVae,
-  requireFile,
-  sampleDecodeSave,
-  sourceLatent,
-  type BuildInput,
-  type FamilyBuilder,
-} from './common.ts';
+import { GraphBuilder, applyLoras, loadUnet, loadVae, requireFile, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
 export const FLUX_TEXT_FILES = {
@@ -29,11 +19,17 @@ export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
 export function fluxBase(g: GraphBuilder, input: BuildInput) {
   const { profile, request } = input;
   // DualCLIPLoaderGGUF reads both .gguf and .safetensors encoders, so it fits every override.
-  const { model, clip } = applyLoras(g, profile, request.loras, loadUnet(g, profile), g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
-    clip_name1: requireFile(profile, 't5'),
-    clip_name2: requireFile(profile, 'clipL'),
-    type: 'flux',
-  }));
+  const { model, clip } = applyLoras(
+    g,
+    profile,
+    request.loras,
+    loadUnet(g, profile),
+    g.add('clip', 'DualCLIPLoaderGGUF', 'Load T5-XXL + CLIP-L', {
+      clip_name1: requireFile(profile, 't5'),
+      clip_name2: requireFile(profile, 'clipL'),
+      type: 'flux',
+    }),
+  );
   const vae = loadVae(g, profile);
   const text = g.add('positive', 'CLIPTextEncode', 'Prompt', { text: request.prompt, clip });
   // CFG 1 never evaluates the negative; zeroing the positive is ComfyUI's own Flux pattern.
@@ -52,10 +48,7 @@ export const fluxBuilder: FamilyBuilder = {
     const { model, vae, text, negative } = fluxBase(g, input);
     const guidance = input.request.guidance;
     // Schnell has no guidance embedding (guidance undefined): no FluxGuidance node, as in its template.
-    const positive =
-      guidance === undefined
-        ? text
-        : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
+    const positive = guidance === undefined ? text : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
     const latent = sourceLatent(g, input, vae);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();

@@ -4,17 +4,7 @@
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import type { NodeLink } from '../../comfyui/graph.ts';
-import {
-  GraphBuilder,
-  loadSingleClip,
-  applyLoras,
-  loadUnet,
-  loadVae,
-  sampleDecodeSave,
-  sourceLatent,
-  type BuildInput,
-  type FamilyBuilder,
-} from './common.ts';
+import { GraphBuilder, loadSingleClip, applyLoras, loadUnet, loadVae, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
 export const QWEN_SHARED_FILES = {

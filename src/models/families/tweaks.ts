@@ -85,7 +85,13 @@ export function initLatent(g: GraphBuilder, request: RenderRequest, init: NodeLi
     const fit = Math.min(width / src.width, height / src.height);
     const fw = Math.min(width, Math.max(1, Math.round(src.width * fit)));
     const fh = Math.min(height, Math.max(1, Math.round(src.height * fit)));
-    const scaled = g.add('init_scale', 'ImageScale', 'Fit init image inside', { image: init, upscale_method: 'lanczos', width: fw, height: fh, crop: 'disabled' });
+    const scaled = g.add('init_scale', 'ImageScale', 'Fit init image inside', {
+      image: init,
+      upscale_method: 'lanczos',
+      width: fw,
+      height: fh,
+      crop: 'disabled',
+    });
     const left = Math.floor((width - fw) / 2);
     const top = Math.floor((height - fh) / 2);
     pixels = g.add('init_fill', 'ImagePadForOutpaint', 'Fill to the output size', {

@@ -24,7 +24,7 @@ function jpegSegment(marker: number, payload: Buffer, lieLength?: number): Buffe
 
 /** Where the SOF0/SOF2 frame's height and width sit in a JPEG, if any. */
 function sofOffset(jpeg: Buffer): number | undefined {
-  for (let i = 2; i + 9 < jpeg.length; ) {
+  for (let i = 2; i + 9 < jpeg.length;) {
     if (jpeg[i] !== 0xff) return undefined;
     const marker = jpeg[i + 1]!;
     if (marker === 0xc0 || marker === 0xc2) return i + 5;
@@ -49,7 +49,9 @@ export function jpegArb(base: Buffer): fc.Arbitrary<Buffer> {
         body.writeUInt16BE(r.dims[0], sof - 2);
         body.writeUInt16BE(r.dims[1], sof);
       }
-      const app1s = r.exifs.map((e, i) => jpegSegment(0xe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), e]), i === 0 && r.lie !== null ? r.lie : undefined));
+      const app1s = r.exifs.map((e, i) =>
+        jpegSegment(0xe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), e]), i === 0 && r.lie !== null ? r.lie : undefined),
+      );
       const out = Buffer.concat([Buffer.from([0xff, 0xd8]), ...(r.garbageAfterSoi ? [Buffer.from(r.garbageAfterSoi)] : []), ...app1s, body]);
       return r.truncateTo !== null ? out.subarray(0, r.truncateTo % (out.length + 1)) : out;
     });
@@ -80,7 +82,8 @@ export function webpArb(base: Buffer): fc.Arbitrary<Buffer> {
       x.writeUIntLE((r.canvas[0] - 1) & 0xffffff, 4, 3);
       x.writeUIntLE((r.canvas[1] - 1) & 0xffffff, 7, 3);
       const chunks = [riffChunk('VP8X', x), vp8];
-      if (r.exif) chunks.push(riffChunk('EXIF', Buffer.concat([r.exifPrefix ? Buffer.from('Exif\0\0', 'latin1') : Buffer.alloc(0), r.exif]), r.lieExif ?? undefined));
+      if (r.exif)
+        chunks.push(riffChunk('EXIF', Buffer.concat([r.exifPrefix ? Buffer.from('Exif\0\0', 'latin1') : Buffer.alloc(0), r.exif]), r.lieExif ?? undefined));
       const payload = Buffer.concat([Buffer.from('WEBP', 'latin1'), ...chunks]);
       const head = Buffer.alloc(8);
       head.write('RIFF', 0, 'latin1');

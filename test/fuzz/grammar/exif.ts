@@ -79,12 +79,20 @@ const wildEntry: fc.Arbitrary<IfdEntry> = fc.record({
 
 /** A whole EXIF payload (TIFF bytes), mostly well-formed with a UserComment, sometimes wild. */
 export const exifArb: fc.Arbitrary<Buffer> = fc.oneof(
-  fc.record({
-    le: fc.boolean(),
-    prefix: fc.constantFrom<'ASCII' | 'UNICODE' | 'JIS' | 'UNDEF'>('ASCII', 'UNICODE', 'UNICODE', 'JIS', 'UNDEF'),
-    body: commentBody,
-    extra: fc.array(wildEntry, { maxLength: 3 }),
-  }).map((r) => tiff(r.extra.filter((e) => e.tag !== 0x8769), [userComment(r.prefix, r.body), ...r.extra], r.le)),
+  fc
+    .record({
+      le: fc.boolean(),
+      prefix: fc.constantFrom<'ASCII' | 'UNICODE' | 'JIS' | 'UNDEF'>('ASCII', 'UNICODE', 'UNICODE', 'JIS', 'UNDEF'),
+      body: commentBody,
+      extra: fc.array(wildEntry, { maxLength: 3 }),
+    })
+    .map((r) =>
+      tiff(
+        r.extra.filter((e) => e.tag !== 0x8769),
+        [userComment(r.prefix, r.body), ...r.extra],
+        r.le,
+      ),
+    ),
   fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)),
   fc.tuple(fc.boolean(), fc.array(wildEntry, { maxLength: 8 })).map(([le, entries]) => tiff(entries, entries, le)),
 );

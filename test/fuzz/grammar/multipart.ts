@@ -15,7 +15,9 @@ export interface Part {
 export function multipart(parts: Part[], boundary: string, flaw: MultipartFlaw = 'none'): Buffer {
   const out: Buffer[] = [];
   for (const p of parts) {
-    const disp = [`form-data`, ...(p.name !== undefined ? [`name="${p.name}"`] : []), ...(p.filename !== undefined ? [`filename="${p.filename}"`] : [])].join('; ');
+    const disp = [`form-data`, ...(p.name !== undefined ? [`name="${p.name}"`] : []), ...(p.filename !== undefined ? [`filename="${p.filename}"`] : [])].join(
+      '; ',
+    );
     const headers = `Content-Disposition: ${disp}\r\n${p.contentType ? `Content-Type: ${p.contentType}\r\n` : ''}`;
     out.push(Buffer.from(`--${boundary}\r\n${headers}${flaw === 'no-blank-line' ? '' : '\r\n'}`, 'latin1'), p.data, Buffer.from('\r\n', 'latin1'));
   }
@@ -43,8 +45,7 @@ export function multipartArb(partsArb: fc.Arbitrary<Part[]>): fc.Arbitrary<Multi
     })
     .map(({ parts, boundary, flaw }) => ({
       body: multipart(parts, boundary, flaw),
-      contentType:
-        flaw === 'no-boundary' ? 'multipart/form-data' : `multipart/form-data; boundary=${flaw === 'wrong-boundary' ? `${boundary}x` : boundary}`,
+      contentType: flaw === 'no-boundary' ? 'multipart/form-data' : `multipart/form-data; boundary=${flaw === 'wrong-boundary' ? `${boundary}x` : boundary}`,
     }));
 }
 

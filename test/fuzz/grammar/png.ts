@@ -49,13 +49,25 @@ function rowBytes(width: number, bitDepth: number, colorType: number): number {
 export function validPng(width: number, height: number, bitDepth = 8, colorType = 6, textChunks: Buffer[] = []): Buffer {
   const idat = deflateSync(Buffer.alloc(rowBytes(width, bitDepth, colorType) * height));
   const plte = colorType === 3 ? [pngChunk('PLTE', Buffer.alloc(3 * 4, 0x80))] : [];
-  return Buffer.concat([PNG_SIGNATURE, ihdr(width, height, bitDepth, colorType), ...plte, ...textChunks, pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    ihdr(width, height, bitDepth, colorType),
+    ...plte,
+    ...textChunks,
+    pngChunk('IDAT', idat),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
-export const textChunk = (key: string, text: string): Buffer => pngChunk('tEXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0]), Buffer.from(text, 'latin1')]));
-export const zTxtChunk = (key: string, deflated: Buffer): Buffer => pngChunk('zTXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0, 0]), deflated]));
+export const textChunk = (key: string, text: string): Buffer =>
+  pngChunk('tEXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0]), Buffer.from(text, 'latin1')]));
+export const zTxtChunk = (key: string, deflated: Buffer): Buffer =>
+  pngChunk('zTXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0, 0]), deflated]));
 export const iTxtChunk = (key: string, deflated: Buffer, compressedFlag = 1): Buffer =>
-  pngChunk('iTXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0, compressedFlag, 0]), Buffer.from('en', 'latin1'), Buffer.from([0, 0]), deflated]));
+  pngChunk(
+    'iTXt',
+    Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0, compressedFlag, 0]), Buffer.from('en', 'latin1'), Buffer.from([0, 0]), deflated]),
+  );
 
 const dims = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 1, max: 64 }) },
