@@ -42,9 +42,17 @@ export function answerFront(running: Running, logger: Logger, opts: { drainTimeo
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => logger.debug({ signal }, 'worker process: signal left to the front, which stops this process'));
   }
-  running.done.then(
+  exitWhenWorkersEnd(running.done, logger, () => stopping);
+  // The front may already be gone (killed while this process started).
+  if (!process.connected) stop('the front process is gone');
+  else send({ type: 'ready' });
+}
+
+/** Workers that end without being asked to (or fail) end the process: its supervisor starts it again. */
+export function exitWhenWorkersEnd(done: Promise<unknown>, logger: Logger, stopping: () => boolean): void {
+  done.then(
     () => {
-      if (!stopping) {
+      if (!stopping()) {
         logger.error('workers stopped unexpectedly');
         process.exit(1);
       }
@@ -54,7 +62,4 @@ export function answerFront(running: Running, logger: Logger, opts: { drainTimeo
       process.exit(1);
     },
   );
-  // The front may already be gone (killed while this process started).
-  if (!process.connected) stop('the front process is gone');
-  else send({ type: 'ready' });
 }

@@ -8,7 +8,7 @@ import { createLogger } from '../log.ts';
 import { runServices, type Mode } from '../app/services.ts';
 import { sanitizeForTerminal } from './sanitize.ts';
 import { SUPERVISED_FLAG } from '../app/worker-process.ts';
-import { answerFront } from '../app/worker-child.ts';
+import { answerFront, exitWhenWorkersEnd } from '../app/worker-child.ts';
 
 const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders …>
 
@@ -78,18 +78,7 @@ async function runMode(mode: Mode, supervised = false): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  running.done.then(
-    () => {
-      if (!stopping) {
-        logger.error('workers stopped unexpectedly');
-        process.exit(1);
-      }
-    },
-    (err: unknown) => {
-      logger.error({ err }, 'worker failed');
-      process.exit(1);
-    },
-  );
+  exitWhenWorkersEnd(running.done, logger, () => stopping);
 }
 
 async function main(argv: string[]): Promise<void> {
