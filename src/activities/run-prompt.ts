@@ -144,6 +144,9 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   };
 
   let promptId = '';
+  // `POST /prompt` sent; ComfyUI answered it (or the prompt is an earlier attempt's, found queued or running).
+  let submitSent = false;
+  let submitConfirmed = false;
   try {
     // ComfyUI coming back from a restart (tens of seconds with custom nodes) is waited for, within the
     // stall budget, instead of burning the item's attempts on connection errors.
@@ -158,6 +161,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     const promptStart = Date.now();
     if (previous) {
       promptId = previous.promptId;
+      submitConfirmed = true;
       if (previous.backend.id !== backend.id) {
         // An earlier attempt's prompt lives on another ComfyUI (its worker died or handed it back): follow
         // it there rather than render it twice; its outputs are collected from there too.
@@ -192,6 +196,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
         kind: SpanKind.CLIENT,
         attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url },
       };
+      submitSent = true;
       result = await inSpanPair(submitSpan, { name: 'comfyui.follow', attributes: attrs }, (submitted) =>
         submitWithReupload(deps, client, backend, input, objectInfo, log, {
           ...follow,
@@ -204,6 +209,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
           // Stopping the prompt is decided here (it depends on why we stop), not in submitAndFollow.
           cancelOnAbortOrStall: false,
           onSubmitted: ({ reattached }) => {
+            submitConfirmed = true;
             beat = { ...beat, promptId };
             ctx.heartbeat(beat);
             log.info({ promptId, reattached }, 'prompt submitted');
@@ -263,12 +269,15 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
           if (partial) return partial;
         }
       } else if (reason === 'WORKER_SHUTDOWN' && deps.stopPromptOnShutdown) {
-        // The proxy is taking the GPU away and gives it on once this process exits: the prompt must not outlive
-        // it. Its own id is derived, so a submission still in flight (no id recorded yet) is stopped as well.
-        // The next attempt finds it interrupted and renders the item afresh: one complete render, nothing lost.
-        const target = promptId || attemptPromptId(workflowExecution, input.item, attempt);
-        const stopped = await cancelAndWait(client, target, graceMs, log);
-        log.warn({ promptId: target, stopped }, 'GPU handed away mid-prompt: prompt stopped in ComfyUI; the next attempt renders it again');
+        // The proxy is taking the GPU away and gives it on once this process exits: no prompt may outlive it on
+        // this ComfyUI. A submission whose answer never came may still be queued after the cancel (waited for);
+        // stopped while looking for an earlier attempt's prompt, every earlier attempt's is stopped here.
+        // The next attempt finds them interrupted and renders the item afresh: one complete render, nothing lost.
+        const targets = promptId ? [promptId] : previousPrompts(workflowExecution, input).map((p) => p.promptId);
+        for (const target of targets) {
+          const stopped = await cancelAndWait(client, target, graceMs, log, { mayStillArrive: submitSent && !submitConfirmed });
+          log.warn({ promptId: target, stopped }, 'GPU handed away mid-prompt: prompt stopped in ComfyUI; the next attempt renders it again');
+        }
       } else if (promptId !== '') {
         log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
       }

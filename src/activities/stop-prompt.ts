@@ -50,24 +50,47 @@ export async function stopStalledPrompt(
   return 'unhealthy';
 }
 
-/** Cancel (jobs API, or dequeue + targeted interrupt) and wait up to `graceMs` for the prompt to stop. */
-export async function cancelAndWait(client: ComfyClient, promptId: string, graceMs: number, log: Logger): Promise<boolean> {
+/**
+ * Cancel (jobs API, or dequeue + targeted interrupt) and wait up to `graceMs` for the prompt to stop.
+ * `mayStillArrive`: its `POST /prompt` was in flight and never answered. ComfyUI validates a prompt before it
+ * queues it, so the cancel can reach it first and find nothing; "unknown" then means "not queued yet", not
+ * "gone", and the cancel is sent again once it shows up.
+ */
+export async function cancelAndWait(
+  client: ComfyClient,
+  promptId: string,
+  graceMs: number,
+  log: Logger,
+  opts: { mayStillArrive?: boolean } = {},
+): Promise<boolean> {
+  await cancel(client, promptId, log);
+  return waitStopped(client, promptId, graceMs, opts.mayStillArrive ? () => cancel(client, promptId, log) : undefined);
+}
+
+async function cancel(client: ComfyClient, promptId: string, log: Logger): Promise<void> {
   try {
     // No abort signal: this runs precisely when the activity's signal has fired.
     await client.cancelJob(promptId, { timeoutMs: 5_000 });
   } catch (e) {
     log.warn({ promptId, err: (e as Error).message }, 'cancelling the prompt in ComfyUI failed');
   }
-  return waitStopped(client, promptId, graceMs);
 }
 
 /** True once the prompt is neither pending nor running (finished, interrupted, or gone). */
-async function waitStopped(client: ComfyClient, promptId: string, graceMs: number): Promise<boolean> {
+async function waitStopped(client: ComfyClient, promptId: string, graceMs: number, cancelOnArrival?: () => Promise<void>): Promise<boolean> {
   const deadline = Date.now() + graceMs;
+  let arrived = false;
   for (;;) {
     try {
       const st = await client.promptStatus(promptId, { timeoutMs: 5_000 });
-      if (st.state !== 'running' && st.state !== 'pending') return true;
+      if (st.state === 'running' || st.state === 'pending') {
+        if (cancelOnArrival && !arrived) {
+          arrived = true;
+          await cancelOnArrival();
+        }
+      } else if (!(st.state === 'unknown' && cancelOnArrival && !arrived)) {
+        return true;
+      }
     } catch {
       // Unreachable right now: keep trying until the grace ends.
     }

@@ -312,18 +312,26 @@ describe('the SD upscale script (A1111 test_img2img_sd_upscale_performed)', () =
     expect(warnings).toContainEqual(expect.stringMatching(/^script_name: SD upscale redraws the whole ×2 image in one img2img pass.*overlap 8 not used/));
   });
 
-  it('A1111 defaults (overlap 64, ×2, "None" = Lanczos resize), an upscaler index, a model, a budget fit', () => {
-    expect(i2i({ init_images: [img], script_name: 'SD upscale' }).request).toMatchObject({
-      width: 128,
-      height: 128,
-      sdUpscale: { scale: 2, overlap: 64, upscalerName: 'None' },
-    });
+  it('A1111 defaults (overlap 64, ×2, upscaler "None": the image keeps its size, as A1111), an upscaler index, a model, a budget fit', () => {
+    const dflt = i2i({ init_images: [img], script_name: 'SD upscale' });
+    expect(dflt.request).toMatchObject({ width: 64, height: 64, sdUpscale: { scale: 1, overlap: 64, upscalerName: 'None' } });
+    expect(dflt.warnings).toContainEqual(expect.stringMatching(/^script_args\.2: upscaler None keeps the image at its size/));
+    expect(i2i({ ...body, script_args: ['', 8, 'Lanczos', 2] }).request).toMatchObject({ width: 128, height: 128, sdUpscale: { scale: 2 } });
     expect(i2i({ ...body, script_args: ['', 8, 2, 2] }).request.sdUpscale?.upscalerName).toBe('Nearest');
     const model = i2i({ ...body, script_args: [null, 8, '4x-UltraSharp', 4] }, ctx({ catalog: { upscaleModels: ['4x-UltraSharp.pth'] } })).request;
     expect(model).toMatchObject({ width: 256, height: 256, sdUpscale: { upscaler: { kind: 'model', model: '4x-UltraSharp.pth' } } });
     const big = i2i({ ...body, init_images: [pngB64(1024, 1024)] });
     expect(big.request).toMatchObject({ width: 1536, height: 1536 });
     expect(big.warnings).toContainEqual(expect.stringMatching(/^script_args\.3\/script_args\.3: 2048x2048 scaled down to 1536x1536/));
+  });
+
+  it('an upscaler index past the pixel methods picks that model file, even where two files share a stem or a stem reads like a method', () => {
+    const lists = { upscaleModels: ['a/4x.pth', 'b/4x.safetensors', 'bicubic.pth'] };
+    const pick = (i: number) => i2i({ ...body, script_args: ['', 8, i, 2] }, ctx({ catalog: lists })).request.sdUpscale?.upscaler;
+    expect(pick(6)).toEqual({ kind: 'model', model: 'a/4x.pth' });
+    expect(pick(7)).toEqual({ kind: 'model', model: 'b/4x.safetensors' });
+    expect(pick(8)).toEqual({ kind: 'model', model: 'bicubic.pth' });
+    expect(thrown(() => i2i({ ...body, script_args: ['', 8, 9, 2] }, ctx({ catalog: lists })))).toMatchObject({ status: 422, field: 'script_args.2' });
   });
 
   it('one image per n_iter, as A1111 (its batch_size groups tiles), said when batch_size is set', () => {

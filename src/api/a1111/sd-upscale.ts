@@ -6,7 +6,7 @@
  * the overlap are not used, which the warnings say. `script_args` as A1111 takes them:
  * `[info (unused), overlap, upscaler (name, or index into GET /sdapi/v1/upscalers), scale factor]`.
  */
-import type { SdUpscale } from '../../render/types.ts';
+import type { SdUpscale, Upscaler } from '../../render/types.ts';
 import { fileStem } from '../comfy-catalog.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { present } from './fields.ts';
@@ -42,21 +42,26 @@ function numberArg(v: unknown, index: number, dflt: number): number {
   return n;
 }
 
-/** The upscaler argument: a name, or (A1111's UI radio posts one) an index into the upscaler list. */
-function upscalerName(v: unknown, lists: CatalogLists): string | undefined {
-  if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v === 'string') return v;
+/**
+ * The upscaler argument: a name, or (A1111's UI radio posts one) an index into `GET /sdapi/v1/upscalers`.
+ * An index past the pixel methods names one upscale model file itself: two files may share a stem, or a
+ * stem may read like a pixel method, and the index is the client's only way to tell them apart.
+ */
+function chooseUpscaler(v: unknown, lists: CatalogLists): { upscaler: Upscaler; label: string } {
+  const byName = (name: string | undefined) => resolveUpscaler(name, 'script_args.2', lists, { latent: false, dflt: 'None' });
+  if (v === undefined || v === null || v === '') return byName(undefined);
+  if (typeof v === 'string') return byName(v);
   if (typeof v === 'number' && Number.isInteger(v)) {
-    const names = [...Object.keys(PIXEL_UPSCALERS), ...(lists.upscaleModels ?? []).map(fileStem)];
-    const name = names[v];
-    if (name === undefined) {
-      throw new RequestError(
-        422,
-        'script_args.2',
-        `script_args.2: upscaler index ${v} is out of range 0..${names.length - 1} (GET /sdapi/v1/upscalers lists them)`,
-      );
-    }
-    return name;
+    const pixel = Object.keys(PIXEL_UPSCALERS);
+    const models = lists.upscaleModels ?? [];
+    if (v >= 0 && v < pixel.length) return byName(pixel[v]);
+    const model = v >= pixel.length ? models[v - pixel.length] : undefined;
+    if (model !== undefined) return { upscaler: { kind: 'model', model }, label: fileStem(model) };
+    throw new RequestError(
+      422,
+      'script_args.2',
+      `script_args.2: upscaler index ${v} is out of range 0..${pixel.length + models.length - 1} (GET /sdapi/v1/upscalers lists them)`,
+    );
   }
   throw new RequestError(422, 'script_args.2', `script_args.2: expected an upscaler name or index, got ${describeValue(v)}`);
 }
@@ -78,7 +83,14 @@ export function chooseSdUpscale(route: A1111Route, b: A1111Body, lists: CatalogL
   if (!(scale > 0 && scale <= MAX_SCALE)) {
     throw new RequestError(422, 'script_args.3', `script_args.3: scale factor ${scale} is out of range (0, ${MAX_SCALE}]`);
   }
-  const { upscaler, label } = resolveUpscaler(upscalerName(args[2], lists), 'script_args.2', lists, { latent: false, dflt: 'None' });
+  const { upscaler, label } = chooseUpscaler(args[2], lists);
+  // A1111's script enlarges only with a real upscaler: with "None" the image keeps its size and the scale
+  // factor is not used.
+  if (label === 'None') {
+    warnings.push(`script_args.2: upscaler None keeps the image at its size, as A1111's script does (scale factor ${scale} not used)`);
+    warnings.push(`script_name: SD upscale redraws the whole image in one img2img pass, not in tiles of width × height (tile overlap ${overlap} not used)`);
+    return { scale: 1, overlap, upscaler, upscalerName: label };
+  }
   warnings.push(
     `script_name: SD upscale redraws the whole ×${scale} image in one img2img pass, not in tiles of width × height (tile overlap ${overlap} not used)`,
   );
