@@ -15,6 +15,8 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.ts';
 import { childNodeArgs } from '../worker/child-node-args.ts';
@@ -81,7 +83,11 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
 
   const launch = (): void => {
     restartTimer = undefined;
-    const c = fork(MAIN, ['worker', SUPERVISED_FLAG], { execArgv: childNodeArgs(), env: opts.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const c = fork(MAIN, ['worker', SUPERVISED_FLAG], { execArgv: childNodeArgs(), env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    // Its lines are written again from here, whole: two processes writing one pipe can cut each other's
+    // lines where a write is longer than the pipe's atomic size (a JSON log line with a stack).
+    if (c.stdout) relayLines(c.stdout, process.stdout);
+    if (c.stderr) relayLines(c.stderr, process.stderr);
     child = c;
     childReady = false;
     log.info({ workerPid: c.pid }, 'worker process started');
@@ -182,4 +188,8 @@ export function startWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
 function send(c: ChildProcess, msg: ToWorker): void {
   // The channel may close between the check and the send (the child dying): its exit handler takes over.
   c.send(msg, () => undefined);
+}
+
+function relayLines(from: Readable, to: Writable): void {
+  createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => to.write(`${line}\n`));
 }

@@ -24,7 +24,14 @@ let svc: TestService;
 let client: Client;
 
 const HEARTBEAT_TIMEOUT_MS = 3_000;
-const ENV = { STALL_TIMEOUT_MS: '8000', HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS), POLL_INTERVAL_MS: '200', SHUTDOWN_GRACE_MS: '1000' };
+// At info: the worker process's own log lines, relayed by the front, are part of what is checked.
+const ENV = {
+  STALL_TIMEOUT_MS: '8000',
+  HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
+  POLL_INTERVAL_MS: '200',
+  SHUTDOWN_GRACE_MS: '1000',
+  LOG_LEVEL: 'info',
+};
 /** 60 steps of 200 ms: a 12 s render, several heartbeat timeouts long. */
 const LONG = { ...SCHNELL, steps: 60 };
 
@@ -159,6 +166,15 @@ describe('start mode: the worker in its own process', () => {
       expect(metrics.match(/^# TYPE comfy_durable_backend_healthy gauge$/gm)).toHaveLength(1);
       expect(metricValue(metrics, 'comfy_durable_backend_healthy', { backend: 'comfyui-0' })).toBe(1);
       expect(await workerPid()).toBe(newPid);
+      // The worker process's log lines come out of the front's stdout, whole (every JSON line parses; the
+      // first kept line may be cut by the capture's window): its re-attach, under its pid.
+      const lines = svc
+        .output()
+        .split('\n')
+        .slice(1)
+        .filter((l) => l.startsWith('{'));
+      const parsed = lines.map((l) => JSON.parse(l) as { pid?: number; name?: string; msg?: string });
+      expect(parsed.some((l) => l.pid === newPid && l.name === 'comfy-durable-worker' && l.msg?.startsWith('re-attaching to the prompt'))).toBe(true);
     },
     150_000,
   );
