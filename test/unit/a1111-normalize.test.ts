@@ -334,6 +334,15 @@ describe('the SD upscale script (A1111 test_img2img_sd_upscale_performed)', () =
     expect(thrown(() => i2i({ ...body, script_args: ['', 8, 9, 2] }, ctx({ catalog: lists })))).toMatchObject({ status: 422, field: 'script_args.2' });
   });
 
+  it('an upscale model runs only to enlarge: an output no larger than the init image is a Lanczos resize, said in warnings', () => {
+    const lists = { catalog: { upscaleModels: ['4x-UltraSharp.pth'] } };
+    const enlarged = i2i({ ...body, script_args: [null, 8, '4x-UltraSharp', 2] }, ctx(lists));
+    expect(enlarged.request.sdUpscale?.upscaler).toEqual({ kind: 'model', model: '4x-UltraSharp.pth' });
+    const shrunk = i2i({ ...body, init_images: [pngB64(2048, 2048)], script_args: [null, 8, '4x-UltraSharp', 1] }, ctx(lists));
+    expect(shrunk.request).toMatchObject({ width: 1536, height: 1536, sdUpscale: { upscaler: { kind: 'pixel', method: 'lanczos' } } });
+    expect(shrunk.warnings).toContainEqual(expect.stringMatching(/^script_args\.2: the output \(1536x1536\) is no larger than the init image \(2048x2048\)/));
+  });
+
   it('one image per n_iter, as A1111 (its batch_size groups tiles), said when batch_size is set', () => {
     const { request, warnings } = i2i({ ...body, batch_size: 3, n_iter: 2, seed: 10 });
     expect(request).toMatchObject({ batchSize: 1, nIter: 2, seed: 10 });

@@ -4,7 +4,7 @@
  * Bad input throws a RequestError naming the field before anything is stored or started. Cheap checks run
  * before image decoding, so a wrong size fails without decoding megabytes of base64.
  */
-import type { BlobRef, RenderKind, RenderRequest, SdUpscale } from '../../render/types.ts';
+import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
 import type { Config } from '../../config/config.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../images/image-set.ts';
@@ -18,9 +18,9 @@ import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { inRange, present } from './fields.ts';
 import { chooseGuidance, chooseSampler } from './sampling.ts';
-import { chooseResizeMode, chooseSize, fitSize, type Size } from './size.ts';
+import { chooseResizeMode, chooseSize, fitSize } from './size.ts';
 import { chooseInpaint } from './inpaint.ts';
-import { chooseSdUpscale, isSdUpscale } from './sd-upscale.ts';
+import { chooseSdUpscale, isSdUpscale, sdUpscaleBatch, sdUpscaleOutput } from './sd-upscale.ts';
 import { unappliedFieldWarnings } from './unapplied.ts';
 import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
 
@@ -227,7 +227,8 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
   const mask = decoded.mask && keep(decoded.mask);
   const extraImages = decoded.refs.map(keep);
   const inpaint = mask ? chooseInpaint(b, warnings) : undefined;
-  const size = sdUpscale && decoded.init ? sdUpscaleSize(plan, decoded.init, ctx) : plan.size;
+  const upscaled = sdUpscale && decoded.init ? sdUpscaleOutput(sdUpscale, decoded.init.ref, plan.size, { profile, limits: ctx.limits, warnings }) : undefined;
+  const size = upscaled?.size ?? plan.size;
 
   const request: RenderRequest = {
     kind: routing.kind,
@@ -253,7 +254,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
     ...(loras.length > 0 ? { loras } : {}),
     ...(hires ? { hires } : {}),
     ...(resizeMode ? { resizeMode } : {}),
-    ...(sdUpscale ? { sdUpscale } : {}),
+    ...(upscaled ? { sdUpscale: upscaled.sdUpscale } : sdUpscale ? { sdUpscale } : {}),
     ...(output ? { output } : {}),
     report: {
       samplerName: samplerLabel(sampler),
@@ -264,23 +265,6 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeConte
   };
   if (warnings.length > 0) ctx.log?.('a1111 request: ignored or adjusted inputs', { model: profile.id, warnings });
   return { request, images: [...images.values()], warnings, parameters: buildParameters(route, b, request) };
-}
-
-/** A1111's SD upscale answers one image per n_iter: its batch_size only groups the tiles it redraws. */
-function sdUpscaleBatch(batch: ReturnType<typeof chooseBatch>, sdUpscale: SdUpscale | undefined, warnings: string[]): ReturnType<typeof chooseBatch> {
-  if (!sdUpscale || batch.batchSize === 1) return batch;
-  warnings.push(`batch_size: ${batch.batchSize} not used; SD upscale answers one image per n_iter (A1111 batches its tiles by it)`);
-  return { ...batch, batchSize: 1, count: batch.nIter };
-}
-
-/** SD upscale's output: the init image × scale, fitted to the model's grid and budget like any size. */
-function sdUpscaleSize(plan: Plan, init: DecodedImage, ctx: NormalizeContext): Size {
-  const scale = plan.sdUpscale?.scale ?? 1;
-  const requestedWidth = Math.max(1, Math.round((init.ref.width ?? plan.size.width) * scale));
-  const requestedHeight = Math.max(1, Math.round((init.ref.height ?? plan.size.height) * scale));
-  const field = 'script_args.3';
-  const fitted = fitSize(plan.profile, ctx.limits, { width: field, height: field }, { width: requestedWidth, height: requestedHeight }, plan.warnings);
-  return { ...fitted, requestedWidth, requestedHeight };
 }
 
 function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body {
