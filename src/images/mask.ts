@@ -39,12 +39,7 @@ export function normalizeMask(mask: DecodedImage, field: string, opts: MaskOptio
     }
     return mask;
   }
-  let png: PNG;
-  try {
-    png = readPngBounded(mask.bytes);
-  } catch (e) {
-    throw new RequestError(400, field, `${field}: corrupt PNG (${(e as Error).message})`);
-  }
+  const png = readMaskPng(mask.bytes, field);
   const { width, height, data } = png;
   const n = width * height;
   let alphaMask = false;
@@ -96,4 +91,13 @@ export function resizeBilinear(src: Buffer, w: number, h: number, outW: number, 
     }
   }
   return dst;
+}
+
+/** A mask's PNG, decoded within the pixel bounds; a corrupt one is a 400 naming its field. */
+export function readMaskPng(bytes: Buffer, field: string): PNG {
+  try {
+    return readPngBounded(bytes);
+  } catch (e) {
+    throw new RequestError(400, field, `${field}: corrupt PNG (${(e as Error).message})`);
+  }
 }

@@ -8,7 +8,7 @@
 import { PNG } from 'pngjs';
 import { RequestError } from '../errors/request-error.ts';
 import { sniffImageMime } from './decode.ts';
-import { readPngBounded } from './png-bounds.ts';
+import { readMaskPng } from './mask.ts';
 
 /** Alpha below this counts as transparent (OpenAI: "fully transparent areas"; soft edges round to the nearer). */
 const TRANSPARENT_BELOW = 128;
@@ -24,12 +24,7 @@ export function convertOpenAiMask(bytes: Buffer, field = 'mask'): ConvertedMask 
   if (mime !== 'image/png') {
     throw new RequestError(400, field, `${field}: must be a PNG whose transparent pixels mark the area to edit (got ${mime ?? 'no image'})`);
   }
-  let png: PNG;
-  try {
-    png = readPngBounded(bytes);
-  } catch (e) {
-    throw new RequestError(400, field, `${field}: corrupt PNG (${(e as Error).message})`);
-  }
+  const png = readMaskPng(bytes, field);
   const { width, height, data } = png;
   const n = width * height;
   let transparent = false;
