@@ -1,5 +1,7 @@
 /** Reads a render's runPrompt attempts back from its workflow history: every attempt and its reason. */
 import type { Client } from '@temporalio/client';
+import { expect } from 'vitest';
+import { expectRenderedOnce, fakeStats } from './helpers.ts';
 
 export interface AttemptEvent {
   outcome: 'completed' | 'failed' | 'timed-out' | 'cancelled';
@@ -39,4 +41,17 @@ export async function runPromptAttempts(client: Client, renderId: string): Promi
     if (cancelled && scheduled.has(Number(cancelled.scheduledEventId ?? 0))) out.push({ outcome: 'cancelled', type: 'Cancelled' });
   }
   return out;
+}
+
+/**
+ * A worker killed mid-prompt: ComfyUI ran the prompt once and was never interrupted, the attempt on the dead
+ * worker timed out, and the next one re-attached to the same prompt and completed.
+ */
+export async function expectReattachedOnce(fakeUrl: string, client: Client, renderId: string, promptId: string): Promise<void> {
+  const stats = await fakeStats(fakeUrl);
+  expectRenderedOnce(stats, { prompts: 1 });
+  expect(stats.interrupts).toBe(0);
+  const attempts = await runPromptAttempts(client, renderId);
+  expect(attempts.map((a) => a.outcome)).toEqual(['timed-out', 'completed']);
+  expect(attempts[1]!.promptId).toBe(promptId);
 }

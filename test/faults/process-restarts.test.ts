@@ -20,7 +20,7 @@ import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 import { SCHNELL, a1111, expectRenderedOnce, fakeStats, metricValue, resetFake, scenario, setFaults, waitFor, waitProgress, waitRunning } from './helpers.ts';
-import { runPromptAttempts } from './history.ts';
+import { expectReattachedOnce, runPromptAttempts } from './history.ts';
 
 let temporal: TestTemporal;
 let fake: FakeComfyUI;
@@ -90,12 +90,7 @@ describe('worker restarts', () => {
       await worker.restart();
       const r = await pending;
       expect(r.status, JSON.stringify(r.json)).toBe(200);
-      const stats = await fakeStats(fake.url);
-      expectRenderedOnce(stats, { prompts: 1 });
-      expect(stats.interrupts).toBe(0);
-      const attempts = await runPromptAttempts(client, renderIdForKey(key));
-      expect(attempts.map((a) => a.outcome)).toEqual(['timed-out', 'completed']);
-      expect(attempts[1]!.promptId).toBe(promptId);
+      await expectReattachedOnce(fake.url, client, renderIdForKey(key), promptId);
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       expect(metricValue(metrics, 'comfy_durable_prompt_reattached_total', { backend: 'comfyui-0' })).toBe(1);
     },
@@ -147,12 +142,7 @@ describe('video worker restarts', () => {
       const p = await ffprobe(file);
       expect(videoStream(p)).toMatchObject({ codec_name: 'h264', width: 192, height: 128, nb_read_frames: '22' });
       expect(p.streams.some((s) => s.codec_type === 'audio')).toBe(true);
-      const stats = await fakeStats(fake.url);
-      expectRenderedOnce(stats, { prompts: 1 });
-      expect(stats.interrupts).toBe(0);
-      const attempts = await runPromptAttempts(client, res.headers.get('x-render-id')!);
-      expect(attempts.map((a) => a.outcome)).toEqual(['timed-out', 'completed']);
-      expect(attempts[1]!.promptId).toBe(promptId);
+      await expectReattachedOnce(fake.url, client, res.headers.get('x-render-id')!, promptId);
     },
     90_000,
   );

@@ -8,7 +8,7 @@
  * - SIGTERM: the waiting client gets its images, the worker process drains and exits, then the front (exit 0).
  * - The front SIGKILLed: its worker process notices and exits (no orphan).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
@@ -16,7 +16,7 @@ import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 import { SCHNELL, a1111, expectRenderedOnce, fakeStats, metricValue, resetFake, scenario, setFaults, waitFor, waitProgress, waitRunning } from './helpers.ts';
-import { runPromptAttempts } from './history.ts';
+import { expectReattachedOnce, runPromptAttempts } from './history.ts';
 
 let temporal: TestTemporal;
 let fake: FakeComfyUI;
@@ -152,12 +152,7 @@ describe('start mode: the worker in its own process', () => {
       expect(gone(oldPid)).toBe(true);
       const r = await pending;
       expect(r.status, JSON.stringify(r.json)).toBe(200);
-      const stats = await fakeStats(fake.url);
-      expectRenderedOnce(stats, { prompts: 1 });
-      expect(stats.interrupts).toBe(0);
-      const attempts = await runPromptAttempts(client, renderIdForKey(key));
-      expect(attempts.map((a) => a.outcome)).toEqual(['timed-out', 'completed']);
-      expect(attempts[1]!.promptId).toBe(promptId);
+      await expectReattachedOnce(fake.url, client, renderIdForKey(key), promptId);
       // One scrape of the front: its own counters and the new worker process's, merged.
       const metrics = await (await fetch(`${svc.url}/metrics`)).text();
       expect(metricValue(metrics, 'comfy_durable_prompt_reattached_total', { backend: 'comfyui-0' })).toBe(1);
@@ -175,6 +170,9 @@ describe('start mode: the worker in its own process', () => {
         .filter((l) => l.startsWith('{'));
       const parsed = lines.map((l) => JSON.parse(l) as { pid?: number; name?: string; msg?: string });
       expect(parsed.some((l) => l.pid === newPid && l.name === 'comfy-durable-worker' && l.msg?.startsWith('re-attaching to the prompt'))).toBe(true);
+      // Relayed by the front, not written beside it: the worker process's stdout is a pipe the front reads, not
+      // the pipe the front itself writes to.
+      expect(readlinkSync(`/proc/${newPid}/fd/1`)).not.toBe(readlinkSync(`/proc/${svc.child.pid}/fd/1`));
     },
     150_000,
   );
