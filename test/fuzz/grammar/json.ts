@@ -3,6 +3,7 @@
  * fields set to values of the wrong type, out of range, huge, deeply nested or named after prototype keys.
  */
 import fc from 'fast-check';
+import { APPLIED_FIELDS, NO_EFFECT_FIELDS, UNAPPLIED_FIELDS } from '../../../src/api/a1111/unapplied.ts';
 
 export const WEIRD_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', '__defineGetter__'];
 
@@ -57,56 +58,13 @@ export function mutated(base: Record<string, unknown>, fields: readonly string[]
   return fc.dictionary(fc.constantFrom(...fields), values, { minKeys: 1, maxKeys: 4 }).map((patch) => ({ ...base, ...patch }));
 }
 
-export const A1111_FIELDS = [
-  'prompt',
-  'negative_prompt',
-  'seed',
-  'steps',
-  'cfg_scale',
-  'distilled_cfg_scale',
-  'width',
-  'height',
-  'sampler_name',
-  'sampler_index',
-  'scheduler',
-  'batch_size',
-  'n_iter',
-  'batch_count',
-  'model',
-  'denoising_strength',
-  'override_settings',
-  'override_settings_restore_afterwards',
-  'styles',
-  'extra_images',
-  'init_images',
-  'mask',
-  'send_images',
-  'alwayson_scripts',
-  'clip_skip',
-  'subseed',
-  'restore_faces',
-  'script_args',
-  'script_name',
-  'enable_hr',
-  'hr_scale',
-  'hr_upscaler',
-  'hr_second_pass_steps',
-  'hr_resize_x',
-  'hr_resize_y',
-  'hr_sampler_name',
-  'hr_scheduler',
-  'mask_blur',
-  'inpainting_fill',
-  'inpaint_full_res',
-  'inpaint_full_res_padding',
-  'inpainting_mask_invert',
-  'resize_mode',
-  'tiling',
-  'eta',
-  'infotext',
-  'force_task_id',
-  'priority',
-] as const;
+/**
+ * Every A1111 body field the service classifies (applied, without effect, or accepted but not applied: a unit
+ * test holds that classification to the whole request schema), plus the `priority` extension.
+ */
+export const A1111_FIELDS: readonly string[] = [
+  ...new Set([...Object.values(APPLIED_FIELDS).flat(), ...NO_EFFECT_FIELDS, ...Object.keys(UNAPPLIED_FIELDS), 'priority']),
+];
 
 export const VIDEO_FIELDS = [
   'model',
