@@ -80,7 +80,9 @@ export async function startFakeHost(cleanups: Cleanups, count: number): Promise<
   cleanups.add('fake host', () => killTree(child, 5_000));
   const urls = await new Promise<string[]>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error('fake host did not start within 30 s')), 30_000);
+    // It ends on the child's FAKES line or its exit; the limit only turns a hang into an error. Starting tsx on a
+    // machine at load 20 took over 30 s, so the limit is far above a normal start (1–3 s).
+    const timer = setTimeout(() => reject(new Error('fake host did not start within 180 s')), 180_000);
     child.stdout.on('data', (b: Buffer) => {
       buf += b.toString();
       const m = /^FAKES (.+)$/m.exec(buf);

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ComfyClient } from '../../src/comfyui/client.ts';
 import { ComfyExecutionError, ComfyInterruptedError, ComfyPromptLostError, ComfyStallError } from '../../src/comfyui/errors.ts';
 import type { EventSession } from '../../src/comfyui/event-stream.ts';
+import type { ComfyEvent } from '../../src/comfyui/events.ts';
 import { followPrompt } from '../../src/comfyui/follow.ts';
 import type { FollowProgress } from '../../src/comfyui/follow-types.ts';
 import { submitAndFollow } from '../../src/comfyui/submit-and-follow.ts';
@@ -13,6 +14,16 @@ const graph: ComfyGraph = {
   '9': { class_type: 'SaveImage', inputs: { filename_prefix: 'job', images: ['8', 0] }, _meta: { title: 'Save' } },
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves once the client's socket has received an event matching `match` (replayed events included). */
+function sessionSaw(session: EventSession, match: (e: ComfyEvent) => boolean): Promise<void> {
+  let resolveSeen!: () => void;
+  const seen = new Promise<void>((resolve) => (resolveSeen = resolve));
+  const unsubscribe = session.subscribe({ onEvent: (e) => match(e) && resolveSeen() });
+  return seen.finally(unsubscribe);
+}
+const promptEvent = (type: ComfyEvent['type'], id: string) => (e: ComfyEvent) =>
+  e.type === type && (e.data as { prompt_id?: string } | undefined)?.prompt_id === id;
 
 let stub: ComfyStub;
 let client: ComfyClient;
@@ -68,7 +79,7 @@ describe('followPrompt', () => {
     const { id, session } = await submit();
     stub.start(id);
     stub.succeed(id);
-    await sleep(50); // everything, including executing:null, arrived before we follow
+    await sessionSaw(session, promptEvent('execution_success', id)); // everything arrived before we follow
     const r = await followPrompt(client, { promptId: id, session, stallTimeoutMs: 5000, pollIntervalMs: 10_000 });
     expect(r.via).toBe('event');
     expect(pollCount()).toBe(0);
@@ -83,7 +94,10 @@ describe('followPrompt', () => {
     void follow.then(() => (done = true));
     stub.start(other);
     stub.succeed(other);
-    await sleep(100);
+    // The follower's listener sees the same socket's events in the same order; one more macrotask lets a
+    // wrongly resolved follow settle before the check.
+    await sessionSaw(session, promptEvent('execution_success', other));
+    await new Promise((r) => setImmediate(r));
     expect(done).toBe(false);
     stub.start(id);
     stub.succeed(id, [{ filename: 'mine.png' }]);
@@ -132,19 +146,19 @@ describe('followPrompt', () => {
 
   it('socket dropped mid-run: reconnects with a FRESH client id and still resolves', async () => {
     const { id, session } = await submit();
-    const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 5000, pollIntervalMs: 10_000 });
+    const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 60_000, pollIntervalMs: 120_000 });
     stub.start(id);
     stub.progress(id, '3', 1, 20);
-    await sleep(30);
+    await sessionSaw(session, (e) => e.type === 'progress');
     stub.dropSockets();
-    await sleep(300); // reconnect happens (100 ms backoff)
-    expect(stub.connectedIds).toHaveLength(2);
+    await stub.until('the follower to reconnect', () => stub.connectedIds.length === 2);
     expect(stub.connectedIds[1]).not.toBe(stub.connectedIds[0]);
     // The prompt's events go to the old id (dropped); completion is seen through the status broadcast.
     stub.succeed(id);
     const started = Date.now();
     const r = await follow;
-    expect(Date.now() - started).toBeLessThan(1000); // not the 10 s poll interval
+    // Far below the 120 s poll interval: the status broadcast on the new socket, not a poll, found the end.
+    expect(Date.now() - started).toBeLessThan(30_000);
     expect(r.via).toBe('poll');
   });
 
@@ -154,9 +168,7 @@ describe('followPrompt', () => {
     stub.start(id);
     stub.rejectWs = true;
     stub.dropSockets();
-    await sleep(400);
-    const polls = stub.count('GET', '/queue');
-    expect(polls).toBeGreaterThanOrEqual(2);
+    await stub.until('two queue polls', () => stub.count('GET', '/queue') >= 2);
     stub.succeed(id);
     const r = await follow;
     expect(r.via).toBe('poll');
@@ -174,20 +186,21 @@ describe('followPrompt', () => {
     expect(err).toBeInstanceOf(ComfyStallError);
     expect(err.retryable).toBe(true);
     expect(err.state).toBe('running');
-    expect(took).toBeGreaterThanOrEqual(390);
-    expect(took).toBeLessThan(1500);
+    expect(took).toBeGreaterThanOrEqual(390); // never before stallTimeout
+    expect(took).toBeLessThan(15_000); // and not after some unrelated, much longer timer
   });
 
   it('slow but alive (events more often than stallTimeout) is not a stall', async () => {
     const { id, session } = await submit();
-    const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 300, pollIntervalMs: 10_000 });
+    // Events every 250 ms against a 1.5 s stall timeout: a 6× margin for a loaded machine's late timers.
+    const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 1500, pollIntervalMs: 60_000 });
     stub.start(id);
     for (let i = 1; i <= 10; i++) {
-      await sleep(120);
+      await sleep(250);
       stub.progress(id, '3', i, 10);
     }
     stub.succeed(id);
-    const r = await follow; // 1.2 s total, 4× the stall timeout
+    const r = await follow; // 2.5 s total, well past the stall timeout
     expect(r.files).toHaveLength(1);
   });
 
@@ -198,10 +211,11 @@ describe('followPrompt', () => {
     stub.pending = stub.pending.filter((p) => p.id !== id);
     for (const a of ahead) stub.enqueue(a, 'someone-else');
     stub.enqueue(id, session.clientId);
-    const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 300, pollIntervalMs: 100 });
+    // The queue moves every 800 ms against a 2 s stall timeout; 2.4 s in all, so a static-queue rule would stall.
+    const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 2000, pollIntervalMs: 100 });
     for (const a of ahead) {
       stub.start(a);
-      await sleep(200);
+      await sleep(800);
       stub.succeed(a);
     }
     stub.start(id);
@@ -243,7 +257,7 @@ describe('followPrompt', () => {
     const { id, session } = await submit();
     const follow = followPrompt(client, { promptId: id, session, stallTimeoutMs: 5000, pollIntervalMs: 10_000 });
     stub.start(id);
-    await sleep(20);
+    await sessionSaw(session, promptEvent('execution_start', id));
     stub.restart();
     await expect(follow).rejects.toBeInstanceOf(ComfyPromptLostError);
   });
@@ -281,7 +295,7 @@ describe('submitAndFollow', () => {
     const ac = new AbortController();
     const promptId = derivePromptId(['render-abort']);
     const p = submitAndFollow(client, { graph, promptId, signal: ac.signal, stallTimeoutMs: 5000, pollIntervalMs: 10_000 });
-    while (stub.pending.length === 0) await sleep(5);
+    await stub.until('the prompt queued', () => stub.pending.length > 0);
     stub.start(promptId);
     ac.abort();
     await expect(p).rejects.toMatchObject({ name: 'AbortError' });

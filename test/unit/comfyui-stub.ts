@@ -4,6 +4,7 @@
  * `fail`, ...), and can override any route to inject faults. Not the fake ComfyUI (tools/fake-comfyui).
  */
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -34,6 +35,8 @@ interface StubPrompt {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export class ComfyStub {
+  /** Emits `change` after every request it receives and every socket that connects, so tests wait on events. */
+  private readonly changes = new EventEmitter();
   /** false = ComfyUI v0.3.45..v0.5 (no `/api/jobs`). */
   jobsApi = true;
   /** false = before v0.26 (no cancel endpoints). */
@@ -66,6 +69,7 @@ export class ComfyStub {
         const sid = u.searchParams.get('clientId') ?? Math.random().toString(16).slice(2);
         this.sockets.set(sid, ws);
         this.connectedIds.push(sid);
+        this.changes.emit('change');
         ws.on('close', () => {
           if (this.sockets.get(sid) === ws) this.sockets.delete(sid);
         });
@@ -81,6 +85,27 @@ export class ComfyStub {
     for (const ws of this.wss.clients) ws.terminate();
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  /**
+   * Resolves once `condition` holds, checked now and after every request and socket connection the stub sees.
+   * The time limit only turns a hang into a failure that names what was awaited; nothing is timed by it.
+   */
+  until(what: string, condition: () => boolean, limitMs = 30_000): Promise<void> {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!condition()) return;
+        clearTimeout(timer);
+        this.changes.off('change', check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.changes.off('change', check);
+        reject(new Error(`stub: still waiting for ${what} after ${limitMs} ms`));
+      }, limitMs);
+      this.changes.on('change', check);
+    });
   }
 
   count(method: string, pathPrefix: string): number {
@@ -233,6 +258,7 @@ export class ComfyStub {
     const u = new URL(req.url ?? '/', 'http://x');
     const sreq: StubRequest = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, body: Buffer.concat(chunks), headers: req.headers };
     this.requests.push(sreq);
+    this.changes.emit('change');
     let out: StubResponse | undefined;
     const override = this.overrides.get(`${sreq.method} ${sreq.path}`) ?? this.overrides.get(`${sreq.method} *`);
     if (override) out = await override(sreq);
