@@ -22,6 +22,21 @@ module.exports = {
       to: { path: '^src/api/' },
     },
     {
+      name: 'no-protocol-built-on-another',
+      comment:
+        'A protocol (src/api/<protocol>) maps its own fields into the neutral request (src/request); what two protocols share belongs there or in another neutral module, never in one of them.',
+      severity: 'error',
+      from: { path: '^src/api/(a1111|openai|video|comfyui)/' },
+      to: { path: '^src/api/(a1111|openai|video|comfyui)/', pathNot: '^src/api/$1/' },
+    },
+    {
+      name: 'neutral-request-knows-no-protocol',
+      comment: 'src/request is the protocol-neutral request and its resolver: the protocols import it, never the reverse.',
+      severity: 'error',
+      from: { path: '^src/request/' },
+      to: { path: '^src/api/' },
+    },
+    {
       name: 'service-never-imports-tools-or-tests',
       comment: 'src/ is what ships: tools/ (the fake ComfyUI), test/ and bench/ stand beside it and may import it, never the reverse.',
       severity: 'error',

@@ -63,19 +63,3 @@ export class ComfyCatalog {
     return value;
   }
 }
-
-/** A1111 shows files by stem: `style/detail.safetensors` → `detail`. */
-export function fileStem(file: string): string {
-  const base = file.split(/[\\/]/).pop() ?? file;
-  return base.replace(/\.[^.]+$/, '');
-}
-
-/** The listed file a client's name means: the file itself, its path without extension, or its stem. */
-export function matchFile(files: readonly string[], name: string): string | undefined {
-  const n = name.trim().toLowerCase();
-  return (
-    files.find((f) => f.toLowerCase() === n) ??
-    files.find((f) => f.toLowerCase().replace(/\.[^./\\]+$/, '') === n) ??
-    files.find((f) => fileStem(f).toLowerCase() === n)
-  );
-}

@@ -16,7 +16,7 @@ import { registerA1111Catalog } from './routes/a1111-catalog.ts';
 import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
-import { registerOpenAiImages } from './routes/openai-images.ts';
+import { registerOpenAiImages } from './openai/plugin.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from '../auth/api-token.ts';

@@ -8,12 +8,11 @@ import { convertOpenAiMask, type ConvertedMask } from '../images/openai-mask.ts'
 import { parseInfotext } from '../render/infotext-parse.ts';
 import { RequestError } from '../errors/request-error.ts';
 import { PngFormatError, readPngText } from '../comfyui/png-metadata.ts';
-import { checkImageBytesStreaming, decodeImageInputStreaming, type DecodedImage, type ImageLimits } from '../images/decode.ts';
+import { decodeImageInputStreaming, type DecodedImage, type ImageLimits } from '../images/decode.ts';
 import { exifUserComment } from '../images/encode.ts';
-import { decodeImageSetStreaming, type DecodedImageSet, type ImageSetInput } from '../images/image-set.ts';
+import { decodeImageSetStreaming, decodeSourceStreaming, type DecodedImageSet, type ImageSetInput, type ImageSource } from '../images/image-set.ts';
 
-/** One input image: base64 / data URL text, or the bytes of an uploaded file. */
-export type ImageSource = { field: string; value: string } | { field: string; bytes: Uint8Array };
+export type { ImageSource } from '../images/image-set.ts';
 
 /** What `POST /sdapi/v1/png-info` reads from an image: its text chunks and their infotext parse. */
 export interface ImageText {
@@ -39,11 +38,7 @@ export const TASKS = {
   images: async (a: { sources: ImageSource[]; limits: ImageLimits }): Promise<DecodedImage[]> => {
     const out: DecodedImage[] = [];
     for (const s of a.sources) {
-      out.push(
-        'value' in s
-          ? await decodeImageInputStreaming(s.value, s.field, a.limits)
-          : await checkImageBytesStreaming(Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.byteLength), s.field, a.limits),
-      );
+      out.push(await decodeSourceStreaming(s, a.limits));
     }
     return out;
   },

@@ -1,16 +1,20 @@
 /**
- * The input images of one A1111 render request (init image, inpaint mask, reference images), decoded and
- * checked together: the mask is resized to the init image's size, so it needs the init image first.
+ * The input images of one render request (init image, inpaint mask, reference images), decoded and checked
+ * together: the mask is resized to the init image's size, so it needs the init image first. Each image is
+ * base64 / data URL text or the bytes of an uploaded file, and is decoded exactly once, here.
  * decodeImageSet runs on the calling thread (tests, tools); decodeImageSetStreaming is what a byte worker
  * runs for the service (src/bytes/), its PNG inflates streamed.
  */
-import { decodeImageInput, decodeImageInputStreaming, type DecodedImage, type ImageLimits } from './decode.ts';
+import { checkImageBytes, checkImageBytesStreaming, decodeImageInput, decodeImageInputStreaming, type DecodedImage, type ImageLimits } from './decode.ts';
 import { normalizeMask } from './mask.ts';
 
+/** One input image: base64 / data URL text, or the bytes of an uploaded file; `field` is the client's name for it. */
+export type ImageSource = { field: string; value: string } | { field: string; bytes: Uint8Array };
+
 export interface ImageSetInput {
-  init?: { value: string; field: string };
-  mask?: { value: string; field: string; invert: boolean; round: boolean };
-  refs: Array<{ value: string; field: string }>;
+  init?: ImageSource;
+  mask?: ImageSource & { invert: boolean; round: boolean };
+  refs: ImageSource[];
 }
 
 export interface DecodedImageSet {
@@ -19,18 +23,28 @@ export interface DecodedImageSet {
   refs: DecodedImage[];
 }
 
+const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+export function decodeSource(s: ImageSource, limits: ImageLimits): DecodedImage {
+  return 'value' in s ? decodeImageInput(s.value, s.field, limits) : checkImageBytes(asBuffer(s.bytes), s.field, limits);
+}
+
+export function decodeSourceStreaming(s: ImageSource, limits: ImageLimits): Promise<DecodedImage> {
+  return 'value' in s ? decodeImageInputStreaming(s.value, s.field, limits) : checkImageBytesStreaming(asBuffer(s.bytes), s.field, limits);
+}
+
 export function decodeImageSet(input: ImageSetInput, limits: ImageLimits): DecodedImageSet {
-  const init = input.init && decodeImageInput(input.init.value, input.init.field, limits);
-  const mask = input.mask && maskFor(input.mask, decodeImageInput(input.mask.value, input.mask.field, limits), init, limits);
-  const refs = input.refs.map((r) => decodeImageInput(r.value, r.field, limits));
+  const init = input.init && decodeSource(input.init, limits);
+  const mask = input.mask && maskFor(input.mask, decodeSource(input.mask, limits), init, limits);
+  const refs = input.refs.map((r) => decodeSource(r, limits));
   return { ...(init ? { init } : {}), ...(mask ? { mask } : {}), refs };
 }
 
 export async function decodeImageSetStreaming(input: ImageSetInput, limits: ImageLimits): Promise<DecodedImageSet> {
-  const init = input.init && (await decodeImageInputStreaming(input.init.value, input.init.field, limits));
-  const mask = input.mask && maskFor(input.mask, await decodeImageInputStreaming(input.mask.value, input.mask.field, limits), init, limits);
+  const init = input.init && (await decodeSourceStreaming(input.init, limits));
+  const mask = input.mask && maskFor(input.mask, await decodeSourceStreaming(input.mask, limits), init, limits);
   const refs: DecodedImage[] = [];
-  for (const r of input.refs) refs.push(await decodeImageInputStreaming(r.value, r.field, limits));
+  for (const r of input.refs) refs.push(await decodeSourceStreaming(r, limits));
   return { ...(init ? { init } : {}), ...(mask ? { mask } : {}), refs };
 }
 

@@ -7,6 +7,16 @@
  */
 import type { RenderRequest } from './types.ts';
 
+/** The client's names of the fields a refusal may name (a protocol's own, from its neutral request). */
+export interface SizeFieldNames {
+  batchSize: string;
+  nIter: string;
+  prompt: string;
+}
+
+/** Without a protocol's names (an operator's replay): the A1111 fields a `RenderRequest` mirrors. */
+const DEFAULT_NAMES: SizeFieldNames = { batchSize: 'batch_size', nIter: 'n_iter', prompt: 'prompt' };
+
 /** What a render's workflow input (or the built render recorded in history) may weigh. */
 export const MAX_HISTORY_PAYLOAD_BYTES = 1_500_000;
 
@@ -29,6 +39,7 @@ export function oversizedRender(
   request: RenderRequest,
   built: { plan: { items: readonly unknown[] } } | undefined,
   limit = MAX_HISTORY_PAYLOAD_BYTES,
+  names: SizeFieldNames = DEFAULT_NAMES,
 ): OversizedRender | undefined {
   const requestBytes = payloadBytes(request);
   const builtBytes = built ? payloadBytes(built) : 0;
@@ -36,10 +47,11 @@ export function oversizedRender(
   if (bytes <= limit) return undefined;
   const items = built?.plan.items.length ?? 1;
   const perItem = built && items > 0 ? builtBytes / items : bytes;
-  const field = items > 1 && requestBytes + perItem <= limit ? (request.nIter > 1 ? 'n_iter' : 'batch_size') : 'prompt';
+  const fewerItems = items > 1 && requestBytes + perItem <= limit;
+  const field = fewerItems ? (request.nIter > 1 ? names.nIter : names.batchSize) : names.prompt;
   const message =
     `${field}: the render is too large to run durably: ${items} image(s) of ~${Math.ceil(perItem / 1024)} KB of ComfyUI graph each ` +
     `make ${(bytes / 1_000_000).toFixed(1)} MB, over the ${(limit / 1_000_000).toFixed(1)} MB a workflow input may hold; ` +
-    (field === 'prompt' ? 'shorten the prompt (fewer LoRA tags)' : 'ask for fewer images per request');
+    (fewerItems ? 'ask for fewer images per request' : 'shorten the prompt (fewer LoRA tags)');
   return { bytes, limit, items, field, message };
 }

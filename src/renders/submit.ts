@@ -25,6 +25,7 @@ import type { BlobStore } from '../blobs/store.ts';
 import { RequestError } from '../errors/request-error.ts';
 import type { DecodedImage } from '../images/decode.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
+import type { SizeFieldNames } from '../render/history-size.ts';
 import { renderTracer } from '../tracing/spans.ts';
 import { buildRender } from './build-render.ts';
 import { refuseOversizedRender } from './render-size.ts';
@@ -46,6 +47,8 @@ export interface Submission {
   idempotencyKey?: string;
   /** What a retry under the same key must repeat, with the route (usually the client's body). */
   body?: unknown;
+  /** The client's names of the fields a refusal here may name (its protocol's, from the neutral request); default A1111's. */
+  fields?: SizeFieldNames;
   /** Temporal priority key, 1 (most urgent) … 5 (renders/priority.ts). */
   priority?: number;
   /** A replay runs on its original's task queue; default the service's. */
@@ -73,7 +76,7 @@ export class RenderSubmitter {
     const attach = fingerprint !== undefined && (await this.deps.renders.checkKey(renderId, fingerprint)) === 'attach';
     const built = this.buildGraph(s.request, renderId);
     // Over Temporal's payload limit the render could never run: a 413 naming the field instead.
-    refuseOversizedRender(s.request, built);
+    refuseOversizedRender(s.request, built, s.fields);
     if (!attach) await this.deps.admission?.admit();
     // Stored on attach too: content-addressed, so a no-op when the render has them, and should the render
     // fail between the check and the start, the new one the start makes finds its inputs.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_NUMERIC_STRING_CHARS, parseNumericString } from '../../src/api/a1111/lax-number.ts';
+import { MAX_NUMERIC_STRING_CHARS, parseNumericString } from '../../src/request/lax-number.ts';
 import { NUMBER_ERROR, txt2imgSchema } from '../../src/api/a1111/schema.ts';
 
 describe('numeric strings (red-team: ReDoS in laxFloat)', () => {

@@ -104,7 +104,7 @@ describe('every A1111 request field is applied or said to be ignored', () => {
 
 describe('upscaler names in the infotext', () => {
   it('"Lanczos" is reported as Lanczos (not None) for the hires fix and extras', async () => {
-    const { resolveUpscaler } = await import('../../src/api/a1111/tweaks.ts');
+    const { resolveUpscaler } = await import('../../src/request/upscalers.ts');
     expect(resolveUpscaler('Lanczos', 'hr_upscaler', {}, { latent: true, dflt: 'Latent' }).label).toBe('Lanczos');
     expect(resolveUpscaler('lanczos', 'upscaler_1', {}, { latent: false, dflt: 'None' }).label).toBe('Lanczos');
     expect(resolveUpscaler('None', 'upscaler_1', {}, { latent: false, dflt: 'None' }).label).toBe('None');

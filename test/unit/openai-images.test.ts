@@ -233,7 +233,7 @@ describe('POST /v1/images/generations', () => {
     );
     expectOpenAiError(await post({ prompt: 'x', model: 'videogen-wan22-5b' }), 400, 'model', 'invalid_request_error', /video model/);
     expectOpenAiError(await post({ prompt: 'x', stream: true }), 400, 'stream', 'invalid_request_error');
-    expectOpenAiError(await post({ prompt: 'x', sampler: 'nope' }), 400, 'sampler', 'invalid_request_error', /^sampler \(sampler_name\): "nope"/);
+    expectOpenAiError(await post({ prompt: 'x', sampler: 'nope' }), 400, 'sampler', 'invalid_request_error', /^sampler: "nope"/);
     expectOpenAiError(await post({ prompt: 'x', seed: -5 }), 400, 'seed', 'invalid_request_error');
     expectOpenAiError(await post([1, 2]), 400, 'body', 'invalid_request_error');
     const bad = await front.app.inject({
@@ -248,6 +248,58 @@ describe('POST /v1/images/generations', () => {
     const fitted = await post({ prompt: 'x', size: '4096x4096' });
     expect(fitted.statusCode, fitted.body).not.toBe(400);
     expect(front.starts.at(-1)!.request.width).toBeLessThan(4096);
+  });
+});
+
+describe('refusals the resolver and the submitter make name the OpenAI field', () => {
+  it("the submitter's 413 for a render too large for history names n, never batch_size or n_iter", async () => {
+    const wide = await startTestFront({ MAX_BATCH: '40' });
+    try {
+      // 40 graphs each carrying a 16 Ki-character prompt of 3-byte characters: over the workflow input limit, one fits.
+      const res = await wide.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: '中'.repeat(16 * 1024), n: 40 } });
+      expectOpenAiError(res, 413, 'n', 'invalid_request_error', /^n: the render is too large to run durably: 40 image/);
+      expect(res.body).not.toMatch(/batch_size|n_iter/);
+      expect(wide.starts).toHaveLength(0);
+    } finally {
+      await wide.close();
+    }
+  });
+
+  it('a body key that names an Object.prototype member (toString, constructor, hasOwnProperty) is an unknown field, not a 500', async () => {
+    await succeed(front);
+    for (const key of ['toString', 'constructor', 'hasOwnProperty', 'valueOf']) {
+      const res = await front.app.inject({
+        method: 'POST',
+        url: '/v1/images/generations',
+        headers: { 'content-type': 'application/json' },
+        payload: `{"prompt":"x","size":"64x64","${key}":1}`,
+      });
+      expect(res.statusCode, `${key}: ${res.body}`).toBe(200);
+      expect(res.json().warnings).toContain(`${key}: unknown field; ignored`);
+    }
+    // The JSON parser refuses a `__proto__` key itself: a 400 in OpenAI's envelope.
+    const proto = await front.app.inject({
+      method: 'POST',
+      url: '/v1/images/generations',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"prompt":"x","__proto__":1}',
+    });
+    expectOpenAiError(proto, 400, 'body', 'invalid_request_error');
+  });
+
+  it("the resolver's own checks name the OpenAI field at their source: size for the grid, strength for img2img", async () => {
+    await succeed(front);
+    const snapped = await front.app.inject({ method: 'POST', url: '/v1/images/generations', payload: { prompt: 'x', size: '1000x1000' } });
+    expect(snapped.statusCode, snapped.body).toBe(200);
+    expect(front.starts.at(-1)!.request.width % 16).toBe(0);
+    const edit = multipart([
+      { name: 'prompt', value: 'x' },
+      { name: 'model', value: 'imagegen-flux-dev' },
+      { name: 'strength', value: '1.5' },
+      { name: 'image', value: redSquare(64), filename: 'a.png' },
+    ]);
+    const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', ...edit });
+    expectOpenAiError(res, 400, 'strength', 'invalid_request_error', /^strength: 1\.5 is out of range 0\.\.1/);
   });
 });
 

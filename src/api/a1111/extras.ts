@@ -10,8 +10,8 @@ import { upscaleTarget } from '../../models/families/upscale.ts';
 import type { BlobRef, RenderRequest } from '../../render/types.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
-import type { NormalizeLimits } from './normalize.ts';
-import { resolveUpscaler, type CatalogLists } from './tweaks.ts';
+import type { ResolveLimits as NormalizeLimits } from '../../request/limits.ts';
+import { resolveUpscaler, type CatalogLists } from '../../request/upscalers.ts';
 
 const num = z.preprocess(
   (v) => (v === null ? undefined : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v),

@@ -1,61 +1,37 @@
 /**
- * A1111 body → fully resolved RenderRequest. Everything a render depends on is decided
- * here: model, seed, defaults, sampler mapping, size snapping, kind routing, decoded and checked images.
- * Bad input throws a RequestError naming the field before anything is stored or started. Cheap checks run
- * before image decoding, so a wrong size fails without decoding megabytes of base64.
+ * The A1111 protocol's half of resolving a render: an A1111 body (`/sdapi/v1/txt2img`, `/img2img`) is
+ * validated by its schema and mapped ONCE into the neutral request (src/request/neutral.ts), each neutral
+ * field beside the A1111 field it came from; the one resolver (src/request/resolve.ts) decides the render.
+ * What only A1111 has stays here: its sampler field variants, `override_settings`, scripts, the inpaint
+ * options, the fields accepted but not applied, and the `parameters` its answer echoes.
  */
-import type { BlobRef, RenderKind, RenderRequest } from '../../render/types.ts';
-import type { Config } from '../../config/config.ts';
+import type { RenderRequest } from '../../render/types.ts';
+import type { SizeFieldNames } from '../../render/history-size.ts';
 import type { DecodedImage } from '../../images/decode.ts';
-import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../../images/image-set.ts';
-import { decodeImageSetOffLoop } from '../../bytes/off-loop.ts';
-import type { ModelProfile } from '../../models/profile.ts';
-import { knownModelNames, listImageProfiles, listProfiles, resolveModel } from '../../models/registry.ts';
-import { samplerLabel, schedulerLabel, sigmaScheduleFor } from '../../models/samplers.ts';
+import type { ImageSource } from '../../images/image-set.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
+import type { FieldNames } from '../../request/fields.ts';
+import { present } from '../../request/fields.ts';
+import type { ResolveLimits } from '../../request/limits.ts';
+import type { HiresAsk, NeutralImageRequest } from '../../request/neutral.ts';
+import { resolveImageRequest, resolveImageRequestOffLoop, type ResolvedRequest } from '../../request/resolve.ts';
+import type { CatalogLists } from '../../request/upscalers.ts';
 import { buildParameters } from './response.ts';
 import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
-import { inRange, present } from './fields.ts';
-import { chooseGuidance, chooseSampler } from './sampling.ts';
-import { chooseResizeMode, chooseSize, fitSize } from './size.ts';
 import { chooseInpaint } from './inpaint.ts';
-import { chooseSdUpscale, isSdUpscale, sdUpscaleBatch, sdUpscaleOutput } from './sd-upscale.ts';
+import { chooseSdUpscale, isSdUpscale } from './sd-upscale.ts';
 import { unappliedFieldWarnings } from './unapplied.ts';
-import { chooseHires, chooseOutputFormat, overrideWarnings, parseLoraTags, resolveLoras, type CatalogLists } from './tweaks.ts';
+import { chooseOutputFormat, overrideWarnings } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
-
-export interface NormalizeLimits {
-  maxImageBytes: number;
-  maxImagePixels: number;
-  /** Most output images per request (batch_size × n_iter). */
-  maxBatch: number;
-  /** Most reference images per edit (the model's own limit may be lower). */
-  maxExtraImages: number;
-  /** Pixel budget of one output image; absent: the model's own `maxPixels`. */
-  maxRenderPixels?: number;
-}
-
-/** The limits a front's configuration sets, for every route that normalises a render request. */
-export function normalizeLimits(
-  config: Pick<Config, 'MAX_IMAGE_BYTES' | 'MAX_IMAGE_PIXELS' | 'MAX_BATCH' | 'MAX_EXTRA_IMAGES' | 'MAX_RENDER_PIXELS'>,
-): NormalizeLimits {
-  return {
-    maxImageBytes: config.MAX_IMAGE_BYTES,
-    maxImagePixels: config.MAX_IMAGE_PIXELS,
-    maxBatch: config.MAX_BATCH,
-    maxExtraImages: config.MAX_EXTRA_IMAGES,
-    ...(config.MAX_RENDER_PIXELS !== undefined ? { maxRenderPixels: config.MAX_RENDER_PIXELS } : {}),
-  };
-}
 
 export interface NormalizeContext {
   /** Profile id (or any accepted name) used when the request names no model. */
   defaultModel: string;
   /** Uniform in [0, 1); injected so tests get fixed "random" seeds. */
   random: () => number;
-  limits: NormalizeLimits;
+  limits: ResolveLimits;
   /** ComfyUI's LoRA and upscale-model files, fetched by the route (LoRA tags and upscalers resolve against them). */
   catalog?: CatalogLists;
   /** Current `/sdapi/v1/options` values (samples_format, jpeg_quality, ...). */
@@ -71,200 +47,125 @@ export interface NormalizedRequest {
   warnings: string[];
   /** A1111 `parameters` for the response, computed now so the body (with its base64) can be dropped. */
   parameters: Record<string, unknown>;
+  /** The A1111 names of the fields the submission service may refuse. */
+  fields: SizeFieldNames;
 }
 
-/** Seeds and seed + i must stay exactly representable in JavaScript (and thus in history JSON). */
-export const MAX_SEED = Number.MAX_SAFE_INTEGER;
-/** A1111's random seed range: 0..4294967293. */
-const RANDOM_SEED_BOUND = 4294967294;
-/** A1111's UI maximum; more is almost always a client mistake that would hold a GPU for long. */
-export const MAX_STEPS = 150;
-/** A1111 img2img API default. */
-export const DEFAULT_DENOISE = 0.75;
+/** The A1111 field of each neutral field; the sampler, model and iteration fields vary per body (a1111Names). */
+const A1111_NAMES: FieldNames = {
+  model: 'model',
+  prompt: 'prompt',
+  negativePrompt: 'negative_prompt',
+  seed: 'seed',
+  steps: 'steps',
+  cfg: 'cfg_scale',
+  guidance: 'distilled_cfg_scale',
+  sampler: 'sampler_name',
+  scheduler: 'scheduler',
+  width: 'width',
+  height: 'height',
+  batchSize: 'batch_size',
+  nIter: 'n_iter',
+  denoise: 'denoising_strength',
+  init: 'init_images',
+  mask: 'mask',
+  refs: 'extra_images',
+};
 
-/**
- * Everything but the images, then the images decoded on this thread (tests, tools). The service calls
- * normalizeRequestOffLoop.
- */
+const HIRES_NAMES: HiresAsk['names'] = {
+  resizeX: 'hr_resize_x',
+  resizeY: 'hr_resize_y',
+  scale: 'hr_scale',
+  upscaler: 'hr_upscaler',
+  steps: 'hr_second_pass_steps',
+  denoise: 'denoising_strength',
+  sampler: 'hr_sampler_name',
+  scheduler: 'hr_scheduler',
+};
+
+/** Everything but the images, then the images decoded on this thread (tests, tools). The service calls normalizeRequestOffLoop. */
 export function normalizeRequest(route: A1111Route, body: unknown, ctx: NormalizeContext): NormalizedRequest {
-  const plan = planRequest(route, body, ctx);
-  return finishRequest(plan, decodeImageSet(plan.imageInputs, ctx.limits), ctx);
+  const { b, neutral } = toNeutral(route, body, ctx);
+  return finish(route, b, resolveImageRequest(neutral, ctx), ctx);
 }
 
 /** normalizeRequest with the images decoded and checked in a byte worker (src/bytes/), off the event loop. */
 export async function normalizeRequestOffLoop(route: A1111Route, body: unknown, ctx: NormalizeContext): Promise<NormalizedRequest> {
-  const plan = planRequest(route, body, ctx);
-  return finishRequest(plan, await decodeImageSetOffLoop(plan.imageInputs, ctx.limits), ctx);
+  const { b, neutral } = toNeutral(route, body, ctx);
+  return finish(route, b, await resolveImageRequestOffLoop(neutral, ctx), ctx);
 }
 
-type Plan = ReturnType<typeof planRequest>;
+function finish(route: A1111Route, b: A1111Body, resolved: ResolvedRequest, ctx: NormalizeContext): NormalizedRequest {
+  const { request, images, warnings, fields } = resolved;
+  unappliedFieldWarnings(b, { sampler: request.sampler }, warnings);
+  if (warnings.length > 0) ctx.log?.('a1111 request: ignored or adjusted inputs', { model: request.model, warnings });
+  return { request, images, warnings, fields, parameters: buildParameters(route, b, request) };
+}
 
-function planRequest(route: A1111Route, body: unknown, ctx: NormalizeContext) {
+/** The A1111 body, checked, in the neutral request's words. */
+function toNeutral(route: A1111Route, body: unknown, ctx: NormalizeContext): { b: A1111Body; neutral: NeutralImageRequest } {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RequestError(422, '', `request body must be a JSON object, got ${describeValue(body)}`);
   }
   const b = parseBody(route, body as Record<string, unknown>);
   const warnings: string[] = [];
-
   rejectUnsupportedScripts(b);
-  const lists = ctx.catalog ?? {};
-  const sdUpscale = isSdUpscale(b) ? chooseSdUpscale(route, b, lists, warnings) : undefined;
-  const profile = chooseModel(b, ctx);
-  const { sampler, scheduler: chosenScheduler, custom } = chooseSampler(b, profile, warnings);
-  const { count, batchSize, nIter } = sdUpscaleBatch(chooseBatch(b, ctx.limits), sdUpscale, warnings);
-  const seed = chooseSeed(b, count, ctx.random);
-  // SD upscale's size comes from the init image (finishRequest); width and height are A1111's tile size there.
-  const size = chooseSize(b, profile, ctx.limits, sdUpscale ? [] : warnings);
-  // A1111 clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
-  const steps = inRange(b.steps === undefined || b.steps === 0 ? profile.defaults.steps : b.steps, 1, MAX_STEPS, 'steps');
-  const schedule = custom ? sigmaScheduleFor(custom.kind, custom.label, steps) : undefined;
-  if (schedule?.approx) warnings.push(`scheduler: ${schedule.approx}`);
-  // A custom schedule has no KSampler name: `scheduler` stays the model's (the hires pass and fallbacks use it).
-  const scheduler = custom && !schedule?.sigmas ? 'simple' : chosenScheduler;
-  const { cfg, guidance, negativePrompt } = chooseGuidance(b, profile, warnings);
-  unappliedFieldWarnings(b, { sampler }, warnings);
-
-  const routing = chooseKind(route, b, profile, ctx.limits, warnings);
-  if (sdUpscale && routing.kind !== 'img2img') {
-    throw new RequestError(422, 'script_name', `script_name: SD upscale needs an img2img model; ${profile.id} edits from references`);
-  }
-  const options = ctx.options ?? {};
-  const tagged = parseLoraTags(b.prompt ?? '', warnings);
-  let loras = resolveLoras(tagged.tags, lists);
-  if (b.disable_extra_networks === true && loras.length > 0) {
+  const sdUpscale = isSdUpscale(b) ? chooseSdUpscale(route, b, ctx.catalog ?? {}, warnings) : undefined;
+  const model = chooseModelName(b);
+  const sampler = chooseSamplerName(b, warnings);
+  const images = chooseImages(route, b);
+  const names: FieldNames = {
+    ...A1111_NAMES,
+    model: model.field,
+    sampler: sampler.field,
+    nIter: b.n_iter === undefined && b.batch_count !== undefined ? 'batch_count' : 'n_iter',
+  };
+  if (b.disable_extra_networks === true && /<lora:/i.test(b.prompt ?? '')) {
     warnings.push('disable_extra_networks: LoRA tags removed from the prompt and not applied');
-    loras = [];
   }
-  const hires =
-    route === 'txt2img'
-      ? chooseHires(
-          b,
-          {
-            profile,
-            size,
-            steps,
-            sampling: { sampler, scheduler },
-            lists,
-            fit: (field, w, h) => fitSize(profile, ctx.limits, { width: field, height: field }, { width: w, height: h }, warnings),
-          },
-          warnings,
-        )
-      : undefined;
-  const output = chooseOutputFormat(b, options, warnings);
-  overrideWarnings(b, options, warnings);
-  const resizeMode = route === 'img2img' && routing.kind === 'img2img' ? (sdUpscale ? 0 : chooseResizeMode(b)) : undefined;
-  const denoise = routing.kind === 'img2img' ? inRange(b.denoising_strength ?? DEFAULT_DENOISE, 0, 1, 'denoising_strength') : 1;
-
-  // Decoding last: every cheap check has passed.
-  const imageInputs: ImageSetInput = {
-    ...(routing.init !== undefined ? { init: routing.init } : {}),
-    ...(routing.mask !== undefined
-      ? { mask: { value: routing.mask, field: 'mask', invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true } }
-      : {}),
-    refs: routing.refs,
-  };
-  return {
+  const output = chooseOutputFormat(b, ctx.options ?? {}, warnings);
+  overrideWarnings(b, ctx.options ?? {}, warnings);
+  const neutral: NeutralImageRequest = {
+    kind: 'image',
+    names,
     route,
-    b,
+    ...(model.name !== undefined ? { model: model.name } : {}),
+    prompt: b.prompt ?? '',
+    ...defined({
+      negativePrompt: b.negative_prompt,
+      seed: b.seed,
+      steps: b.steps,
+      cfg: b.cfg_scale,
+      guidance: b.distilled_cfg_scale,
+      sampler: sampler.name,
+      scheduler: b.scheduler,
+      width: b.width,
+      height: b.height,
+      batchSize: b.batch_size,
+      nIter: b.n_iter ?? b.batch_count ?? 1,
+      denoise: b.denoising_strength,
+      init: images.init,
+      resizeMode: route === 'img2img' ? chooseResizeMode(b) : undefined,
+      hires: route === 'txt2img' ? chooseHiresAsk(b, warnings) : undefined,
+      sdUpscale: sdUpscale && { spec: sdUpscale, names: { script: 'script_name', scale: 'script_args.3', upscaler: 'script_args.2' } },
+      output,
+    }),
+    ...(images.mask
+      ? {
+          mask: { source: images.mask, invert: (b.inpainting_mask_invert ?? 0) !== 0, round: b.mask_round ?? true },
+          inpaint: chooseInpaint(b, warnings),
+        }
+      : {}),
+    refs: images.refs,
+    loraTags: b.disable_extra_networks === true ? 'strip' : 'apply',
     warnings,
-    profile,
-    sampler,
-    scheduler,
-    batchSize,
-    nIter,
-    seed,
-    size,
-    steps,
-    cfg,
-    guidance,
-    negativePrompt,
-    routing,
-    tagged,
-    loras,
-    hires,
-    output,
-    resizeMode,
-    denoise,
-    imageInputs,
-    schedule,
-    custom,
-    sdUpscale,
   };
+  return { b, neutral };
 }
 
-function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: NormalizeContext): NormalizedRequest {
-  const {
-    route,
-    b,
-    warnings,
-    profile,
-    sampler,
-    scheduler,
-    batchSize,
-    nIter,
-    seed,
-    steps,
-    cfg,
-    guidance,
-    negativePrompt,
-    routing,
-    tagged,
-    loras,
-    hires,
-    output,
-    resizeMode,
-    denoise,
-    schedule,
-    custom,
-    sdUpscale,
-  } = plan;
-  const images = new Map<string, DecodedImage>();
-  const keep = (d: DecodedImage): BlobRef => {
-    if (!images.has(d.ref.sha256)) images.set(d.ref.sha256, d);
-    return d.ref;
-  };
-  const initImage = decoded.init && keep(decoded.init);
-  const mask = decoded.mask && keep(decoded.mask);
-  const extraImages = decoded.refs.map(keep);
-  const inpaint = mask ? chooseInpaint(b, warnings) : undefined;
-  const upscaled = sdUpscale && decoded.init ? sdUpscaleOutput(sdUpscale, decoded.init.ref, plan.size, { profile, limits: ctx.limits, warnings }) : undefined;
-  const size = upscaled?.size ?? plan.size;
-
-  const request: RenderRequest = {
-    kind: routing.kind,
-    model: profile.id,
-    prompt: tagged.prompt,
-    negativePrompt,
-    seed,
-    steps,
-    cfg,
-    ...(guidance !== undefined ? { guidance } : {}),
-    sampler,
-    scheduler,
-    ...(schedule?.sigmas ? { sigmas: schedule.sigmas } : {}),
-    width: size.width,
-    height: size.height,
-    batchSize,
-    nIter,
-    denoise,
-    ...(initImage ? { initImage } : {}),
-    ...(mask ? { mask } : {}),
-    ...(inpaint ? { inpaint } : {}),
-    extraImages,
-    ...(loras.length > 0 ? { loras } : {}),
-    ...(hires ? { hires } : {}),
-    ...(resizeMode ? { resizeMode } : {}),
-    ...(upscaled ? { sdUpscale: upscaled.sdUpscale } : sdUpscale ? { sdUpscale } : {}),
-    ...(output ? { output } : {}),
-    report: {
-      samplerName: samplerLabel(sampler),
-      scheduler: custom ? custom.label : schedulerLabel(scheduler),
-      requestedWidth: size.requestedWidth,
-      requestedHeight: size.requestedHeight,
-    },
-  };
-  if (warnings.length > 0) ctx.log?.('a1111 request: ignored or adjusted inputs', { model: profile.id, warnings });
-  return { request, images: [...images.values()], warnings, parameters: buildParameters(route, b, request) };
+/** An object of the given entries without those that are undefined (exactOptionalPropertyTypes). */
+function defined<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }
 
 function parseBody(route: A1111Route, body: Record<string, unknown>): A1111Body {
@@ -279,146 +180,70 @@ function rejectUnsupportedScripts(b: A1111Body): void {
   throw new RequestError(422, 'script_name', `script_name: Script '${b.script_name}' not found (the only script is 'sd upscale', on img2img)`);
 }
 
-function chooseModel(b: A1111Body, ctx: NormalizeContext): ModelProfile {
+/** `model`, else `override_settings.sd_model_checkpoint`, else none (the default model). */
+function chooseModelName(b: A1111Body): { name?: string; field: string } {
+  if (present(b.model)) return { name: b.model, field: 'model' };
   const fromOverride = b.override_settings?.sd_model_checkpoint;
-  let name: string;
-  let field: string;
-  if (present(b.model)) {
-    name = b.model;
-    field = 'model';
-  } else if (fromOverride !== undefined && fromOverride !== null && fromOverride !== '') {
-    if (typeof fromOverride !== 'string') {
-      throw new RequestError(
-        422,
-        'override_settings.sd_model_checkpoint',
-        `override_settings.sd_model_checkpoint: expected a string, got ${describeValue(fromOverride)}`,
-      );
-    }
-    name = fromOverride;
-    field = 'override_settings.sd_model_checkpoint';
-  } else {
-    const profile = resolveModel(ctx.defaultModel);
-    // A bad default is a server configuration fault, not the client's.
-    if (!profile) throw new Error(`configured default model "${ctx.defaultModel}" is not a known model`);
-    return profile;
-  }
-  const profile = resolveModel(name);
-  if (!profile || profile.kinds.includes('video')) {
-    const known = knownModelNames();
-    const why = profile ? `${profile.id} is a video model (use POST /v1/videos)` : `unknown model "${name}"`;
-    throw new RequestError(400, field, `${field}: ${why}; known models: ${known.join(', ')}`, {
-      known,
-      titles: listImageProfiles().map((p) => p.title),
-    });
-  }
-  return profile;
+  const field = 'override_settings.sd_model_checkpoint';
+  if (fromOverride === undefined || fromOverride === null || fromOverride === '') return { field: 'model' };
+  if (typeof fromOverride !== 'string') throw new RequestError(422, field, `${field}: expected a string, got ${describeValue(fromOverride)}`);
+  return { name: fromOverride, field };
 }
 
-function chooseBatch(b: A1111Body, limits: NormalizeLimits): { count: number; batchSize: number; nIter: number } {
-  const batchSize = b.batch_size ?? 1;
-  const nIterField = b.n_iter !== undefined ? 'n_iter' : 'batch_count';
-  const nIter = b.n_iter ?? b.batch_count ?? 1;
-  if (batchSize < 1) throw new RequestError(400, 'batch_size', `batch_size: must be at least 1, got ${batchSize}`);
-  if (nIter < 1) throw new RequestError(400, nIterField, `${nIterField}: must be at least 1, got ${nIter}`);
-  const count = batchSize * nIter;
-  if (count > limits.maxBatch) {
-    throw new RequestError(
-      400,
-      'batch_size',
-      `batch_size: ${batchSize} × n_iter ${nIter} = ${count} images exceeds the limit of ${limits.maxBatch} per request`,
-      { limit: limits.maxBatch },
-    );
-  }
-  return { count, batchSize, nIter };
+/** `sampler_name`, else sd.cpp's `sample_method`, else a `sampler_index` name (A1111's old field). */
+function chooseSamplerName(b: A1111Body, warnings: string[]): { name?: string; field: string } {
+  if (present(b.sampler_name)) return { name: b.sampler_name, field: 'sampler_name' };
+  if (present(b.sample_method)) return { name: b.sample_method, field: 'sample_method' };
+  if (typeof b.sampler_index === 'string' && present(b.sampler_index)) return { name: b.sampler_index, field: 'sampler_index' };
+  if (typeof b.sampler_index === 'number') warnings.push('sampler_index: a numeric sampler index is not supported; using the model default sampler');
+  return { field: 'sampler_name' };
 }
 
-function chooseSeed(b: A1111Body, count: number, random: () => number): number {
-  const s = b.seed;
-  if (s === undefined || s === -1) return Math.floor(random() * RANDOM_SEED_BOUND);
-  if (s < 0) throw new RequestError(400, 'seed', `seed: must be -1 (random) or 0..${MAX_SEED}, got ${s}`);
-  if (s > MAX_SEED - (count - 1)) {
-    throw new RequestError(400, 'seed', `seed: ${s} is too large; seed + ${count - 1} (the last image of the batch) must be at most ${MAX_SEED}`);
+/** The init image (img2img: exactly one), the mask and the reference images, each under its A1111 field. */
+function chooseImages(route: A1111Route, b: A1111Body): { init?: ImageSource; mask?: ImageSource; refs: ImageSource[] } {
+  const refs = (b.extra_images ?? []).map((value, i) => ({ value, field: `extra_images.${i}` }));
+  if (route !== 'img2img') return { refs };
+  const inits = b.init_images ?? [];
+  if (inits.length === 0) {
+    // 404 and this wording are A1111's; kept for client compatibility.
+    throw new RequestError(404, 'init_images', 'Init image not found: init_images is required for img2img');
   }
-  return s;
+  if (inits.length > 1) {
+    throw new RequestError(400, 'init_images', `init_images: ${inits.length} images sent; one init image per request is supported`);
+  }
+  const init = { value: inits[0]!, field: 'init_images.0' };
+  return { init, ...(present(b.mask) ? { mask: { value: b.mask, field: 'mask' } } : {}), refs };
 }
 
-interface Routing {
-  kind: RenderKind;
-  init?: { value: string; field: string };
-  mask?: string;
-  refs: { value: string; field: string }[];
+function chooseResizeMode(b: A1111Body): 0 | 1 | 2 | 3 {
+  const m = b.resize_mode ?? 0;
+  if (m !== 0 && m !== 1 && m !== 2 && m !== 3) {
+    throw new RequestError(400, 'resize_mode', `resize_mode: ${m} is not one of 0 (just resize), 1 (crop and resize), 2 (resize and fill), 3 (latent upscale)`);
+  }
+  return m;
 }
 
-/**
- * Route by capability. `extra_images` make a request an instruction edit (on img2img the init image
- * becomes the first reference). On an instruction-edit model, which has no denoise-from-init img2img, a plain
- * img2img's `init_images` are the edit source (reference conditioning, the prompt is the instruction) and a
- * plain txt2img renders text-to-image through the same model: what standard A1111 clients send works.
- */
-function chooseKind(route: A1111Route, b: A1111Body, profile: ModelProfile, limits: NormalizeLimits, warnings: string[]): Routing {
-  const can = (k: RenderKind) => profile.kinds.includes(k);
-  const extra = (b.extra_images ?? []).map((value, i) => ({ value, field: `extra_images.${i}` }));
-  const editModels = () =>
-    listProfiles()
-      .filter((p) => p.kinds.includes('edit'))
-      .map((p) => p.id)
-      .join(', ');
-
-  if (extra.length > 0 && !can('edit')) {
-    throw new RequestError(
-      400,
-      'extra_images',
-      `extra_images: ${profile.id} cannot use reference images (it is not an instruction-edit model); edit models: ${editModels()}`,
-    );
-  }
-
-  let init: { value: string; field: string } | undefined;
-  if (route === 'img2img') {
-    const inits = b.init_images ?? [];
-    if (inits.length === 0) {
-      // 404 and this wording are A1111's; kept for client compatibility.
-      throw new RequestError(404, 'init_images', 'Init image not found: init_images is required for img2img');
-    }
-    if (inits.length > 1) {
-      throw new RequestError(400, 'init_images', `init_images: ${inits.length} images sent; one init image per request is supported`);
-    }
-    init = { value: inits[0]!, field: 'init_images.0' };
-  }
-
-  const editFromInit = route === 'img2img' && !can('img2img') && can('edit');
-  if (extra.length === 0 && !editFromInit) {
-    const kind: RenderKind = route;
-    if (!can(kind)) {
-      throw new RequestError(
-        400,
-        'extra_images',
-        `extra_images: ${profile.id} is an instruction-edit model and needs the image(s) to edit in extra_images (the prompt is the instruction); a plain ${route} is not supported on it`,
-      );
-    }
-    const mask = route === 'img2img' && present(b.mask) ? b.mask : undefined;
-    return { kind, ...(init ? { init } : {}), ...(mask !== undefined ? { mask } : {}), refs: [] };
-  }
-  if (editFromInit) {
-    warnings.push(`init_images: used as the edit source of ${profile.id} (reference conditioning; the prompt is the instruction)`);
-    if (b.denoising_strength !== undefined && b.denoising_strength !== DEFAULT_DENOISE && b.denoising_strength !== 1) {
-      warnings.push(`denoising_strength: ${b.denoising_strength} not applied; ${profile.id} edits from a reference, not from a partly noised init image`);
+/** `enable_hr` and its `hr_*` fields ("Use same sampler" / "Use same scheduler" = the first pass's). */
+function chooseHiresAsk(b: A1111Body, warnings: string[]): HiresAsk | undefined {
+  if (b.enable_hr !== true) return undefined;
+  for (const f of ['hr_checkpoint_name', 'hr_prompt', 'hr_negative_prompt'] as const) {
+    const v = b[f];
+    if (present(v) && v !== 'Use same checkpoint') {
+      warnings.push(`${f}: not applied; the second pass uses the first pass's ${f.replace('hr_', '').replace('_name', '')}`);
     }
   }
-
-  if (route === 'img2img' && present(b.mask)) {
-    throw new RequestError(400, 'mask', `mask: instruction edits take no mask (${profile.id} edits what the prompt says)`);
-  }
-  const refs = init ? [init, ...extra] : extra;
-  const max = Math.min(profile.maxExtraImages, limits.maxExtraImages);
-  if (refs.length > max) {
-    throw new RequestError(
-      400,
-      'extra_images',
-      `extra_images: ${refs.length} reference images${init ? ' (counting init_images.0)' : ''} exceed the limit of ${max} for ${profile.id}`,
-      { limit: max },
-    );
-  }
-  return { kind: 'edit', refs };
+  const named = (v: string | undefined, same: string): string | undefined => (present(v) && v !== same ? v : undefined);
+  return {
+    names: HIRES_NAMES,
+    ...defined({
+      resizeX: b.hr_resize_x,
+      resizeY: b.hr_resize_y,
+      scale: b.hr_scale,
+      upscaler: b.hr_upscaler,
+      steps: b.hr_second_pass_steps,
+      denoise: b.denoising_strength,
+      sampler: named(b.hr_sampler_name, 'Use same sampler'),
+      scheduler: named(b.hr_scheduler, 'Use same scheduler'),
+    }),
+  };
 }
-
-/** The init image's size, for a mask to match (mask.ts). */

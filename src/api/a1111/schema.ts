@@ -15,7 +15,8 @@
  * Anything else is a type error (422) naming the field.
  */
 import { z } from 'zod';
-import { parseNumericString } from './lax-number.ts';
+import { parseNumericString } from '../../request/lax-number.ts';
+import { MAX_PROMPT_CHARS } from '../../request/limits.ts';
 
 const absent = (v: unknown): unknown => (v === null ? undefined : v);
 
@@ -77,13 +78,6 @@ function laxStr() {
     z.string({ error: STRING_ERROR }).optional(),
   );
 }
-
-/**
- * Prompts are copied into every item's graph and into workflow history: without a cap, a batch of long
- * prompts would exceed Temporal's 2 MB payload limit. 16 KiB is far beyond what text encoders read (T5 takes
- * 512 tokens) while fitting any real prompt.
- */
-export const MAX_PROMPT_CHARS = 16 * 1024;
 
 function promptStr() {
   return z.preprocess(

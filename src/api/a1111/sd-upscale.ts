@@ -7,13 +7,10 @@
  * `[info (unused), overlap, upscaler (name, or index into GET /sdapi/v1/upscalers), scale factor]`.
  */
 import type { SdUpscale, Upscaler } from '../../render/types.ts';
-import { fileStem } from '../comfy-catalog.ts';
+import { fileStem, PIXEL_UPSCALERS, resolveUpscaler, type CatalogLists } from '../../request/upscalers.ts';
 import { RequestError, describeValue } from './errors.ts';
-import { present } from './fields.ts';
-import type { ModelProfile } from '../../models/profile.ts';
+import { present } from '../../request/fields.ts';
 import type { A1111Body, A1111Route } from './schema.ts';
-import { fitSize, type PixelLimits, type Size } from './size.ts';
-import { PIXEL_UPSCALERS, resolveUpscaler, type CatalogLists } from './tweaks.ts';
 
 /** A1111's script defaults (scripts/sd_upscale.py's UI): 64 px overlap, the first upscaler, ×2. */
 const DEFAULT_OVERLAP = 64;
@@ -100,40 +97,4 @@ export function chooseSdUpscale(route: A1111Route, b: A1111Body, lists: CatalogL
     warnings.push(`resize_mode: ${b.resize_mode} not used; SD upscale enlarges the init image with its upscaler`);
   }
   return { scale, overlap, upscaler, upscalerName: label };
-}
-
-/** A1111's SD upscale answers one image per n_iter: its batch_size only groups the tiles it redraws. */
-export function sdUpscaleBatch<B extends { batchSize: number; nIter: number; count: number }>(
-  batch: B,
-  sdUpscale: SdUpscale | undefined,
-  warnings: string[],
-): B {
-  if (!sdUpscale || batch.batchSize === 1) return batch;
-  warnings.push(`batch_size: ${batch.batchSize} not used; SD upscale answers one image per n_iter (A1111 batches its tiles by it)`);
-  return { ...batch, batchSize: 1, count: batch.nIter };
-}
-
-/**
- * SD upscale's output: the init image × scale, fitted to the model's grid and budget like any size. An upscale
- * model runs on the whole init image at its own factor, so it is used only when the output is larger than the
- * init image (A1111 runs it only to enlarge): a 16 Mpx init through a 4× model would be a 256 Mpx intermediate.
- */
-export function sdUpscaleOutput(
-  sdUpscale: SdUpscale,
-  init: { width?: number; height?: number },
-  fallback: { width: number; height: number },
-  fit: { profile: ModelProfile; limits: PixelLimits; warnings: string[] },
-): { size: Size; sdUpscale: SdUpscale } {
-  const initWidth = init.width ?? fallback.width;
-  const initHeight = init.height ?? fallback.height;
-  const requestedWidth = Math.max(1, Math.round(initWidth * sdUpscale.scale));
-  const requestedHeight = Math.max(1, Math.round(initHeight * sdUpscale.scale));
-  const field = 'script_args.3';
-  const fitted = fitSize(fit.profile, fit.limits, { width: field, height: field }, { width: requestedWidth, height: requestedHeight }, fit.warnings);
-  const size = { ...fitted, requestedWidth, requestedHeight };
-  if (sdUpscale.upscaler.kind !== 'model' || fitted.width > initWidth || fitted.height > initHeight) return { size, sdUpscale };
-  fit.warnings.push(
-    `script_args.2: the output (${fitted.width}x${fitted.height}) is no larger than the init image (${initWidth}x${initHeight}): resized with Lanczos, the upscale model ${sdUpscale.upscalerName} not run`,
-  );
-  return { size, sdUpscale: { ...sdUpscale, upscaler: { kind: 'pixel', method: 'lanczos' } } };
 }

@@ -4,7 +4,7 @@
  * `info.warnings`. The classification covers the whole request schema (a test walks it), so a field added
  * to the schema without a decision fails that test.
  */
-import { present } from './fields.ts';
+import { present } from '../../request/fields.ts';
 import type { A1111Body, A1111Route } from './schema.ts';
 
 /** Fields the service applies (graph, sizes, answer shape) — some with warnings of their own elsewhere. */

@@ -7,7 +7,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
-import { RequestError } from '../a1111/errors.ts';
+import { RequestError } from '../../errors/request-error.ts';
 
 export interface EditFile {
   /** Where it came from, for error messages: `image`, `image[1]`, `mask`. */

@@ -1,11 +1,17 @@
 /**
  * OpenAI's error envelope for every `/v1/*` answer: `{error: {message, type, param, code}}`. The OpenAI SDKs
  * show `error.message` (a 401 without it reads as an empty error) and map `type`/`param`/`code` onto their
- * exception. The rest of the front answers in A1111's envelope (http-errors.ts) or FastAPI's `{detail}`; rather
- * than teach every guard (Host, origin, token, body limits, admission, not found) a second shape, one `onSend`
- * hook rewrites those bodies on `/v1/*` paths. `detail` is kept beside `error` for FastAPI-style clients.
+ * exception. The OpenAI routes answer their own errors in it (openAiErrorHandler: a RequestError already names
+ * the OpenAI field, thrown by the adapter or by the resolver and submitter through the neutral request's
+ * names). The guards that run before any route (Host, origin, token, body gate, not found) answer in the
+ * front's envelope; one `onSend` hook gives those OpenAI's shape on `/v1/*` paths, moving fields, never
+ * rewording messages. `detail` is kept beside `error` for FastAPI-style clients.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RequestError } from '../../errors/request-error.ts';
+import { AdmissionRefusedError } from '../../renders/admission.ts';
+import type { RenderFailedError } from '../../renders/render-service.ts';
+import { validationRequestError } from '../route-schemas.ts';
 
 export interface OpenAiErrorBody {
   error: { message: string; type: string; param: string | null; code: string | number | null };
@@ -80,4 +86,49 @@ export function toOpenAiEnvelope(status: number, body: unknown, method: string, 
   if (status === 404 && message === 'Not Found') message = `no route ${method} ${url.split('?')[0]}`;
   const param = typeof field === 'string' && field !== '' ? field : null;
   return openAiError(status, message, param, extra);
+}
+
+/** The OpenAI routes' error handler: every refusal in OpenAI's envelope, `param` the OpenAI field. */
+export function openAiErrorHandler(thrown: FastifyError | RequestError | AdmissionRefusedError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const err = validationRequestError(thrown) ?? thrown;
+  if (err instanceof AdmissionRefusedError) {
+    req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
+    reply.header('Retry-After', String(err.retryAfterSeconds));
+    return sendOpenAiError(reply, 503, openAiError(503, err.message, null, { waiting: err.waiting, limit: err.limit }));
+  }
+  if (err instanceof RequestError) {
+    req.log.info({ field: err.field, status: err.status }, err.message);
+    return sendOpenAiError(reply, err.status, openAiError(err.status, err.message, err.field, err.extra));
+  }
+  const fe = err;
+  if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe instanceof SyntaxError) {
+    return sendOpenAiError(reply, 400, openAiError(400, `request body is not valid JSON: ${fe.message}`, 'body'));
+  }
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    const limit = req.routeOptions.bodyLimit;
+    return sendOpenAiError(reply, 413, openAiError(413, `request body is larger than ${limit} bytes`, 'body', { limit }));
+  }
+  if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const type = req.headers['content-type'] ?? '';
+    return sendOpenAiError(
+      reply,
+      415,
+      openAiError(415, `unsupported content type ${type}: send application/json (edits: or multipart/form-data)`, 'content-type'),
+    );
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return sendOpenAiError(reply, fe.statusCode, openAiError(fe.statusCode, fe.message));
+  }
+  req.log.error({ err }, 'unhandled error');
+  return sendOpenAiError(reply, 500, openAiError(500, 'internal error (see the service log)'));
+}
+
+/** A render that failed, in OpenAI's envelope: our sentence, ComfyUI's own message and where it failed beside it. */
+export function sendOpenAiRenderFailure(reply: FastifyReply, err: RenderFailedError): FastifyReply {
+  const { comfy_message: comfyMessage, ...where } = err.fields;
+  return sendOpenAiError(
+    reply,
+    err.status,
+    openAiError(err.status, err.message, null, { errors: comfyMessage ?? err.message, render_id: err.renderId, ...where, details: err.details }),
+  );
 }

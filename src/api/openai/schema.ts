@@ -7,7 +7,7 @@
  * same report, never refused: SDKs add fields faster than servers learn them.
  */
 import { z } from 'zod';
-import { parseNumericString } from '../a1111/lax-number.ts';
+import { parseNumericString } from '../../request/lax-number.ts';
 
 /** Same cap as the A1111 prompt: copied into every item's graph and into workflow history. */
 export const MAX_OPENAI_PROMPT_CHARS = 16 * 1024;

@@ -7,7 +7,7 @@
  * `width`/`height` → size). A field the request body also sets keeps the body's value; native fields with no
  * equivalent are reported in warnings.
  */
-import { RequestError } from '../a1111/errors.ts';
+import { RequestError } from '../../errors/request-error.ts';
 
 const OPEN = '<sd_cpp_extra_args>';
 const CLOSE = '</sd_cpp_extra_args>';

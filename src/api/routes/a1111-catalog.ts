@@ -4,8 +4,8 @@
  * `.json()` on them).
  */
 import type { FastifyInstance } from 'fastify';
-import { fileStem } from '../comfy-catalog.ts';
-import { LATENT_MODES, PIXEL_UPSCALERS } from '../a1111/tweaks.ts';
+import { fileStem } from '../../request/upscalers.ts';
+import { LATENT_MODES, PIXEL_UPSCALERS } from '../../request/upscalers.ts';
 import type { ApiContext } from '../context.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';

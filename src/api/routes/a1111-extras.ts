@@ -2,13 +2,13 @@
  * A1111 extras and image info: `png-info` reads back the infotext, `extra-single-image` and
  * `extra-batch-images` upscale through a ComfyUI graph as durable renders (answering A1111's shapes).
  */
-import { normalizeLimits } from '../a1111/normalize.ts';
+import { resolveLimits } from '../../request/limits.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { imageRouteLimits } from '../body-limits.ts';
 import { normalizeExtrasOffLoop } from '../a1111/extras.ts';
 import { readPngInfo } from '../a1111/png-info.ts';
-import type { CatalogLists } from '../a1111/tweaks.ts';
+import type { CatalogLists } from '../../request/upscalers.ts';
 import { infotextFor } from '../../render/infotext.ts';
 import { resolveModel } from '../../models/registry.ts';
 import type { ApiContext } from '../context.ts';
@@ -21,7 +21,7 @@ import { renderHeadersSchema } from '../request-headers.ts';
 import { specOnly } from '../route-schemas.ts';
 
 export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void {
-  const limits = () => normalizeLimits(ctx.config);
+  const limits = () => resolveLimits(ctx.config);
   const routes = app.withTypeProvider<ZodTypeProvider>();
 
   const bodyLimits = imageRouteLimits(ctx.config);

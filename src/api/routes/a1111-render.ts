@@ -3,14 +3,15 @@
  * it fully passes), then start, wait (render-wait.ts) and answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeLimits, normalizeRequestOffLoop } from '../a1111/normalize.ts';
+import { normalizeRequestOffLoop } from '../a1111/normalize.ts';
+import { resolveLimits } from '../../request/limits.ts';
 import { buildInfo } from '../a1111/response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { overridesToPersist } from '../a1111/persist-overrides.ts';
 import { requestPriority } from '../priority.ts';
 import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../context.ts';
-import type { CatalogLists } from '../a1111/tweaks.ts';
+import type { CatalogLists } from '../../request/upscalers.ts';
 import { sdUpscaleNeedsModels } from '../a1111/sd-upscale.ts';
 import { outputImages, startAndWait } from './render-wait.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -33,7 +34,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       catalog,
       options: ctx.options.all(),
       random: Math.random,
-      limits: normalizeLimits(ctx.config),
+      limits: resolveLimits(ctx.config),
       log: (msg, obj) => req.log.info(obj ?? {}, msg),
     });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');

@@ -5,7 +5,8 @@
  * can be built for) are errors the server's handler answers in A1111's envelope.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { DecodedImage } from '../a1111/normalize.ts';
+import type { DecodedImage } from '../../images/decode.ts';
+import type { SizeFieldNames } from '../../render/history-size.ts';
 import { releaseBodySlot } from '../body-gate.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { RenderFailedError } from '../../renders/render-service.ts';
@@ -26,13 +27,16 @@ export async function startAndWait(
   reply: FastifyReply,
   /** The entry point's name in the Idempotency-Key fingerprint (`sdapi.txt2img`, …). */
   route: string,
-  normalized: { request: RenderRequest; images: DecodedImage[] },
+  normalized: { request: RenderRequest; images: DecodedImage[]; fields?: SizeFieldNames },
   priority?: number,
+  /** How this protocol answers a failed render; default A1111's envelope. */
+  sendFailure: (reply: FastifyReply, err: RenderFailedError) => FastifyReply = sendA1111RenderFailure,
 ): Promise<Finished | FastifyReply> {
   const started = await ctx.submitter.submit({
     route,
     request: normalized.request,
     images: normalized.images,
+    ...(normalized.fields ? { fields: normalized.fields } : {}),
     idempotencyKey: idempotencyKey(req.headers),
     body: req.body,
     ...(priority !== undefined ? { priority } : {}),
@@ -79,13 +83,7 @@ export async function startAndWait(
   } catch (err) {
     if (err instanceof RenderFailedError) {
       req.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);
-      // A1111's envelope: `detail` is our sentence, `errors` ComfyUI's own message; node and input say where.
-      const { comfy_message: comfyMessage, ...where } = err.fields;
-      return sendError(
-        reply,
-        err.status,
-        errorBody(err.kind, err.message, { errors: comfyMessage ?? err.message, render_id: err.renderId, ...where, details: err.details }),
-      );
+      return sendFailure(reply, err);
     }
     throw err;
   } finally {
@@ -97,4 +95,14 @@ export async function startAndWait(
 /** Base64 of each output blob, in order. */
 export async function outputImages(ctx: ApiContext, result: RenderResult): Promise<string[]> {
   return Promise.all(result.outputs.map(async (o) => (await ctx.blobs.get(o.sha256)).toString('base64')));
+}
+
+/** A1111's envelope: `detail` is our sentence, `errors` ComfyUI's own message; node and input say where. */
+export function sendA1111RenderFailure(reply: FastifyReply, err: RenderFailedError): FastifyReply {
+  const { comfy_message: comfyMessage, ...where } = err.fields;
+  return sendError(
+    reply,
+    err.status,
+    errorBody(err.kind, err.message, { errors: comfyMessage ?? err.message, render_id: err.renderId, ...where, details: err.details }),
+  );
 }

@@ -5,7 +5,7 @@
  * pydantic model does.
  */
 import { z } from 'zod';
-import { MAX_PROMPT_CHARS } from '../a1111/schema.ts';
+import { MAX_PROMPT_CHARS } from '../../request/limits.ts';
 
 /** A number, or a form field holding one. */
 const num = z.preprocess(

@@ -4,14 +4,13 @@ import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames } from '../..
 import { fitOnGrid } from '../../models/fit-size.ts';
 import type { BlobRef } from '../../render/types.ts';
 import { RequestError } from '../../errors/request-error.ts';
-import { MAX_SEED } from '../a1111/normalize.ts';
+import { MAX_SEED, RANDOM_SEED_BOUND } from '../../request/limits.ts';
 import type { ExtraParams, VideoFields } from './schema.ts';
 
 /** vLLM-Omni's ranges (protocol/videos.py): steps 1-200, guidance 0-20. */
 const MAX_API_STEPS = 200;
 const MAX_GUIDANCE = 20;
 const MAX_SHIFT = 100;
-const RANDOM_SEED_BOUND = 4294967294;
 
 /** The model's frame grid as written in messages: `4k+1`. */
 export function gridLabel(caps: VideoCapabilities): string {

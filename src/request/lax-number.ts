@@ -1,5 +1,5 @@
 /**
- * Numeric strings for the lax A1111 number fields (`"7.5"`, `" 20 "`), parsed in linear time.
+ * Numeric strings for lax number fields, A1111's and OpenAI's form fields (`"7.5"`, `" 20 "`), parsed in linear time.
  *
  * Why not one regex: `\d+\.?\d*` can split a digit run between its two quantifiers in n ways, so a string of
  * 64 000 digits followed by junk made the old pattern backtrack quadratically and block the event loop for

@@ -1,8 +1,8 @@
 /**
- * Sampler, scheduler and guidance of an A1111 request, mapped to ComfyUI's names and the model's CFG mode
- * (split from normalize.ts).
+ * Sampler, scheduler and guidance of a neutral request, mapped to ComfyUI's names and the model's CFG mode;
+ * refusals and adjustments name the client's field.
  */
-import type { ModelProfile } from '../../models/profile.ts';
+import type { ModelProfile } from '../models/profile.ts';
 import {
   type CustomScheduleKind,
   lookupSampler,
@@ -12,10 +12,10 @@ import {
   splitSamplerScheduler,
   validSamplerNames,
   validSchedulerNames,
-} from '../../models/samplers.ts';
-import { RequestError } from './errors.ts';
-import { inRange, present } from './fields.ts';
-import type { A1111Body } from './schema.ts';
+} from '../models/samplers.ts';
+import { RequestError } from '../errors/request-error.ts';
+import { inRange, present, type FieldNames } from './fields.ts';
+import type { HiresAsk, NeutralImageRequest } from './neutral.ts';
 
 /** ComfyUI's name for a sampler name (null: the model's default), and a scheduler named inside it; 400 naming `field` for an unknown name. */
 function resolveSampler(name: string, field: string, warnings: string[]): { comfy: string | null; scheduler?: string } {
@@ -47,22 +47,12 @@ function resolveScheduler(name: string, field: string, warnings: string[]): Sche
 }
 
 export function chooseSampler(
-  b: A1111Body,
+  r: Pick<NeutralImageRequest, 'sampler' | 'scheduler' | 'names'>,
   profile: ModelProfile,
   warnings: string[],
 ): { sampler: string; scheduler: string; custom?: { kind: CustomScheduleKind; label: string } } {
-  let samplerName: string | undefined;
-  let samplerField = 'sampler_name';
-  if (present(b.sampler_name)) samplerName = b.sampler_name;
-  else if (present(b.sample_method)) {
-    samplerName = b.sample_method;
-    samplerField = 'sample_method';
-  } else if (typeof b.sampler_index === 'string' && present(b.sampler_index)) {
-    samplerName = b.sampler_index;
-    samplerField = 'sampler_index';
-  } else if (typeof b.sampler_index === 'number') {
-    warnings.push('sampler_index: a numeric sampler index is not supported; using the model default sampler');
-  }
+  const samplerName = present(r.sampler) ? r.sampler : undefined;
+  const samplerField = r.names.sampler;
 
   let sampler = profile.defaults.sampler;
   let suffixScheduler: string | undefined;
@@ -73,16 +63,16 @@ export function chooseSampler(
   }
 
   let scheduler = profile.defaults.scheduler;
-  const explicit = present(b.scheduler) ? b.scheduler : undefined;
+  const explicit = present(r.scheduler) ? r.scheduler : undefined;
   let schedulerName = explicit;
-  let schedulerField = 'scheduler';
+  let schedulerField = r.names.scheduler;
   if (suffixScheduler !== undefined) {
     // A1111 lets the scheduler named inside the sampler name win over the `scheduler` field.
     if (explicit !== undefined && lookupScheduler(explicit).status === 'ok') {
       const a = lookupScheduler(explicit);
       const s = lookupScheduler(suffixScheduler);
       if (a.status === 'ok' && s.status === 'ok' && a.comfy !== null && a.comfy !== s.comfy) {
-        warnings.push(`scheduler: "${explicit}" overridden by the scheduler in sampler name "${samplerName}"`);
+        warnings.push(`${r.names.scheduler}: "${explicit}" overridden by the scheduler in sampler name "${samplerName}"`);
       }
     }
     schedulerName = suffixScheduler;
@@ -98,27 +88,25 @@ export function chooseSampler(
 }
 
 /**
- * The hires fix's own sampler and scheduler (A1111 `hr_sampler_name`, `hr_scheduler`; "Use same sampler" /
- * "Use same scheduler" or absent = the first pass's). Checked like `sampler_name` and `scheduler`, with the
- * same suffix rule: a scheduler named inside `hr_sampler_name` ("DPM++ 2M Karras") wins over `hr_scheduler`.
+ * The hires fix's own sampler and scheduler (absent = the first pass's). Checked like the first pass's, with
+ * the same suffix rule: a scheduler named inside the sampler name ("DPM++ 2M Karras") wins over the scheduler.
  * Returns only what differs from the first pass, so a request that names nothing builds the same graph.
  */
 export function chooseHiresSampler(
-  b: A1111Body,
+  h: HiresAsk,
   first: { sampler: string; scheduler: string },
   warnings: string[],
 ): { sampler?: string; samplerLabel?: string; scheduler?: string; schedulerLabel?: string } {
-  const named = (v: string | undefined, same: string): string | undefined => (present(v) && v !== same ? v : undefined);
-  const samplerName = named(b.hr_sampler_name, 'Use same sampler');
+  const samplerName = present(h.sampler) ? h.sampler : undefined;
   let sampler = first.sampler;
-  let schedulerName = named(b.hr_scheduler, 'Use same scheduler');
-  let schedulerField = 'hr_scheduler';
+  let schedulerName = present(h.scheduler) ? h.scheduler : undefined;
+  let schedulerField = h.names.scheduler;
   if (samplerName !== undefined) {
-    const found = resolveSampler(samplerName, 'hr_sampler_name', warnings);
+    const found = resolveSampler(samplerName, h.names.sampler, warnings);
     if (found.comfy) sampler = found.comfy;
     if (found.scheduler !== undefined) {
       schedulerName = found.scheduler;
-      schedulerField = 'hr_sampler_name';
+      schedulerField = h.names.sampler;
     }
   }
   let scheduler = first.scheduler;
@@ -137,26 +125,31 @@ export function chooseHiresSampler(
   };
 }
 
-export function chooseGuidance(b: A1111Body, profile: ModelProfile, warnings: string[]): { cfg: number; guidance: number | undefined; negativePrompt: string } {
+export function chooseGuidance(
+  r: Pick<NeutralImageRequest, 'cfg' | 'guidance' | 'negativePrompt'> & { names: Pick<FieldNames, 'cfg' | 'guidance' | 'negativePrompt'> },
+  profile: ModelProfile,
+  warnings: string[],
+): { cfg: number; guidance: number | undefined; negativePrompt: string } {
+  const { names } = r;
   let cfg: number;
-  let negativePrompt = b.negative_prompt ?? '';
+  let negativePrompt = r.negativePrompt ?? '';
   if (profile.cfgMode === 'fixed-1') {
     cfg = 1;
-    if (b.cfg_scale !== undefined && b.cfg_scale !== 1) {
-      warnings.push(`cfg_scale: ${b.cfg_scale} ignored; ${profile.id} is guidance-distilled and runs at CFG 1`);
+    if (r.cfg !== undefined && r.cfg !== 1) {
+      warnings.push(`${names.cfg}: ${r.cfg} ignored; ${profile.id} is guidance-distilled and runs at CFG 1`);
     }
     if (negativePrompt.trim() !== '') {
-      warnings.push(`negative_prompt: ignored; ${profile.id} runs at CFG 1 and has no negative branch`);
+      warnings.push(`${names.negativePrompt}: ignored; ${profile.id} runs at CFG 1 and has no negative branch`);
     }
     negativePrompt = '';
   } else {
-    cfg = inRange(b.cfg_scale ?? profile.defaults.cfg, 0, 100, 'cfg_scale');
+    cfg = inRange(r.cfg ?? profile.defaults.cfg, 0, 100, names.cfg);
   }
   let guidance: number | undefined;
   if (profile.defaults.guidance !== undefined) {
-    guidance = inRange(b.distilled_cfg_scale ?? profile.defaults.guidance, 0, 100, 'distilled_cfg_scale');
-  } else if (b.distilled_cfg_scale !== undefined) {
-    warnings.push(`distilled_cfg_scale: ignored; ${profile.id} has no distilled guidance`);
+    guidance = inRange(r.guidance ?? profile.defaults.guidance, 0, 100, names.guidance);
+  } else if (r.guidance !== undefined) {
+    warnings.push(`${names.guidance}: ignored; ${profile.id} has no distilled guidance`);
   }
   return { cfg, guidance, negativePrompt };
 }

@@ -1,14 +1,13 @@
 /**
- * Output size of an A1111 request: the requested width and height snapped to the model's latent grid, the
- * pixel budget, and img2img's resize mode (split from normalize.ts; the hires fix in tweaks.ts snaps its
- * target size with the same fitSize).
+ * Output size of a neutral request: the requested width and height snapped to the model's latent grid and
+ * fitted into the pixel budget (the hires fix and SD upscale snap their target sizes with the same fitSize).
  */
-import type { ModelProfile } from '../../models/profile.ts';
-import { fitOnGrid } from '../../models/fit-size.ts';
-import { RequestError } from './errors.ts';
-import type { A1111Body } from './schema.ts';
+import type { ModelProfile } from '../models/profile.ts';
+import { fitOnGrid } from '../models/fit-size.ts';
+import { RequestError } from '../errors/request-error.ts';
+import { sizeFieldLabel, type FieldNames } from './fields.ts';
 
-/** The part of NormalizeLimits that sizes depend on. */
+/** The part of ResolveLimits that sizes depend on. */
 export interface PixelLimits {
   /** Pixel budget of one output image; absent: the model's own `maxPixels`. */
   maxRenderPixels?: number;
@@ -85,22 +84,34 @@ export function fitSize(
     });
   }
   warnings.push(
-    `${fields.width}/${fields.height}: ${requested.width}x${requested.height} scaled down to ${fit.width}x${fit.height} (keeping the aspect ratio) to fit ${profile.id}'s budget of ${budget} pixels and ${profile.maxSide} px sides`,
+    `${sizeFieldLabel(fields)}: ${requested.width}x${requested.height} scaled down to ${fit.width}x${fit.height} (keeping the aspect ratio) to fit ${profile.id}'s budget of ${budget} pixels and ${profile.maxSide} px sides`,
   );
   return { width: fit.width, height: fit.height };
 }
 
-export function chooseSize(b: A1111Body, profile: ModelProfile, limits: PixelLimits, warnings: string[]): Size {
-  const requestedWidth = b.width ?? profile.defaults.width;
-  const requestedHeight = b.height ?? profile.defaults.height;
-  const { width, height } = fitSize(profile, limits, { width: 'width', height: 'height' }, { width: requestedWidth, height: requestedHeight }, warnings);
+export function chooseSize(
+  r: { width?: number | undefined; height?: number | undefined; names: Pick<FieldNames, 'width' | 'height'> },
+  profile: ModelProfile,
+  limits: PixelLimits,
+  warnings: string[],
+): Size {
+  const requestedWidth = r.width ?? profile.defaults.width;
+  const requestedHeight = r.height ?? profile.defaults.height;
+  const fields = { width: r.names.width, height: r.names.height };
+  const { width, height } = fitSize(profile, limits, fields, { width: requestedWidth, height: requestedHeight }, warnings);
   return { width, height, requestedWidth, requestedHeight };
 }
 
-export function chooseResizeMode(b: A1111Body): 0 | 1 | 2 | 3 {
-  const m = b.resize_mode ?? 0;
-  if (m !== 0 && m !== 1 && m !== 2 && m !== 3) {
-    throw new RequestError(400, 'resize_mode', `resize_mode: ${m} is not one of 0 (just resize), 1 (crop and resize), 2 (resize and fill), 3 (latent upscale)`);
-  }
-  return m;
+/**
+ * An image's own size as the output size (OpenAI's `size: auto`): scaled down into the model's sides and
+ * pixel budget, keeping its aspect, each side floored onto the grid. Undefined when the image has no size.
+ */
+export function sizeOfImage(image: { width?: number | undefined; height?: number | undefined }, profile: ModelProfile, limits: PixelLimits): Size | undefined {
+  const { width: w, height: h } = image;
+  if (!w || !h) return undefined;
+  const scale = Math.min(1, Math.sqrt(pixelBudget(profile, limits) / (w * h)), profile.maxSide / w, profile.maxSide / h);
+  const fit = (v: number): number => Math.max(profile.minSide, Math.floor((v * scale) / profile.grid) * profile.grid);
+  const width = fit(w);
+  const height = fit(h);
+  return { width, height, requestedWidth: width, requestedHeight: height };
 }
