@@ -9,13 +9,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import type { ApiContext, ApiDeps } from './context.ts';
-import { registerA1111Discovery } from './routes/a1111-discovery.ts';
-import { registerA1111Render } from './routes/a1111-render.ts';
-import { registerA1111Extras } from './routes/a1111-extras.ts';
-import { registerA1111Catalog } from './routes/a1111-catalog.ts';
-import { registerOps } from './routes/ops.ts';
-import { registerRenders } from './routes/renders.ts';
-import { registerVideos } from './routes/videos.ts';
+import { registerA1111 } from './a1111/plugin.ts';
+import { registerOps } from './operators/ops.ts';
+import { registerRenders } from './operators/renders.ts';
+import { registerVideos } from './video/plugin.ts';
 import { registerOpenAiImages } from './openai/plugin.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
@@ -235,10 +232,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   if (deps.gpuLease) registerGpuLeaseHook(app, deps.gpuLease);
   await registerOpenApi(app);
-  registerA1111Discovery(app, ctx);
-  registerA1111Render(app, ctx);
-  registerA1111Extras(app, ctx);
-  registerA1111Catalog(app, ctx);
+  registerA1111(app, ctx);
   registerOps(app, ctx);
   registerRenders(app, ctx);
   await registerVideos(app, ctx);

@@ -6,7 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InFlight } from '../../src/api/in-flight.ts';
-import { registerA1111Discovery } from '../../src/api/routes/a1111-discovery.ts';
+import { registerA1111Discovery } from '../../src/api/a1111/discovery-routes.ts';
 import { useZodRouteSchemas } from '../../src/api/route-schemas.ts';
 import type { ApiContext } from '../../src/api/server.ts';
 import { loadConfig } from '../../src/config/config.ts';

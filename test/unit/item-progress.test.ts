@@ -55,7 +55,7 @@ describe('item progress only rises and names its stage', () => {
 
 describe('textinfo says what happens', () => {
   it('waiting only when a render waits; stopping after an interrupt; decode and save as stages', async () => {
-    const { textinfo, a1111Progress } = await import('../../src/api/routes/a1111-discovery.ts');
+    const { textinfo, a1111Progress } = await import('../../src/api/a1111/discovery-routes.ts');
     expect(textinfo({ jobCount: 0 })).toBeNull();
     expect(textinfo({ jobCount: 1, pending: 'waiting' })).toBe('Waiting for a GPU');
     expect(textinfo({ jobCount: 1, pending: 'stopping' })).toBe('Stopping (interrupted)');

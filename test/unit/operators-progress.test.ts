@@ -7,7 +7,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { msNumberToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
-import { a1111Progress } from '../../src/api/routes/a1111-discovery.ts';
+import { a1111Progress } from '../../src/api/a1111/discovery-routes.ts';
 import { LiveProgress } from '../../src/operators/progress.ts';
 
 const { temporal } = proto;

@@ -4,7 +4,7 @@
  *   POST /v1/images/edits        multipart (`image` / `image[]`, `mask`) or JSON → the same answer
  *   GET  /v1/models, /v1/models/{id}  every registered profile (image and video) in OpenAI's list shape
  * A request is mapped once into the neutral request (to-neutral.ts) and resolved by the one resolver
- * (src/request/resolve.ts), then started and awaited like every render (routes/render-wait.ts: blob storage,
+ * (src/request/resolve.ts), then started and awaited like every render (api/render-wait.ts: blob storage,
  * Idempotency-Key, X-Priority, admission, interrupt). Errors are answered in OpenAI's envelope by this
  * plugin's own error handler (errors.ts), naming the OpenAI field where they were thrown.
  */
@@ -26,7 +26,7 @@ import { imagesResponse, publicBaseUrl } from './response.ts';
 import { withSdCppArgs } from './sd-cpp-args.ts';
 import { firstIssue, imageEditFieldsSchema, imageGenerationSchema } from './schema.ts';
 import { editRequest, generationRequest, type OpenAiContext, type OpenAiRequest } from './to-neutral.ts';
-import { outputImages, startAndWait } from '../routes/render-wait.ts';
+import { outputImages, startAndWait } from '../render-wait.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { imageEditFormSchema, imagesAnswerSchema, modelListSchema, modelObjectSchema } from './answer-schemas.ts';

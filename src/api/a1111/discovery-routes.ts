@@ -7,8 +7,8 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { RequestError } from '../a1111/errors.ts';
-import { SD_UPSCALE_SCRIPT } from '../a1111/sd-upscale.ts';
+import { RequestError } from './errors.ts';
+import { SD_UPSCALE_SCRIPT } from './sd-upscale.ts';
 import { checkOptions } from '../options-schema.ts';
 import { knownModelNames, listImageProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
@@ -16,7 +16,7 @@ import type { ApiContext } from '../context.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
 import { markPolled, readPreview } from '../../operators/previews.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { optionsSchema, progressQuerySchema, progressSchema, samplersSchema, schedulersSchema, sdModelsSchema } from '../a1111/answer-schemas.ts';
+import { optionsSchema, progressQuerySchema, progressSchema, samplersSchema, schedulersSchema, sdModelsSchema } from './answer-schemas.ts';
 import { a1111Errors, nullAnswer } from '../openapi-shapes.ts';
 import { specOnly } from '../route-schemas.ts';
 

@@ -5,15 +5,15 @@
  * can be built for) are errors the server's handler answers in A1111's envelope.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { DecodedImage } from '../../images/decode.ts';
-import type { SizeFieldNames } from '../../render/history-size.ts';
-import { releaseBodySlot } from '../body-gate.ts';
-import { errorBody, sendError } from '../http-errors.ts';
-import { RenderFailedError } from '../../renders/render-service.ts';
-import type { ApiContext } from '../context.ts';
-import { idempotencyKey } from '../request-headers.ts';
-import type { RenderRequest, RenderResult } from '../../render/types.ts';
-import { interruptSignal, skipSignal } from '../../workflows/render.ts';
+import type { DecodedImage } from '../images/decode.ts';
+import type { SizeFieldNames } from '../render/history-size.ts';
+import { releaseBodySlot } from './body-gate.ts';
+import { errorBody, sendError } from './http-errors.ts';
+import { RenderFailedError } from '../renders/render-service.ts';
+import type { ApiContext } from './context.ts';
+import { idempotencyKey } from './request-headers.ts';
+import type { RenderRequest, RenderResult } from '../render/types.ts';
+import { interruptSignal, skipSignal } from '../workflows/render.ts';
 
 export interface Finished {
   result: RenderResult;

@@ -9,7 +9,7 @@ import { LATENT_MODES, PIXEL_UPSCALERS } from '../../request/upscalers.ts';
 import type { ApiContext } from '../context.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import { emptyListSchema, latentModesSchema, lorasSchema, memorySchema, upscalersSchema } from '../a1111/answer-schemas.ts';
+import { emptyListSchema, latentModesSchema, lorasSchema, memorySchema, upscalersSchema } from './answer-schemas.ts';
 import { nullAnswer } from '../openapi-shapes.ts';
 
 /** `4x-UltraSharp.pth`, `RealESRGAN_x2plus` → 4, 2 (A1111 reports a scale per upscaler). */

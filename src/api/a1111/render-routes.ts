@@ -3,20 +3,20 @@
  * it fully passes), then start, wait (render-wait.ts) and answer in A1111's shape.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeRequestOffLoop } from '../a1111/normalize.ts';
+import { normalizeRequestOffLoop } from './normalize.ts';
 import { resolveLimits } from '../../request/limits.ts';
-import { buildInfo } from '../a1111/response.ts';
+import { buildInfo } from './response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
-import { overridesToPersist } from '../a1111/persist-overrides.ts';
+import { overridesToPersist } from './persist-overrides.ts';
 import { requestPriority } from '../priority.ts';
 import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../../request/upscalers.ts';
-import { sdUpscaleNeedsModels } from '../a1111/sd-upscale.ts';
-import { outputImages, startAndWait } from './render-wait.ts';
+import { sdUpscaleNeedsModels } from './sd-upscale.ts';
+import { outputImages, startAndWait } from '../render-wait.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { img2imgSchema, txt2imgSchema } from '../a1111/schema.ts';
-import { renderAnswerSchema } from '../a1111/answer-schemas.ts';
+import { img2imgSchema, txt2imgSchema } from './schema.ts';
+import { renderAnswerSchema } from './answer-schemas.ts';
 import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
 import { renderHeadersSchema } from '../request-headers.ts';
 import { specOnly } from '../route-schemas.ts';
