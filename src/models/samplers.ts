@@ -6,6 +6,7 @@
  * the closest ComfyUI sampler, with the reason in `approx` so the client is told (info.warnings).
  */
 import type { SigmaSchedule } from '../render/types.ts';
+import { sigmaRange, type FamilySampling } from './families/sampling-facts.ts';
 
 /** ComfyUI `KSampler.SAMPLERS` (v0.33 master; identical to v0.3.64 except the exp_heun_2_x0 pair). */
 export const COMFY_SAMPLERS = [
@@ -320,24 +321,33 @@ export function lookupScheduler(name: string): NameLookup {
 }
 
 /**
- * The sigma node of a custom schedule on a flow-matching model (every image family here is one: sigmas run
- * from 1 to 0, not over the 14.6–0.03 range of SD's tables).
- * - Polyexponential: PolyexponentialScheduler over the flow range (rho 1, A1111's default).
- * - The Align Your Steps family: ComfyUI's AlignYourStepsScheduler and GITSScheduler only hold SD1/SDXL/SVD
- *   noise levels, which a flow model cannot sample; OptimalStepsScheduler (FLUX), the same idea fitted to
- *   flow models, is the closest (said in `approx`). It needs 3 steps or more: below, `simple` with a warning.
+ * The sigma node of a custom schedule on a model of this family (its sampling facts decide):
+ * - Polyexponential: PolyexponentialScheduler over the family's sigma range (rho 1, A1111's default).
+ * - The Align Your Steps family: the family's own Align Your Steps node (AlignYourStepsScheduler's SD1/SDXL/SVD
+ *   tables, or OptimalStepsScheduler's fitted FLUX/Wan/Chroma steps, which need 3 steps or more); a family
+ *   with none gets the simple scheduler and is told why, never another family's schedule silently.
  */
-export function sigmaScheduleFor(kind: CustomScheduleKind, label: string, steps: number): { sigmas?: SigmaSchedule; approx?: string } {
-  if (kind === 'polyexponential') return { sigmas: { node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: FLOW_SIGMA_MIN, rho: 1 } };
-  if (steps < 3) return { approx: `${label}: OptimalStepsScheduler needs at least 3 steps; using the simple scheduler for ${steps}` };
-  return {
-    sigmas: { node: 'OptimalStepsScheduler', modelType: 'FLUX' },
-    approx: `${label}: ComfyUI's Align Your Steps/GITS schedules are for SD1/SDXL/SVD noise levels; this flow-matching model runs OptimalStepsScheduler (FLUX), their flow-model counterpart`,
-  };
+export function sigmaScheduleFor(
+  kind: CustomScheduleKind,
+  label: string,
+  steps: number,
+  family: { name: string; sampling: FamilySampling },
+): { sigmas?: SigmaSchedule; approx?: string } {
+  const { sampling } = family;
+  if (kind === 'polyexponential') return { sigmas: { node: 'PolyexponentialScheduler', ...sigmaRange(sampling.prediction), rho: 1 } };
+  const ays = sampling.alignYourSteps;
+  if (!ays) {
+    return {
+      approx: `${label}: the ${family.name} family has no Align Your Steps schedule (ComfyUI has tables for SD1/SDXL/SVD and fitted steps for FLUX/Wan/Chroma); using the simple scheduler`,
+    };
+  }
+  const variant =
+    kind === 'align_your_steps' ? undefined : `${label} is rendered as ${ays.node === 'AlignYourStepsScheduler' ? 'Align Your Steps' : 'Optimal Steps'}`;
+  const notes = [variant, sampling.alignYourStepsNote].filter((n): n is string => n !== undefined);
+  if (ays.node === 'OptimalStepsScheduler' && steps < 3)
+    return { approx: `${label}: OptimalStepsScheduler needs at least 3 steps; using the simple scheduler for ${steps}` };
+  return { sigmas: { ...ays }, ...(notes.length > 0 ? { approx: `${label}: ${notes.join('; ')}` } : {}) };
 }
-
-/** The smallest non-zero sigma of a flow-matching schedule (ComfyUI's flow models: timestep 1/1000). */
-const FLOW_SIGMA_MIN = 0.001;
 
 /**
  * A1111's `"DPM++ 2M Karras"` convention: a trailing scheduler label (or alias/name) after a space names the

@@ -111,7 +111,8 @@ export interface RenderRequest {
 /** A sigma schedule node feeding SamplerCustomAdvanced (instead of KSampler's scheduler enum). */
 export type SigmaSchedule =
   | { node: 'PolyexponentialScheduler'; sigmaMax: number; sigmaMin: number; rho: number }
-  | { node: 'OptimalStepsScheduler'; modelType: 'FLUX' | 'Wan' | 'Chroma' };
+  | { node: 'OptimalStepsScheduler'; modelType: 'FLUX' | 'Wan' | 'Chroma' }
+  | { node: 'AlignYourStepsScheduler'; modelType: 'SD1' | 'SDXL' | 'SVD' };
 
 export interface LoraUse {
   /** ComfyUI's file name (as its LoraLoader lists it, subfolders included). */

@@ -13,6 +13,7 @@ import { decodeImageSetOffLoop } from '../bytes/off-loop.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import { knownModelNames, listImageProfiles, resolveModel } from '../models/registry.ts';
 import { samplerLabel, schedulerLabel, sigmaScheduleFor } from '../models/samplers.ts';
+import { familyBuilder } from '../models/families/index.ts';
 import { RequestError } from '../errors/request-error.ts';
 import { inRange } from './fields.ts';
 import { DEFAULT_DENOISE, MAX_SEED, MAX_STEPS, RANDOM_SEED_BOUND, type ResolveLimits } from './limits.ts';
@@ -74,7 +75,9 @@ function planRequest(r: NeutralImageRequest, ctx: ResolveContext) {
   const size = chooseSize(r, profile, ctx.limits, r.sdUpscale ? [] : warnings);
   // Clients send `steps: 0` for "the default" (A1111 itself would render nothing useful).
   const steps = inRange(r.steps === undefined || r.steps === 0 ? profile.defaults.steps : r.steps, 1, MAX_STEPS, names.steps);
-  const schedule = custom ? sigmaScheduleFor(custom.kind, custom.label, steps) : undefined;
+  const schedule = custom
+    ? sigmaScheduleFor(custom.kind, custom.label, steps, { name: profile.family, sampling: familyBuilder(profile.family).sampling })
+    : undefined;
   if (schedule?.approx) warnings.push(`${names.scheduler}: ${schedule.approx}`);
   // A custom schedule has no KSampler name: `scheduler` stays the model's (the hires pass and fallbacks use it).
   const scheduler = custom && !schedule?.sigmas ? 'simple' : chosenScheduler;

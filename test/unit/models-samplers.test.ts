@@ -1,3 +1,6 @@
+import { fluxBuilder } from '../../src/models/families/flux.ts';
+import { h3Builder } from '../../src/models/families/h3.ts';
+import { wan22Builder } from '../../src/models/families/wan22.ts';
 import { describe, expect, it } from 'vitest';
 import {
   COMFY_SAMPLERS,
@@ -131,13 +134,39 @@ describe('scheduler names → ComfyUI', () => {
   });
 
   it('sigma-node schedules on flow models: Polyexponential over the flow range; AYS as OptimalSteps, said', () => {
-    expect(sigmaScheduleFor('polyexponential', 'Polyexponential', 20)).toEqual({
+    const flux = { name: 'flux', sampling: fluxBuilder.sampling };
+    expect(sigmaScheduleFor('polyexponential', 'Polyexponential', 20, flux)).toEqual({
       sigmas: { node: 'PolyexponentialScheduler', sigmaMax: 1, sigmaMin: 0.001, rho: 1 },
     });
-    const ays = sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20);
+    const ays = sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20, flux);
     expect(ays.sigmas).toEqual({ node: 'OptimalStepsScheduler', modelType: 'FLUX' });
     expect(ays.approx).toMatch(/OptimalStepsScheduler/);
-    expect(sigmaScheduleFor('align_your_steps', 'Align Your Steps', 2)).toEqual({ approx: expect.stringMatching(/at least 3 steps/) });
+    expect(sigmaScheduleFor('align_your_steps', 'Align Your Steps', 2, flux)).toEqual({ approx: expect.stringMatching(/at least 3 steps/) });
+    expect(sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20, { name: 'wan22', sampling: wan22Builder.sampling }).sigmas).toEqual({
+      node: 'OptimalStepsScheduler',
+      modelType: 'Wan',
+    });
+  });
+
+  it("the family's facts decide: an SDXL-style family gets its own Align Your Steps table and SD's sigma range, a family with none is told why", () => {
+    const sdxl = {
+      name: 'sdxl',
+      sampling: { prediction: 'eps', emptyLatent: 'EmptyLatentImage', alignYourSteps: { node: 'AlignYourStepsScheduler', modelType: 'SDXL' } },
+    } as const;
+    expect(sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20, sdxl)).toEqual({ sigmas: { node: 'AlignYourStepsScheduler', modelType: 'SDXL' } });
+    expect(sigmaScheduleFor('align_your_steps_gits', 'Align Your Steps GITS', 20, sdxl)).toMatchObject({
+      sigmas: { node: 'AlignYourStepsScheduler', modelType: 'SDXL' },
+      approx: expect.stringMatching(/rendered as Align Your Steps/),
+    });
+    expect(sigmaScheduleFor('polyexponential', 'Polyexponential', 20, sdxl).sigmas).toEqual({
+      node: 'PolyexponentialScheduler',
+      sigmaMax: 14.614642,
+      sigmaMin: 0.0291675,
+      rho: 1,
+    });
+    const none = sigmaScheduleFor('align_your_steps', 'Align Your Steps', 20, { name: 'h3', sampling: h3Builder.sampling });
+    expect(none.sigmas).toBeUndefined();
+    expect(none.approx).toMatch(/the h3 family has no Align Your Steps schedule/);
   });
 
   it('turbo, smoothstep, lcm: the closest KSampler scheduler, with the reason', () => {

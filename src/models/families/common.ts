@@ -9,6 +9,7 @@ import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder
 import { isGguf, requireFile } from './engine.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
 import type { VideoFamily } from './video-family.ts';
+import type { FamilySampling } from './sampling-facts.ts';
 
 export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
 // The engine-dependent loaders live in engine.ts; builders import them from here with the other pieces.
@@ -22,6 +23,8 @@ export interface FamilyBuilder {
   /** `files` roles the builder reads; overrides may only name these. */
   readonly fileRoles: readonly string[];
   readonly kinds: readonly RenderKind[];
+  /** Prediction type, empty latent and custom sigma schedules of the family's models (sampling-facts.ts). */
+  readonly sampling: FamilySampling;
   /** Video families: the tasks they render and their progress stages. */
   readonly video?: VideoFamily;
   build(input: BuildInput): ComfyGraph;
@@ -45,7 +48,7 @@ export function loadImage(g: GraphBuilder, id: string, title: string, name: stri
 
 /**
  * The latent the sampler starts from.
- * - txt2img / edit: an empty 16-channel latent of the requested size (Flux and Qwen are both 16-channel).
+ * - txt2img / edit: the family's empty latent (`sampling.emptyLatent`) of the requested size.
  * - img2img: the init image brought to the requested size by A1111's resize_mode (tweaks.ts `initLatent`)
  *   and VAE-encoded; the sampler's `denoise` decides how much changes.
  * - inpaint: additionally a noise mask. The mask is read single-channel with LoadImageMask `red` (white =
@@ -53,10 +56,11 @@ export function loadImage(g: GraphBuilder, id: string, title: string, name: stri
  *   The front normalises masks to white-on-black greyscale, so red = the mask. ComfyUI scales the noise
  *   mask to the latent size itself.
  */
-export function sourceLatent(g: GraphBuilder, input: BuildInput, vae: NodeLink): NodeLink {
+export function sourceLatent(g: GraphBuilder, input: BuildInput, vae: NodeLink, sampling: FamilySampling): NodeLink {
   const { request, images } = input;
   if (request.kind !== 'img2img') {
-    return g.add('latent', 'EmptySD3LatentImage', 'Empty latent', {
+    if (!sampling.emptyLatent) throw new Error(`the ${input.profile.family} family declares no empty latent`);
+    return g.add('latent', sampling.emptyLatent, 'Empty latent', {
       width: request.width,
       height: request.height,
       batch_size: 1,
@@ -107,6 +111,8 @@ function sampleOnSigmas(g: GraphBuilder, input: BuildInput, parts: SampleParts, 
   let sigmas: NodeLink;
   if (schedule.node === 'OptimalStepsScheduler') {
     sigmas = g.add('sigmas', 'OptimalStepsScheduler', 'Schedule (Optimal Steps)', { model_type: schedule.modelType, steps: request.steps, denoise });
+  } else if (schedule.node === 'AlignYourStepsScheduler') {
+    sigmas = g.add('sigmas', 'AlignYourStepsScheduler', 'Schedule (Align Your Steps)', { model_type: schedule.modelType, steps: request.steps, denoise });
   } else {
     const total = denoise < 1 && denoise > 0 ? Math.round(request.steps / denoise) : request.steps;
     sigmas = g.add('sigmas', 'PolyexponentialScheduler', 'Schedule (Polyexponential)', {

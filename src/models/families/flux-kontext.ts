@@ -6,13 +6,14 @@
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
 import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
-import { FLUX_FILE_ROLES, fluxBase } from './flux.ts';
+import { FLUX_FILE_ROLES, FLUX_SAMPLING, fluxBase } from './flux.ts';
 
 /** Kontext's recommended guidance when the request carries none. */
 const KONTEXT_GUIDANCE = 2.5;
 
 export const fluxKontextBuilder: FamilyBuilder = {
   family: 'flux-kontext',
+  sampling: FLUX_SAMPLING,
   fileRoles: FLUX_FILE_ROLES,
   kinds: ['edit', 'txt2img'],
   build(input: BuildInput): ComfyGraph {
@@ -23,7 +24,7 @@ export const fluxKontextBuilder: FamilyBuilder = {
     if (request.kind === 'txt2img') {
       // Text-to-image through Kontext: the same conditioning without a reference latent.
       const positive = g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance: request.guidance ?? KONTEXT_GUIDANCE });
-      sampleDecodeSave(g, input, { model, positive, negative, latent: sourceLatent(g, input, vae), vae });
+      sampleDecodeSave(g, input, { model, positive, negative, latent: sourceLatent(g, input, vae, FLUX_SAMPLING), vae });
       return g.graph();
     }
 
@@ -55,7 +56,7 @@ export const fluxKontextBuilder: FamilyBuilder = {
       guidance: request.guidance ?? KONTEXT_GUIDANCE,
     });
     // An edit renders from an empty latent of the requested size: the references condition, not initialise.
-    const latent = sourceLatent(g, input, vae);
+    const latent = sourceLatent(g, input, vae, FLUX_SAMPLING);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
   },

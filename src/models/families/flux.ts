@@ -4,6 +4,7 @@
  * never evaluates it) and the client's negative prompt is dropped by the front with a warning.
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
+import type { FamilySampling } from './sampling-facts.ts';
 import { GraphBuilder, applyLoras, loadUnet, loadVae, requireFile, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
@@ -14,6 +15,15 @@ export const FLUX_TEXT_FILES = {
 } as const;
 
 export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
+
+/** Flux is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to it (its Align Your Steps). */
+export const FLUX_SAMPLING: FamilySampling = {
+  prediction: 'flow',
+  emptyLatent: 'EmptySD3LatentImage',
+  alignYourSteps: { node: 'OptimalStepsScheduler', modelType: 'FLUX' },
+  alignYourStepsNote:
+    "ComfyUI's Align Your Steps/GITS tables are for SD1/SDXL/SVD noise levels; this flow-matching model runs OptimalStepsScheduler (FLUX), their flow-model counterpart",
+};
 
 /** Loaders and text conditioning shared with the Kontext builder. */
 export function fluxBase(g: GraphBuilder, input: BuildInput) {
@@ -42,6 +52,7 @@ export function fluxBase(g: GraphBuilder, input: BuildInput) {
 export const fluxBuilder: FamilyBuilder = {
   family: 'flux',
   fileRoles: FLUX_FILE_ROLES,
+  sampling: FLUX_SAMPLING,
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
     const g = new GraphBuilder();
@@ -49,7 +60,7 @@ export const fluxBuilder: FamilyBuilder = {
     const guidance = input.request.guidance;
     // Schnell has no guidance embedding (guidance undefined): no FluxGuidance node, as in its template.
     const positive = guidance === undefined ? text : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
-    const latent = sourceLatent(g, input, vae);
+    const latent = sourceLatent(g, input, vae, FLUX_SAMPLING);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
   },

@@ -21,6 +21,8 @@ const H3_DEFAULT_AUDIO_SHIFT = 3;
 
 export const h3Builder: FamilyBuilder = {
   family: 'h3',
+  // Flow-matching (its video/audio shift), with its own latent; ComfyUI has no Optimal Steps fit for it.
+  sampling: { prediction: 'flow' },
   fileRoles: H3_FILE_ROLES,
   kinds: ['video'],
   video: {

@@ -8,12 +8,13 @@
  */
 import type { ComfyGraph, InputValue } from '../../comfyui/graph.ts';
 import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
-import { QWEN_FILE_ROLES, qwenBase } from './qwen.ts';
+import { QWEN_FILE_ROLES, QWEN_SAMPLING, qwenBase } from './qwen.ts';
 
 export const QWEN_EDIT_MAX_IMAGES = 3;
 
 export const qwenEditBuilder: FamilyBuilder = {
   family: 'qwen-edit',
+  sampling: QWEN_SAMPLING,
   fileRoles: QWEN_FILE_ROLES,
   kinds: ['edit', 'txt2img'],
   build(input: BuildInput): ComfyGraph {
@@ -42,7 +43,7 @@ export const qwenEditBuilder: FamilyBuilder = {
       ...imageInputs,
     });
     // An edit renders from an empty latent of the requested size: the references condition, not initialise.
-    const latent = sourceLatent(g, input, vae);
+    const latent = sourceLatent(g, input, vae, QWEN_SAMPLING);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
   },

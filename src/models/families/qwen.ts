@@ -4,6 +4,7 @@
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import type { NodeLink } from '../../comfyui/graph.ts';
+import type { FamilySampling } from './sampling-facts.ts';
 import { GraphBuilder, loadSingleClip, applyLoras, loadUnet, loadVae, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
@@ -32,8 +33,18 @@ export function qwenBase(g: GraphBuilder, input: BuildInput) {
   return { model, clip, vae };
 }
 
+/** Qwen-Image is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to FLUX, Wan and Chroma, not to Qwen. */
+export const QWEN_SAMPLING: FamilySampling = {
+  prediction: 'flow',
+  emptyLatent: 'EmptySD3LatentImage',
+  alignYourSteps: { node: 'OptimalStepsScheduler', modelType: 'FLUX' },
+  alignYourStepsNote:
+    "ComfyUI's Align Your Steps/GITS tables are for SD1/SDXL/SVD noise levels and it fits Optimal Steps to FLUX, Wan and Chroma only; this flow-matching model runs OptimalStepsScheduler (FLUX), the nearest",
+};
+
 export const qwenBuilder: FamilyBuilder = {
   family: 'qwen',
+  sampling: QWEN_SAMPLING,
   fileRoles: QWEN_FILE_ROLES,
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
@@ -42,7 +53,7 @@ export const qwenBuilder: FamilyBuilder = {
     const { model, clip, vae } = qwenBase(g, input);
     const positive: NodeLink = g.add('positive', 'CLIPTextEncode', 'Prompt', { text: request.prompt, clip });
     const negative = g.add('negative', 'CLIPTextEncode', 'Negative prompt', { text: request.negativePrompt, clip });
-    const latent = sourceLatent(g, input, vae);
+    const latent = sourceLatent(g, input, vae, QWEN_SAMPLING);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
   },

@@ -16,6 +16,8 @@ const WAN22_DEFAULT_SHIFT = 8;
 
 export const wan22Builder: FamilyBuilder = {
   family: 'wan22',
+  // Flow-matching; its latent is Wan's own video latent (the builder's), and ComfyUI fits Optimal Steps to Wan.
+  sampling: { prediction: 'flow', alignYourSteps: { node: 'OptimalStepsScheduler', modelType: 'Wan' } },
   fileRoles: WAN22_FILE_ROLES,
   kinds: ['video'],
   // One model for both: the start image alone selects image-to-video.
