@@ -2,8 +2,10 @@
  * The import rules `npm run lint:deps` checks (run by `npm test` before the tests): no import cycles in src/
  * or tools/, type-only imports included, and the layers point one way: only the HTTP front (src/api) and the
  * composition root (src/app) import src/api, so the CLI, operators, metrics, images and models never
- * depend on the HTTP layer; the service (src/) never imports the tools beside it (tools/, e.g. the fake
- * ComfyUI), the tests or the benchmarks, which may import src/.
+ * depend on the HTTP layer; no protocol folder imports another, and the neutral request (src/request) knows
+ * none; the ComfyUI client knows no models, models know no requests or renders, workflow code imports no I/O
+ * layer; the service (src/) never imports the tools beside it (tools/, e.g. the fake ComfyUI), the tests or
+ * the benchmarks, which may import src/ but not its CLI, front or process wiring.
  */
 module.exports = {
   forbidden: [
@@ -35,6 +37,45 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/request/' },
       to: { path: '^src/api/' },
+    },
+    {
+      name: 'comfyui-client-knows-no-models',
+      comment: 'src/comfyui is a typed ComfyUI client: it knows nothing of models, requests, renders or the layers above it.',
+      severity: 'error',
+      from: { path: '^src/comfyui/' },
+      to: { path: '^src/(models|request|renders|activities|workflows|operators|api|app|cli|worker)/' },
+    },
+    {
+      name: 'models-below-requests-and-renders',
+      comment: 'src/models is all model knowledge: it builds graphs from a RenderRequest and imports no layer that uses it.',
+      severity: 'error',
+      from: { path: '^src/models/' },
+      to: { path: '^src/(request|renders|activities|workflows|operators|api|app|cli|worker)/' },
+    },
+    {
+      name: 'neutral-request-below-renders',
+      comment: 'src/request resolves a neutral request into a RenderRequest; submission, workflows and operators sit above it.',
+      severity: 'error',
+      from: { path: '^src/request/' },
+      to: { path: '^src/(renders|activities|workflows|operators|app|cli|worker)/' },
+    },
+    {
+      name: 'workflows-deterministic',
+      comment:
+        'Workflow code is replayed: it imports only contracts, its own folder and pure helpers, never I/O layers (the search-attribute keys are plain definitions).',
+      severity: 'error',
+      from: { path: '^src/workflows/' },
+      to: {
+        path: '^src/(api|app|cli|comfyui|blobs|backends|bytes|images|request|renders|operators|metrics|tracing|worker|temporal|gpu)/',
+        pathNot: '^src/temporal/search-attributes[.]ts$',
+      },
+    },
+    {
+      name: 'tools-use-the-service-not-its-commands',
+      comment: 'The fake ComfyUI stands beside the service: it may read models and the ComfyUI client, never the CLI, the front or the process wiring.',
+      severity: 'error',
+      from: { path: '^tools/' },
+      to: { path: '^src/(cli|api|app)/' },
     },
     {
       name: 'service-never-imports-tools-or-tests',

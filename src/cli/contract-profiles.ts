@@ -9,15 +9,11 @@
  * models/diffusion_models and the BF16 companions the plugin needs beside an H3 GGUF.
  */
 import type { ContractResult } from '../comfyui/contract.ts';
-import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { packageOfNode } from '../comfyui/plugins.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
-import { planRender } from '../models/plan.ts';
-import { defaultVideoSpec } from '../models/video.ts';
-import { videoTasksOf } from '../models/video-tasks.ts';
 import type { ModelProfile } from '../models/profile.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import { sampleGraphs } from '../models/sample-graphs.ts';
 
 import { engineFileNeeds, pluginCheck } from './contract-engines.ts';
 
@@ -73,59 +69,4 @@ export function profileChecks(profiles: readonly ModelProfile[], info: ObjectInf
     });
   }
   return results;
-}
-
-/** The distinct graphs a profile can submit: each kind; img2img with and without a mask; edits with 1..max refs. */
-export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
-  const requests: RenderRequest[] = [];
-  for (const kind of profile.kinds) {
-    if (kind === 'img2img') {
-      requests.push(sampleRequest(profile, { kind, initImage: ref(1), denoise: 0.5 }));
-      requests.push(sampleRequest(profile, { kind, initImage: ref(2), mask: ref(3), denoise: 0.9 }));
-    } else if (kind === 'video') {
-      // Every task the model has: without images, with a first frame, with first+last frames, with references.
-      const base = defaultVideoSpec(profile);
-      for (const task of videoTasksOf(profile)) {
-        const frames = task.images === 'frames' ? (task.positions ?? [0]) : [];
-        const images = { ...(frames.includes(0) ? { firstFrame: ref(1) } : {}), ...(frames.includes(-1) ? { lastFrame: ref(2) } : {}) };
-        const references = task.images === 'references' ? [ref(3), ref(4)] : [];
-        requests.push(sampleRequest(profile, { kind, video: { ...base, task: task.id, ...images, references } }));
-      }
-    } else if (kind === 'edit') {
-      for (let n = 1; n <= Math.max(1, profile.maxExtraImages); n++) {
-        requests.push(sampleRequest(profile, { kind, extraImages: Array.from({ length: n }, (_, i) => ref(10 + i)) }));
-      }
-    } else {
-      requests.push(sampleRequest(profile, { kind }));
-    }
-  }
-  return requests.map((r) => planRender(r, { renderId: 'render-contract' }).items[0]!.graph);
-}
-
-/** Images are never read by these checks: LoadImage's file is ComfyUI's to validate at submit time. */
-function ref(n: number): BlobRef {
-  return { sha256: n.toString(16).padStart(64, '0'), size: 1, mime: 'image/png', width: 64, height: 64 };
-}
-
-function sampleRequest(profile: ModelProfile, over: Partial<RenderRequest> & Pick<RenderRequest, 'kind'>): RenderRequest {
-  const d = profile.defaults;
-  return {
-    model: profile.id,
-    prompt: 'contract',
-    negativePrompt: '',
-    seed: 1,
-    steps: d.steps,
-    cfg: d.cfg,
-    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
-    sampler: d.sampler,
-    scheduler: d.scheduler,
-    width: d.width,
-    height: d.height,
-    batchSize: 1,
-    nIter: 1,
-    denoise: 1,
-    extraImages: [],
-    report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: d.width, requestedHeight: d.height },
-    ...over,
-  };
 }
