@@ -68,7 +68,8 @@ export async function collectPromptOutputs(
       const mapped = value.flatMap((v: unknown) => {
         const f = v && typeof v === 'object' ? (v as { filename?: unknown; subfolder?: unknown; type?: unknown }) : undefined;
         if (f && typeof f.filename === 'string') {
-          const i = stored.get(`${String(f.type)}/${String(f.subfolder ?? '')}/${f.filename}`);
+          const subfolder = typeof f.subfolder === 'string' ? f.subfolder : '';
+          const i = stored.get(`${typeof f.type === 'string' ? f.type : ''}/${subfolder}/${f.filename}`);
           return i === undefined ? [] : [{ output: i }];
         }
         return [v];

@@ -18,6 +18,9 @@ export const RENDER_STARTING_ROUTES: ReadonlySet<string> = new Set([
   '/v1/videos',
   '/v1/videos/sync',
   '/renders/:id/replay',
+  '/prompt',
+  '/api/prompt',
+  '/workflows/:name',
 ]);
 
 export interface GpuLease {

@@ -17,6 +17,7 @@ import { registerOps } from './routes/ops.ts';
 import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
 import { registerOpenAiImages } from './routes/openai-images.ts';
+import { registerComfyUi } from './comfyui/routes.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from '../auth/api-token.ts';
@@ -243,6 +244,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerRenders(app, ctx);
   await registerVideos(app, ctx);
   await registerOpenAiImages(app, ctx);
+  await registerComfyUi(app, ctx);
   if (deps.temporalUi) registerTemporalUiProxy(app, deps.temporalUi);
   return app;
 }
