@@ -258,8 +258,15 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
       const passthrough = (path: string, summary: string) =>
         app.get(
           `${prefix}${path}`,
-          { schema: { summary: `ComfyUI: ${summary} (a live backend answers)`, tags: [TAG], response: { 200: anyJson('As ComfyUI answers') } } },
-          async (req, reply) => {
+          {
+            schema: {
+              summary: `ComfyUI: ${summary} (a live backend answers)`,
+              tags: [TAG],
+              response: { 200: anyJson('As ComfyUI answers'), 503: anyJson('No ComfyUI answers') },
+            },
+          },
+          async (req, typed) => {
+            const reply = typed as FastifyReply;
             const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
             const rest = req.url.split('?')[0]!.slice(prefix.length);
             try {
