@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { fakeStats, resetFake, setFaults, waitFor } from '../faults/helpers.ts';
 import { runLikeComfyExample } from '../support/comfy-ws-client.ts';
+import { renderIdFor } from '../../src/api/comfyui/history.ts';
 import { makePng, pngSize } from '../support/fixtures.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
@@ -81,9 +82,14 @@ describe("ComfyUI's own API (real stack)", () => {
     expect(item.prompt[2].save.inputs.filename_prefix).toBe('ComfyUI');
     expect(item.outputs.save.images[0]).toMatchObject({ subfolder: '', type: 'output' });
     expect(pngSize(run.images.save![0]!.toString('base64'))).toMatchObject({ width: 64, height: 64 });
-    // The render is an ordinary one: listed by the operators' route with its kind.
-    const renders = await get('/renders?kind=prompt');
-    expect(JSON.stringify(renders)).toContain('prompt');
+    // The render is an ordinary one: listed by the operators' route with its kind, and replayable (same graph).
+    const renderId = renderIdFor(run.promptId);
+    expect(JSON.stringify(await get('/renders?kind=prompt'))).toContain(renderId);
+    const replay = await post(`/renders/${renderId}/replay`, {});
+    expect(replay.status, JSON.stringify(replay.json)).toBe(202);
+    const replayed = await client.workflow.getHandle(replay.json.renderId as string).result();
+    expect(replayed.request.graph.graph).toEqual(item.prompt[2]);
+    expect(replayed.outputs).toHaveLength(1);
   }, 120_000);
 
   it("what ComfyUI refuses gets ComfyUI's own 400, and nothing is started", async () => {
@@ -170,6 +176,7 @@ describe("ComfyUI's own API (real stack)", () => {
     expect(await get('/system_stats')).toHaveProperty('system');
     expect(Array.isArray(await get('/models'))).toBe(true);
     expect(await get('/api/features')).toBeTypeOf('object');
+    expect(await get('/embeddings')).toEqual([]);
     const all = (await get('/history')) as Record<string, any>;
     expect(Object.keys(all).length).toBeGreaterThanOrEqual(2);
   }, 30_000);
