@@ -18,6 +18,7 @@ import { registerRenders } from './routes/renders.ts';
 import { registerVideos } from './routes/videos.ts';
 import { registerOpenAiImages } from './routes/openai-images.ts';
 import { registerComfyUi } from './comfyui/routes.ts';
+import { registerWorkflowFiles } from './workflow-files/routes.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from '../auth/api-token.ts';
@@ -245,6 +246,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   await registerVideos(app, ctx);
   await registerOpenAiImages(app, ctx);
   await registerComfyUi(app, ctx);
+  registerWorkflowFiles(app, ctx);
   if (deps.temporalUi) registerTemporalUiProxy(app, deps.temporalUi);
   return app;
 }

@@ -51,7 +51,7 @@ describe("ComfyUI's API across a crash of the stack", () => {
       const ws = new WebSocket(`${svc.url.replace('http', 'ws')}/ws?clientId=${clientId}`);
       const seen: string[] = [];
       ws.on('message', (d, binary) => {
-        if (!binary) seen.push((JSON.parse(d.toString()) as { type: string }).type);
+        if (!binary) seen.push((JSON.parse((d as Buffer).toString('utf8')) as { type: string }).type);
       });
       ws.on('error', () => undefined);
       await new Promise((r) => ws.once('open', r));
@@ -79,7 +79,7 @@ describe("ComfyUI's API across a crash of the stack", () => {
       );
       expect(item.status.status_str).toBe('success');
       const image = item.outputs.save.images[0] as { filename: string; subfolder: string; type: string };
-      const view = await fetch(`${svc.url}/view?${new URLSearchParams(image)}`);
+      const view = await fetch(`${svc.url}/view?${new URLSearchParams(image).toString()}`);
       expect(view.status).toBe(200);
       expect(pngSize(Buffer.from(await view.arrayBuffer()).toString('base64'))).toMatchObject({ width: 64, height: 64 });
       expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });

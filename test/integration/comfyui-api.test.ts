@@ -129,7 +129,7 @@ describe("ComfyUI's own API (real stack)", () => {
     expect(uploaded.name).toMatch(/^[0-9a-f]{64}\.png$/);
 
     const g = golden('imagegen-flux-schnell-img2img');
-    const load = Object.values(g).find((n: any) => n.class_type === 'LoadImage') as any;
+    const load = Object.values(g).find((n: { class_type: string }) => n.class_type === 'LoadImage');
     load.inputs.image = uploaded.name;
     const promptId = '0b7f6c1e-8d52-4f0a-9e1c-2a3b4c5d6e7f';
     const first = await post('/prompt', { prompt: g, prompt_id: promptId });
@@ -180,4 +180,67 @@ describe("ComfyUI's own API (real stack)", () => {
     const all = (await get('/history')) as Record<string, any>;
     expect(Object.keys(all).length).toBeGreaterThanOrEqual(2);
   }, 30_000);
+});
+
+describe('workflow files as typed endpoints (real stack)', () => {
+  it('appear in /openapi.json with their parameters', async () => {
+    const doc = (await (await fetch(`${svc.url}/openapi.json`)).json()) as any;
+    const lora = doc.paths['/workflows/lora-stack'].post;
+    const props = lora.requestBody.content['application/json'].schema.properties;
+    expect(props.lora_1_clip_strength).toMatchObject({ type: 'number', minimum: -5, maximum: 5, default: 1 });
+    expect(doc.paths['/workflows/regional-prompt'].post.requestBody.content['application/json'].schema.properties.left_prompt.type).toBe('string');
+    expect(doc.paths['/workflows/regional-prompt/renders/{id}']).toBeDefined();
+  });
+
+  it('a LoRA stack with per-LoRA CLIP strength renders synchronously; the graph as run carries each strength', async () => {
+    const body = { prompt: 'a fox', seed: 5, steps: 2, width: 64, height: 64, lora_1_clip_strength: 0.3, lora_2_model_strength: 0.9, lora_2_clip_strength: 0 };
+    const res = await post('/workflows/lora-stack', body);
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(res.json).toMatchObject({ status: 'completed', outputs: [{ node: 'save', mime: 'image/png', width: 64, height: 64 }] });
+    const png = await fetch(`${svc.url}${res.json.outputs[0].url}`, { headers: auth });
+    expect(pngSize(Buffer.from(await png.arrayBuffer()).toString('base64'))).toMatchObject({ width: 64, height: 64 });
+    const result = await client.workflow.getHandle(res.json.render_id).result();
+    const g = result.request.graph.graph;
+    expect([g.lora1.inputs.strength_model, g.lora1.inputs.strength_clip]).toEqual([0.8, 0.3]);
+    expect([g.lora2.inputs.strength_model, g.lora2.inputs.strength_clip]).toEqual([0.9, 0]);
+    // ComfyUI's API sees it too: its prompt id has a history.
+    expect((await get(`/history/${res.json.prompt_id}`))[res.json.prompt_id].status.status_str).toBe('success');
+    // An Idempotency-Key retry attaches to the same render.
+    const keyed = await post('/workflows/lora-stack', body, { ...auth, 'idempotency-key': 'lora-1' });
+    const retried = await post('/workflows/lora-stack', body, { ...auth, 'idempotency-key': 'lora-1' });
+    expect(retried.json.render_id).toBe(keyed.json.render_id);
+    expect(retried.json.prompt_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  }, 120_000);
+
+  it('regional prompting runs asynchronously: 202, then the status route; bad parameters are refused naming the field', async () => {
+    const started = await post('/workflows/regional-prompt?async=true', {
+      prompt: 'a meadow',
+      left_prompt: 'a fox',
+      right_prompt: 'an owl',
+      region_strength: 2,
+      steps: 2,
+      width: 128,
+      height: 64,
+    });
+    expect(started.status, JSON.stringify(started.json)).toBe(202);
+    expect(started.json.status).toBe('queued');
+    const done = await waitFor(
+      'the regional render to complete',
+      async () => {
+        const s = await get(started.json.status_url);
+        return s.status === 'completed' ? s : undefined;
+      },
+      60_000,
+      200,
+    );
+    expect(done.outputs[0]).toMatchObject({ node: 'save', width: 128, height: 64 });
+    const g = (await client.workflow.getHandle(started.json.render_id).result()).request.graph.graph;
+    expect([g.left_text.inputs.text, g.right_text.inputs.text, g.left_area.inputs.strength, g.right_area.inputs.strength]).toEqual(['a fox', 'an owl', 2, 2]);
+
+    const bad = await post('/workflows/regional-prompt', { prompt: 'x', left_prompt: 'a', right_prompt: 'b', region_strength: 11 });
+    expect([bad.status, bad.json.field]).toEqual([422, 'region_strength']);
+    const unknown = await post('/workflows/lora-stack', { prompt: 'x', lora_3: 'y' });
+    expect(unknown.status).toBe(400);
+    expect((await post('/workflows/lora-stack', { prompt: 'x' }, {})).status).toBe(401);
+  }, 120_000);
 });

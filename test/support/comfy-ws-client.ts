@@ -28,7 +28,7 @@ export async function runLikeComfyExample(baseUrl: string, graph: unknown, heade
   const finished = new Promise<void>((resolve) => {
     ws.on('message', (data, isBinary) => {
       if (isBinary) return; // previews
-      const msg = JSON.parse(data.toString()) as ExampleRun['messages'][number];
+      const msg = JSON.parse((data as Buffer).toString('utf8')) as ExampleRun['messages'][number];
       messages.push(msg);
       if (msg.type === 'executing' && msg.data.node === null && msg.data.prompt_id === promptId) resolve();
     });
@@ -48,7 +48,7 @@ export async function runLikeComfyExample(baseUrl: string, graph: unknown, heade
   for (const [node, out] of Object.entries(history[promptId].outputs as Record<string, { images?: { filename: string; subfolder: string; type: string }[] }>)) {
     for (const image of out.images ?? []) {
       const q = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
-      const res = await fetch(`${baseUrl}/view?${q}`, { headers });
+      const res = await fetch(`${baseUrl}/view?${q.toString()}`, { headers });
       (images[node] ??= []).push(Buffer.from(await res.arrayBuffer()));
     }
   }

@@ -6,14 +6,11 @@
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { BlobRef, RenderRequest, RenderResult } from '../../render/types.ts';
-import { renderIdForKey } from '../../renders/render-ids.ts';
 import { classifyFailure } from '../../renders/render-service.ts';
 import { decodeFirst } from '../../operators/failure.ts';
 import { fileNameOf } from './files.ts';
 
-/** The render of a ComfyUI prompt id (the same derivation the submission uses as its idempotency key). */
-export const promptKey = (promptId: string): string => `comfyui-prompt:${promptId}`;
-export const renderIdFor = (promptId: string): string => renderIdForKey(promptKey(promptId));
+export { promptKey, renderIdForPrompt as renderIdFor } from '../../renders/prompt-request.ts';
 
 export interface HistoryItem {
   prompt: [number, string, unknown, Record<string, unknown>, string[]];

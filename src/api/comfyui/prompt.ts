@@ -14,15 +14,9 @@ import type { ComfyGraph, GraphNode } from '../../comfyui/graph.ts';
 import { isLink } from '../../comfyui/graph.ts';
 import type { ObjectInfo } from '../../comfyui/object-info.ts';
 import { preflightGraph } from '../../comfyui/preflight.ts';
-import type { BlobStore } from '../../blobs/store.ts';
-import type { BlobRef, GraphSpec, RenderRequest } from '../../render/types.ts';
-import { DEFAULT_PRIORITY } from '../../renders/priority.ts';
 import { comfyError, type ComfyErrorBody } from './errors.ts';
 
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-/** The names the upload routes answer with: the blob's sha256 and its type. */
-export const UPLOAD_NAME = /^([0-9a-f]{64})\.(png|jpg|webp)$/;
-const MIME_OF_EXT: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
 
 export interface PromptBody {
   graph: ComfyGraph;
@@ -124,59 +118,3 @@ function missingRequired(node: GraphNode, nodes: ObjectInfo): string[] {
   const required = nodes[node.class_type]?.input.required ?? {};
   return Object.keys(required).filter((name) => !(name in node.inputs));
 }
-
-/** Images the graph names by an upload name of this service, found in the blob store. */
-export async function graphInputs(graph: ComfyGraph, blobs: BlobStore): Promise<BlobRef[]> {
-  const found = new Map<string, BlobRef>();
-  for (const node of Object.values(graph)) {
-    for (const v of Object.values(node.inputs)) {
-      const m = typeof v === 'string' ? UPLOAD_NAME.exec(v) : null;
-      if (!m || found.has(m[1]!)) continue;
-      const size = await blobs.size(m[1]!);
-      if (size !== undefined) found.set(m[1]!, { sha256: m[1]!, size, mime: MIME_OF_EXT[m[2]!]! });
-    }
-  }
-  return [...found.values()];
-}
-
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
-/**
- * The render request of a graph: the graph itself, and a summary of it for listings, the memo and the
- * gallery (the first sampler's seed, steps, cfg, sampler; the first size; the first prompt text).
- */
-export function promptRequest(spec: GraphSpec, model: string): RenderRequest {
-  const first = <T>(pick: (n: GraphNode) => T | undefined): T | undefined => {
-    for (const n of Object.values(spec.graph)) {
-      const v = pick(n);
-      if (v !== undefined) return v;
-    }
-    return undefined;
-  };
-  const seed = first((n) => num(n.inputs.seed) ?? num(n.inputs.noise_seed)) ?? 0;
-  const width = first((n) => num(n.inputs.width)) ?? 0;
-  const height = first((n) => num(n.inputs.height)) ?? 0;
-  const sampler = first((n) => (typeof n.inputs.sampler_name === 'string' ? n.inputs.sampler_name : undefined)) ?? '';
-  const scheduler = first((n) => (typeof n.inputs.scheduler === 'string' ? n.inputs.scheduler : undefined)) ?? '';
-  return {
-    kind: 'prompt',
-    model,
-    prompt: first((n) => (typeof n.inputs.text === 'string' && n.inputs.text !== '' ? n.inputs.text : undefined)) ?? '',
-    negativePrompt: '',
-    seed: Math.min(Math.max(0, Math.trunc(seed)), Number.MAX_SAFE_INTEGER),
-    steps: first((n) => num(n.inputs.steps)) ?? 0,
-    cfg: first((n) => num(n.inputs.cfg)) ?? 0,
-    sampler,
-    scheduler,
-    width,
-    height,
-    batchSize: 1,
-    nIter: 1,
-    denoise: 1,
-    extraImages: [],
-    report: { samplerName: sampler, scheduler, requestedWidth: width, requestedHeight: height },
-    graph: spec,
-  };
-}
-
-export { DEFAULT_PRIORITY };

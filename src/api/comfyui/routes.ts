@@ -29,12 +29,13 @@ import { RequestError } from '../../errors/request-error.ts';
 import type { ApiContext } from '../context.ts';
 import { requestPriority } from '../priority.ts';
 import { specOnly } from '../route-schemas.ts';
-import { BackendUnavailableError, LiveBackends } from './backends.ts';
+import { BackendUnavailableError, LiveBackends } from '../live-backends.ts';
 import { comfyError, sendComfyError } from './errors.ts';
 import { PromptEvents } from './events.ts';
 import { blobOfFileName } from './files.ts';
 import { PromptHistory, promptKey, renderIdFor } from './history.ts';
-import { checkGraph, graphInputs, promptRequest, readPromptBody } from './prompt.ts';
+import { checkGraph, readPromptBody } from './prompt.ts';
+import { graphInputs, promptRequest } from '../../renders/prompt-request.ts';
 import { readUploadForm, storeMask, storeUpload } from './uploads.ts';
 import { registerComfyUiSocket } from './socket.ts';
 

@@ -13,7 +13,7 @@ import { checkImageBytesStreaming, type DecodedImage } from '../../images/decode
 import { assertDecodable } from '../../images/decodable.ts';
 import { inputUploadFor } from '../../models/plan.ts';
 import type { ApiContext } from '../context.ts';
-import { UPLOAD_NAME } from './prompt.ts';
+import { UPLOAD_NAME } from '../../renders/prompt-request.ts';
 
 export interface UploadForm {
   image: Buffer;

@@ -4,9 +4,9 @@
  * same nodes and files (the renders may run on any of them). The full `/object_info` the prompt check reads
  * is cached briefly: clients call it per render, and it is a few MB on a real server.
  */
-import type { ApiContext } from '../context.ts';
-import type { Backend } from '../../render/types.ts';
-import { parseObjectInfo, type ObjectInfo } from '../../comfyui/object-info.ts';
+import type { ApiContext } from './context.ts';
+import type { Backend } from '../render/types.ts';
+import { parseObjectInfo, type ObjectInfo } from '../comfyui/object-info.ts';
 
 const TIMEOUT_MS = 10_000;
 const OBJECT_INFO_CACHE_MS = 10_000;
