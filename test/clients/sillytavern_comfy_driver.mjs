@@ -25,5 +25,7 @@ workflow = workflow.replaceAll('"%seed%"', JSON.stringify(1234));
 for (const [k, v] of Object.entries(settings)) workflow = workflow.replaceAll(`"%${k}%"`, JSON.stringify(v));
 const gen = await call('generate', { url: comfyUrl, prompt: `{\n "prompt": ${workflow}\n}` });
 const png = gen.status === 200 ? Buffer.from(gen.text, 'base64') : Buffer.alloc(0);
-console.log(`generate: ${gen.status} in ${gen.ms} ms, ${png.length} bytes PNG ${png.length ? `${png.readUInt32BE(16)}x${png.readUInt32BE(20)}` : gen.text.slice(0, 200)}`);
+console.log(
+  `generate: ${gen.status} in ${gen.ms} ms, ${png.length} bytes PNG ${png.length ? `${png.readUInt32BE(16)}x${png.readUInt32BE(20)}` : gen.text.slice(0, 200)}`,
+);
 process.exit(gen.status === 200 ? 0 : 1);
