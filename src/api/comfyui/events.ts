@@ -125,7 +125,9 @@ export class PromptEvents {
   private progress(w: Watch, state: { started: boolean; node: string | undefined; value: number; max: number }, beat: Partial<PromptHeartbeat>): void {
     this.started(w, state);
     const clientId = w.clientId!;
-    if (beat.node !== undefined && beat.node !== state.node) {
+    // ComfyUI's own `executing {node: null}` (its prompt done) reaches the heartbeat before the outputs are
+    // stored: only the render's end may tell the client its prompt is done.
+    if (typeof beat.node === 'string' && beat.node !== '' && beat.node !== state.node) {
       state.node = beat.node;
       state.value = state.max = -1;
       this.send(clientId, 'executing', { node: beat.node, display_node: beat.node, prompt_id: w.promptId });
