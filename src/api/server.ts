@@ -78,13 +78,16 @@ function closeSilentSockets(server: http.Server, afterMs: number): void {
     timers.set(socket, timer);
     socket.once('close', () => clearTimeout(timer));
   });
-  server.on('request', (req: http.IncomingMessage) => {
+  const requestArrived = (req: http.IncomingMessage): void => {
     const timer = timers.get(req.socket);
     if (timer) {
       clearTimeout(timer);
       timers.delete(req.socket);
     }
-  });
+  };
+  server.on('request', requestArrived);
+  // A WebSocket upgrade (ComfyUI's /ws) is a request too, and its socket lives as long as the client follows.
+  server.on('upgrade', requestArrived);
 }
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {

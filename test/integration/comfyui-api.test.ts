@@ -55,7 +55,8 @@ async function promptRenders(): Promise<number> {
 beforeAll(async () => {
   temporal = await startTestTemporal();
   fake = await startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')), stepMs: 20 });
-  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { API_TOKEN: TOKEN } });
+  // A short headers timeout: the WebSocket must outlive it (an upgraded socket is not an idle connection).
+  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { API_TOKEN: TOKEN, HTTP_HEADERS_TIMEOUT_MS: '1000' } });
   client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
 }, 180_000);
 
@@ -68,7 +69,8 @@ afterAll(async () => {
 
 describe("ComfyUI's own API (real stack)", () => {
   it("a client written like ComfyUI's WebSocket example works unchanged: events until executing null, then /history and /view", async () => {
-    const run = await runLikeComfyExample(svc.url, txt2img(7), auth);
+    // 150 steps of 20 ms: the socket stays open past the front's 1 s headers timeout.
+    const run = await runLikeComfyExample(svc.url, txt2img(7, 150), auth);
     const types = run.messages.map((m) => m.type);
     expect(types[0]).toBe('status');
     expect(types).toEqual(expect.arrayContaining(['execution_start', 'execution_cached', 'executed', 'execution_success']));
