@@ -37,7 +37,7 @@ import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/t
 import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { ItemProgress } from './item-progress.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
-import { collectFiles } from './collect-outputs.ts';
+import { collectFiles, collectPromptOutputs } from './collect-outputs.ts';
 import { toFailure, withBackend } from './failures.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
@@ -223,9 +223,13 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
     promptAttempts.inc({ backend: backend.id, outcome: 'success' });
     const files = result.files.map(({ filename, subfolder, type }) => ({ filename, subfolder, type }));
     const t0 = Date.now();
-    const outputs = await inSpan('comfyui.collect', { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId, 'comfyui.files': files.length }, () =>
-      collectFiles(deps, client, files, input.request, input.item),
-    );
+    const collectAttrs = { 'comfyui.backend': backend.id, 'comfyui.prompt_id': promptId, 'comfyui.files': files.length };
+    // A client's own graph keeps every file it reported, per node (its answers are in ComfyUI's shape).
+    const collected =
+      input.request.kind === 'prompt'
+        ? await inSpan('comfyui.collect', collectAttrs, () => collectPromptOutputs(deps, client, result.outputs))
+        : { refs: await inSpan('comfyui.collect', collectAttrs, () => collectFiles(deps, client, files, input.request, input.item)), ui: undefined };
+    const outputs = collected.refs;
     timings.push({ stage: 'collectOutputs', ms: Date.now() - t0 });
     const run: PromptRun = {
       promptId,
@@ -236,6 +240,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       backend: backend.id,
       outputs,
       timings,
+      ...(collected.ui ? { ui: collected.ui } : {}),
     };
     const blank = outputs.filter((o) => o.blank);
     if (blank.length > 0)

@@ -79,3 +79,31 @@ export async function blankImage(png: Buffer): Promise<'black' | 'uniform' | und
   if (!colour.every((c) => c.min === c.max)) return undefined;
   return colour.every((c) => c.max === 0) ? 'black' : 'uniform';
 }
+
+const AUDIO_MIME: Record<string, string> = { mp3: 'audio/mpeg', flac: 'audio/flac', wav: 'audio/wav', opus: 'audio/ogg', ogg: 'audio/ogg', m4a: 'audio/mp4' };
+
+/** Any file a client's own graph reports (saved, previewed, audio, video): its mime, or undefined for other files (latents, 3D). */
+export function promptFileMime(file: ComfyFileRef): string | undefined {
+  if (file.type === 'input') return undefined;
+  const ext = extOf(file.filename);
+  return IMAGE_MIME[ext] ?? VIDEO_MIME[ext] ?? AUDIO_MIME[ext];
+}
+
+/**
+ * A `prompt` render's file, stored as ComfyUI wrote it (its embedded workflow included: the client's own
+ * graph is what it describes), streamed so a video never sits whole in memory.
+ */
+export async function storePromptFile(blobs: BlobStore, client: ComfyClient, file: ComfyFileRef): Promise<BlobRef | undefined> {
+  const mime = promptFileMime(file);
+  if (!mime) return undefined;
+  if (!mime.startsWith('image/')) {
+    const { body } = await client.viewStream(file);
+    return blobs.putStream(body, { mime }, { maxBytes: MAX_VIDEO_BYTES });
+  }
+  const data = (await client.view(file)).data;
+  if (mime === 'image/png') {
+    const { width, height } = readPngSize(data);
+    return blobs.put(data, { mime, width, height });
+  }
+  return blobs.put(data, { mime });
+}

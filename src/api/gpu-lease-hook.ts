@@ -18,7 +18,12 @@ export const RENDER_STARTING_ROUTES: ReadonlySet<string> = new Set([
   '/v1/videos',
   '/v1/videos/sync',
   '/renders/:id/replay',
+  '/prompt',
+  '/api/prompt',
 ]);
+
+/** A workflow file's endpoint (`/workflows/<name>`, one route per file). */
+const WORKFLOW_FILE_ROUTE = /^\/workflows\/[a-z0-9-]+$/;
 
 export interface GpuLease {
   poke(waitMs: number): Promise<void>;
@@ -29,7 +34,8 @@ const POKE_WAIT_MS = 1_000;
 
 export function registerGpuLeaseHook(app: FastifyInstance, lease: GpuLease): void {
   app.addHook('preHandler', async (req) => {
-    if (req.method !== 'POST' || !RENDER_STARTING_ROUTES.has(req.routeOptions.url ?? '')) return;
+    const url = req.routeOptions.url ?? '';
+    if (req.method !== 'POST' || !(RENDER_STARTING_ROUTES.has(url) || WORKFLOW_FILE_ROUTE.test(url))) return;
     await lease.poke(POKE_WAIT_MS);
   });
 }

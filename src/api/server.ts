@@ -14,6 +14,8 @@ import { registerOps } from './operators/ops.ts';
 import { registerRenders } from './operators/renders.ts';
 import { registerVideos } from './video/plugin.ts';
 import { registerOpenAiImages } from './openai/plugin.ts';
+import { registerComfyUi } from './comfyui/routes.ts';
+import { registerWorkflowFiles } from './workflow-files/routes.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
 import { authorized } from '../auth/api-token.ts';
@@ -73,13 +75,16 @@ function closeSilentSockets(server: http.Server, afterMs: number): void {
     timers.set(socket, timer);
     socket.once('close', () => clearTimeout(timer));
   });
-  server.on('request', (req: http.IncomingMessage) => {
+  const requestArrived = (req: http.IncomingMessage): void => {
     const timer = timers.get(req.socket);
     if (timer) {
       clearTimeout(timer);
       timers.delete(req.socket);
     }
-  });
+  };
+  server.on('request', requestArrived);
+  // A WebSocket upgrade (ComfyUI's /ws) is a request too, and its socket lives as long as the client follows.
+  server.on('upgrade', requestArrived);
 }
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
@@ -237,6 +242,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   registerRenders(app, ctx);
   await registerVideos(app, ctx);
   await registerOpenAiImages(app, ctx);
+  await registerComfyUi(app, ctx);
+  registerWorkflowFiles(app, ctx);
   if (deps.temporalUi) registerTemporalUiProxy(app, deps.temporalUi);
   return app;
 }

@@ -8,13 +8,32 @@ import { ComfyClient } from '../comfyui/client.ts';
 import { runContractChecks, type ContractResult } from '../comfyui/contract.ts';
 import { listProfiles, loadModelOverrides } from '../models/registry.ts';
 import { profileChecks } from './contract-profiles.ts';
+import { existsSync } from 'node:fs';
+import type { ObjectInfo } from '../comfyui/object-info.ts';
+import { checkWorkflow, loadWorkflowFiles, SHIPPED_WORKFLOWS_DIR } from '../workflow-files/manifest.ts';
+
+/** Each workflow file (WORKFLOWS_DIR, default the shipped ones) against this ComfyUI's nodes and inputs. */
+function workflowFileChecks(nodes: ObjectInfo): ContractResult[] {
+  const dir = process.env.WORKFLOWS_DIR || SHIPPED_WORKFLOWS_DIR;
+  if (!existsSync(dir)) return [];
+  return loadWorkflowFiles(dir).map((wf) => {
+    const problems = checkWorkflow(wf, nodes);
+    return {
+      name: `workflow file ${wf.name} matches /object_info`,
+      ok: problems.length === 0,
+      ...(problems.length > 0 ? { detail: problems.join('; ') } : {}),
+    };
+  });
+}
 
 /** Protocol checks, then the profiles' needs read from the same `/object_info` the client uses. */
 export async function runAllContractChecks(url: string): Promise<ContractResult[]> {
   const results = await runContractChecks(url);
   const client = new ComfyClient({ baseUrl: url });
   try {
-    results.push(...profileChecks(listProfiles(), await client.objectInfo()));
+    const nodes = await client.objectInfo();
+    results.push(...profileChecks(listProfiles(), nodes));
+    results.push(...workflowFileChecks(nodes));
   } catch (err) {
     results.push({ name: 'the model profiles can be checked against /object_info', ok: false, detail: err instanceof Error ? err.message : String(err) });
   } finally {

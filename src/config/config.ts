@@ -81,6 +81,11 @@ const envSchema = z.object({
   /** JSON file with per-model overrides (file names, defaults): operators change files without code. */
   MODELS_CONFIG: optionalString,
   /**
+   * A folder of workflow files (`<name>.json`, an API-format graph, beside `<name>.manifest.json`), each served
+   * as `POST /workflows/<name>`; default: the ones shipped in the repository's `workflows/`.
+   */
+  WORKFLOWS_DIR: optionalString,
+  /**
    * Extra host names a loopback-bound front serves (comma separated), e.g. the name a reverse proxy such as a
    * model-swapping proxy forwards in Host. Loopback names are always served.
    */

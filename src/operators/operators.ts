@@ -73,7 +73,7 @@ const OUTCOME_CONCURRENCY = 8;
 const OUTPUT_CACHE_SIZE = 500;
 
 /** The fields a replay depends on; the rest of the recorded request is passed through as recorded. */
-const replayableRequestSchema = z
+const modelRequestSchema = z
   .object({
     kind: z.enum(['txt2img', 'img2img', 'edit']),
     model: z.string().min(1),
@@ -87,6 +87,15 @@ const replayableRequestSchema = z
     extraImages: z.array(z.unknown()),
   })
   .passthrough();
+/** A client's own graph (ComfyUI's API, a workflow file): replayed as it was sent, its uploads included. */
+const promptRequestSchema = z
+  .object({
+    kind: z.literal('prompt'),
+    model: z.string().min(1),
+    graph: z.object({ graph: z.record(z.string(), z.unknown()), inputs: z.array(z.unknown()) }).passthrough(),
+  })
+  .passthrough();
+const replayableRequestSchema = z.union([modelRequestSchema, promptRequestSchema]);
 
 export class RenderOperators {
   private readonly client: Client;
@@ -226,7 +235,9 @@ export class RenderOperators {
   /** A replay needs the original's input images: after `renders prune` they may be gone. */
   private async assertInputsKept(renderId: string, request: RenderRequest): Promise<void> {
     if (!this.blobs) return;
-    const inputs = [request.initImage, request.mask, ...(request.extraImages ?? [])].filter((r): r is BlobRef => r !== undefined);
+    const inputs = [request.initImage, request.mask, ...(request.extraImages ?? []), ...(request.graph?.inputs ?? [])].filter(
+      (r): r is BlobRef => r !== undefined,
+    );
     for (const ref of inputs) {
       if (!(await this.blobs.has(ref.sha256))) {
         throw new NotReplayableError(

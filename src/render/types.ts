@@ -22,9 +22,29 @@ export interface BlobRef {
 /**
  * `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images), and
  * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling), and
- * `video` (one MP4 per render; the details are in `RenderRequest.video`).
+ * `video` (one MP4 per render; the details are in `RenderRequest.video`), and `prompt` (a client's own
+ * API-format graph, run as it is: `RenderRequest.graph`).
  */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'video';
+export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'video' | 'prompt';
+
+/**
+ * A `prompt` render: an API-format graph a client wrote itself (ComfyUI's own API, a workflow file). The
+ * other request fields of such a render only summarise the graph (its first sampler's seed, steps, size) for
+ * listings and the memo; the graph is what runs, with each save node's `filename_prefix` made unique per
+ * render and the uploads the graph names bound to blobs (renders/prompt-plan.ts).
+ */
+export interface GraphSpec {
+  /** The graph as the client sent it. */
+  graph: ComfyGraph;
+  /** Images the graph names by their upload name (`<sha256>.<ext>`, as the front's upload routes answer). */
+  inputs: BlobRef[];
+  /** The entry point's own id for the render (ComfyUI's `prompt_id`), when it has one. */
+  promptId?: string;
+  /** ComfyUI `client_id`: whose WebSocket gets the render's events. */
+  clientId?: string;
+  /** ComfyUI `number`, as sent (its priority was mapped onto the render's). */
+  number?: number;
+}
 
 /**
  * What a video render conditions on: a task id its family declares (`VideoTaskSpec` in src/models), e.g.
@@ -106,6 +126,8 @@ export interface RenderRequest {
   upscale?: UpscaleSpec;
   /** Present exactly when `kind` is `video`. */
   video?: VideoSpec;
+  /** Present exactly when `kind` is `prompt`. */
+  graph?: GraphSpec;
 }
 
 /** A sigma schedule node feeding SamplerCustomAdvanced (instead of KSampler's scheduler enum). */
@@ -217,6 +239,11 @@ export interface PromptRun {
    * sampler preview brought to the output size, not a finished image.
    */
   partial?: { step?: number; steps?: number };
+  /**
+   * A `prompt` render: ComfyUI's `outputs` of the prompt, each file entry replaced by `{output: i}` (its blob
+   * in `outputs`), other ui values (`animated`, `text`) kept, so the front can answer in ComfyUI's shape.
+   */
+  ui?: Record<string, Record<string, unknown[]>>;
 }
 
 export interface StageTiming {
@@ -238,6 +265,8 @@ export interface RenderResult {
   skipped?: number[];
   /** Items stopped by interrupt or skip that answer with their partial image (see `PromptRun.partial`). */
   partial?: PartialItem[];
+  /** A `prompt` render: its prompt's outputs per node (`PromptRun.ui`, indexes into `outputs`). */
+  ui?: Record<string, Record<string, unknown[]>>;
 }
 
 export interface PartialItem {

@@ -8,6 +8,8 @@ import type { BuiltRender } from '../activities/types.ts';
 import type { Config } from '../config/config.ts';
 import { getProfile } from '../models/registry.ts';
 import { planRender } from '../models/plan.ts';
+import { VIDEO_STALL_TIMEOUT_MS } from '../models/profile.ts';
+import { planPrompt } from './prompt-plan.ts';
 import type { RenderRequest } from '../render/types.ts';
 import { ATTEMPT_BACKOFF_INITIAL_MS, ATTEMPT_BACKOFF_MAX_MS, MAX_PROMPT_ATTEMPTS, MIN_ATTEMPT_MS } from '../workflows/attempts.ts';
 
@@ -16,12 +18,18 @@ export class RenderBuildError extends Error {
   override name = 'RenderBuildError';
 }
 
+/**
+ * A client's own graph may load any model, image or video: the longest silence and deadline of any profile
+ * (a video model loading, a two-hour video).
+ */
+const PROMPT_LIMITS = { stallTimeoutMs: VIDEO_STALL_TIMEOUT_MS, deadlineMs: 2 * 60 * 60_000 };
+
 export function buildRender(config: Pick<Config, 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'>, request: RenderRequest, renderId: string): BuiltRender {
-  const profile = getProfile(request.model);
+  const profile = request.kind === 'prompt' ? PROMPT_LIMITS : getProfile(request.model);
   if (!profile) throw new RenderBuildError(`unknown model ${request.model}`);
   let plan;
   try {
-    plan = planRender(request, { renderId });
+    plan = request.kind === 'prompt' ? planPrompt(request, { renderId }) : planRender(request, { renderId });
   } catch (err) {
     throw new RenderBuildError(`cannot build the graph: ${(err as Error).message}`);
   }

@@ -95,6 +95,10 @@ function memoFor(request: RenderRequest, fingerprint?: string, priority?: number
     images: request.batchSize * request.nIter,
     // Video job objects (GET /v1/videos) are answered from the memo: full prompt, snapped length, rate.
     ...(request.video ? { kind: 'video', videoPrompt: request.prompt, frames: request.video.frames, fps: request.video.fps, task: request.video.task } : {}),
+    // ComfyUI's /queue is answered from the memo: the prompt's id, its client and number.
+    ...(request.graph
+      ? { promptId: request.graph.promptId, number: request.graph.number, ...(request.graph.clientId ? { clientId: request.graph.clientId } : {}) }
+      : {}),
     // Replays are linked to their original in the memo too (shown by the Temporal UI without a query).
     ...(request.replayOf ? { replayOf: request.replayOf } : {}),
     ...(fingerprint ? { bodyFingerprint: fingerprint } : {}),

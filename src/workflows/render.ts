@@ -145,6 +145,8 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
   };
 
   const outputs: BlobRef[] = [];
+  /** A `prompt` render's outputs per node (its one item's), for answers in ComfyUI's shape. */
+  let ui: PromptRun['ui'];
   const rendered: RenderItem[] = [];
   const used: string[] = [];
   try {
@@ -185,7 +187,9 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
         if (!used.includes(run.backend)) used.push(run.backend);
       }
       for (const t of run.timings) timings.push({ stage: `${t.stage}[${item.index}]`, ms: t.ms });
-      if (run.outputs.length === 0) {
+      // A client's own graph may answer with text only (PreviewAny): ComfyUI's outputs are then its result.
+      if (run.ui) ui = run.ui;
+      if (run.outputs.length === 0 && !(request.kind === 'prompt' && ui && Object.keys(ui).length > 0)) {
         throw ApplicationFailure.nonRetryable(`prompt ${run.promptId} produced no outputs`, 'NoOutputs');
       }
       outputs.push(...run.outputs);
@@ -220,6 +224,7 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
     ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
     ...(status.partial && status.partial.length > 0 ? { partial: status.partial } : {}),
     request,
+    ...(ui ? { ui } : {}),
     backend: used.join(','),
     promptIds: status.promptIds,
     timings,

@@ -133,6 +133,34 @@ describe("comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     expect(await videoStatus(started.json.id)).toBe('completed');
   }, 240_000);
 
+  it("a ComfyUI prompt (ComfyUI's own API) sent while the LLM holds the GPU waits for the lease: it runs only once the LLM is stopped", async () => {
+    await resetFake(fake.url);
+    const mark = ls.events.length;
+    const chat = await post('/v1/chat/completions', { model: 'llm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(chat.status).toBe(200);
+    const graph = JSON.parse(readFileSync(path.join(root, 'test', 'golden', 'imagegen-flux-schnell-txt2img.json'), 'utf8')) as Record<string, any>;
+    graph.latent.inputs.width = 64;
+    graph.latent.inputs.height = 64;
+    graph.sampler.inputs.steps = 2;
+    const queued = await post('/upstream/imagegen-flux-dev/prompt', { prompt: graph });
+    expect(queued.status, JSON.stringify(queued.json)).toBe(200);
+    const id = queued.json.prompt_id as string;
+    const item = await waitFor(
+      'the prompt in /history',
+      async () => ((await (await fetch(`${ls.url}/upstream/imagegen-flux-dev/history/${id}`)).json()) as Record<string, any>)[id],
+      180_000,
+      250,
+    );
+    expect(item.status.status_str).toBe('success');
+    // The LLM had the GPU when the prompt came: it was stopped first, and the prompt ran after that.
+    const llmExit = since(mark, 'exit', 'llm')[0]!;
+    const stats = await fakeStats(fake.url);
+    expect(stats.runs).toHaveLength(1);
+    expect(stats.runs[0]!.startedAt).toBeGreaterThanOrEqual(llmExit.at);
+    expect(since(mark, 'spawn', 'llm')[0]!.at).toBeLessThan(llmExit.at);
+    expectRenderedOnce(stats, { prompts: 1 });
+  }, 240_000);
+
   it('a manual unload of the GPU entry mid-render loses nothing and renders nothing twice; the pending render brings the GPU back', async () => {
     await resetFake(fake.url);
     await setFaults(fake.url, { hold: HOLD });

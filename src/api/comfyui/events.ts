@@ -1,0 +1,152 @@
+/**
+ * `/ws?clientId=`: ComfyUI's WebSocket events for that client's prompts, under this service's prompt ids.
+ * The render runs on whichever GPU takes it (and again elsewhere on a retry); its progress is read where every
+ * front can read it, in Temporal: the running attempt's heartbeat (`PromptHeartbeat` {node, value, max}) for
+ * `execution_start`, `executing` and `progress`, and the workflow's result for `executed` (each output node,
+ * its files named for `/view`), `execution_success` / `execution_error` / `execution_interrupted` and the final
+ * `executing {node: null}`, sent once the history answers (as ComfyUI sends it after writing history).
+ * As in ComfyUI, events go only to the socket of the prompt's `client_id` while it is connected; nothing is
+ * replayed. Without a `client_id` only `status` is sent.
+ */
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import type { WebSocket } from 'ws';
+import type { PromptHeartbeat } from '../../activities/types.ts';
+import type { Logger } from '../../log.ts';
+import { decodeFirst } from '../../operators/failure.ts';
+import type { RenderResult } from '../../render/types.ts';
+import { failureEvent, historyOutputs, type PromptHistory } from './history.ts';
+
+const { temporal } = proto;
+const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+/** How often a watched render's heartbeat is read while its client is connected (heartbeats are ~1 s apart). */
+const POLL_MS = 300;
+
+interface Watch {
+  renderId: string;
+  promptId: string;
+  clientId: string | undefined;
+}
+
+export class PromptEvents {
+  private readonly sockets = new Map<string, Set<WebSocket>>();
+  private readonly watched = new Map<string, Watch>();
+  private closed = false;
+
+  constructor(
+    private readonly client: Client,
+    private readonly history: PromptHistory,
+    private readonly logger: Logger,
+  ) {}
+
+  /** A new socket: ComfyUI's first message, `status` with the socket's id. */
+  connect(ws: WebSocket, clientId: string): void {
+    let set = this.sockets.get(clientId);
+    if (!set) this.sockets.set(clientId, (set = new Set()));
+    set.add(ws);
+    ws.on('close', () => {
+      set.delete(ws);
+      if (set.size === 0 && this.sockets.get(clientId) === set) this.sockets.delete(clientId);
+    });
+    // Other client messages (feature flags) are ignored, as ComfyUI ignores all but the first.
+    ws.on('message', () => undefined);
+    ws.on('error', () => undefined);
+    this.send(clientId, 'status', { status: { exec_info: { queue_remaining: this.watched.size } }, sid: clientId });
+  }
+
+  /** Follows a render started for a prompt until it ends (fire and forget: failures are logged). */
+  watch(renderId: string, promptId: string, clientId: string | undefined): void {
+    if (this.watched.has(renderId)) return;
+    const w: Watch = { renderId, promptId, clientId };
+    this.watched.set(renderId, w);
+    this.broadcastStatus();
+    void this.follow(w)
+      .catch((err: unknown) => this.logger.warn({ renderId, err: (err as Error).message }, 'ComfyUI events: could not follow the render'))
+      .finally(() => {
+        this.watched.delete(renderId);
+        this.broadcastStatus();
+      });
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const set of this.sockets.values()) for (const ws of set) ws.close();
+  }
+
+  private async follow(w: Watch): Promise<void> {
+    const handle = this.client.workflow.getHandle(w.renderId);
+    let done = false;
+    const outcome = handle.result().then(
+      (r) => ({ ok: true as const, result: r as RenderResult }),
+      (err: unknown) => ({ ok: false as const, err }),
+    );
+    void outcome.then(() => (done = true));
+    const state = { started: false, node: undefined as string | undefined, value: -1, max: -1 };
+    const converter = this.client.options.loadedDataConverter.payloadConverter;
+    while (!done && !this.closed) {
+      if (w.clientId && this.sockets.has(w.clientId)) {
+        const d = await handle.describe().catch(() => undefined);
+        const activity = d?.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED);
+        if (activity) {
+          const beat = (decodeFirst(converter, activity.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
+          this.progress(w, state, beat);
+        }
+      }
+      await Promise.race([outcome, new Promise((r) => setTimeout(r, POLL_MS))]);
+    }
+    const end = await outcome;
+    if (!w.clientId) return;
+    this.started(w, state);
+    const at = Date.now();
+    if (end.ok) {
+      const outputs = historyOutputs(end.result.ui, end.result.outputs);
+      for (const [node, output] of Object.entries(outputs)) {
+        this.send(w.clientId, 'executing', { node, display_node: node, prompt_id: w.promptId });
+        this.send(w.clientId, 'executed', { node, display_node: node, output, prompt_id: w.promptId });
+      }
+      this.send(w.clientId, 'execution_success', { prompt_id: w.promptId, timestamp: at });
+    } else {
+      const f = failureEvent(w.promptId, end.err, w.renderId, at);
+      this.send(w.clientId, f.event, f.data);
+    }
+    // ComfyUI sends `executing {node: null}` once history is written: a client reads it right after.
+    await this.history.item(w.renderId).catch(() => undefined);
+    this.send(w.clientId, 'executing', { node: null, prompt_id: w.promptId });
+  }
+
+  private started(w: Watch, state: { started: boolean }): void {
+    if (state.started || !w.clientId) return;
+    state.started = true;
+    const timestamp = Date.now();
+    this.send(w.clientId, 'execution_start', { prompt_id: w.promptId, timestamp });
+    this.send(w.clientId, 'execution_cached', { nodes: [], prompt_id: w.promptId, timestamp });
+  }
+
+  private progress(w: Watch, state: { started: boolean; node: string | undefined; value: number; max: number }, beat: Partial<PromptHeartbeat>): void {
+    this.started(w, state);
+    const clientId = w.clientId!;
+    // ComfyUI's own `executing {node: null}` (its prompt done) reaches the heartbeat before the outputs are
+    // stored: only the render's end may tell the client its prompt is done.
+    if (typeof beat.node === 'string' && beat.node !== '' && beat.node !== state.node) {
+      state.node = beat.node;
+      state.value = state.max = -1;
+      this.send(clientId, 'executing', { node: beat.node, display_node: beat.node, prompt_id: w.promptId });
+    }
+    if (typeof beat.value === 'number' && typeof beat.max === 'number' && (beat.value !== state.value || beat.max !== state.max)) {
+      state.value = beat.value;
+      state.max = beat.max;
+      this.send(clientId, 'progress', { value: beat.value, max: beat.max, prompt_id: w.promptId, node: state.node ?? null });
+    }
+  }
+
+  private broadcastStatus(): void {
+    for (const clientId of this.sockets.keys()) this.send(clientId, 'status', { status: { exec_info: { queue_remaining: this.watched.size } } });
+  }
+
+  private send(clientId: string, type: string, data: unknown): void {
+    const set = this.sockets.get(clientId);
+    if (!set) return;
+    const text = JSON.stringify({ type, data });
+    for (const ws of set) if (ws.readyState === ws.OPEN) ws.send(text);
+  }
+}
