@@ -64,14 +64,15 @@ function triesSeen(renderId: string, n: number): Promise<void> {
   });
 }
 
+// Property signatures, not methods: the workers take them as plain functions.
 const activities = {
-  async runPrompt(input: RunPromptInput): Promise<PromptRun> {
+  runPrompt: async (input: RunPromptInput): Promise<PromptRun> => {
     promptsStarted.add(input.renderId);
     events.emit('prompt');
     return renders.get(input.renderId)!(input);
   },
-  async stopPrompts(_input: StopPromptsInput): Promise<void> {},
-  async deliverWebhook(input: DeliverWebhookInput): Promise<WebhookAttemptResult> {
+  stopPrompts: async (_input: StopPromptsInput): Promise<void> => {},
+  deliverWebhook: async (input: DeliverWebhookInput): Promise<WebhookAttemptResult> => {
     const list = triesOf(input.renderId);
     list.push({ input, taskQueue: Context.current().info.taskQueue });
     events.emit('try');
@@ -106,10 +107,10 @@ const target = (over: Partial<WebhookTarget> = {}): WebhookTarget => ({
 
 function built(webhook?: WebhookTarget): BuiltRender {
   return {
-    plan: { items: [{ index: 0, seed: 1, graph: { '1': { class_type: 'KSampler', inputs: {} } } }], uploads: [], outputNode: '9' },
+    plan: { items: [{ index: 0, seed: 1, graph: { '1': { class_type: 'KSampler', inputs: {}, _meta: { title: 'sampler' } } } }], uploads: [], outputNode: '9' },
     limits: LIMITS,
     ...(webhook ? { webhook } : {}),
-  } as BuiltRender;
+  };
 }
 
 const request = { kind: 'video', model: 'videogen-test', prompt: 'p', seed: 1, batchSize: 1, nIter: 1 } as unknown as RenderRequest;
@@ -208,7 +209,7 @@ describe('render workflow with a webhook', () => {
       },
     });
     expect(started.webhookId).toMatch(/^msg_[0-9a-f]{32}$/);
-    expect(event.id).toBe(`evt_${started.webhookId.slice(4)}`);
+    expect(event.id).toBe(`evt_${started.webhookId!.slice(4)}`);
     // The operators' view, from the child's own history.
     const view = webhookFromHistory(started, await child.fetchHistory(), defaultPayloadConverter);
     expect(view).toMatchObject({ state: 'delivered', attempts: list.length, lastStatus: 200, type: 'video.completed', url: 'https://hooks.example.com/in' });
