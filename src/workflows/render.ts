@@ -20,6 +20,10 @@
  * Priority: the render's Temporal priority (set when the submitter starts it) is inherited by its
  * activities, so the shared GPU queue hands out more urgent prompts first, first-in-first-out within a key.
  *
+ * Webhook: a render whose input names one (`built.webhook`) starts a `webhook` child workflow when it ends,
+ * completed, failed or cancelled, and ends without waiting for the delivery (webhook.ts), behind the patch
+ * `webhook-delivery`.
+ *
  * Changing what this code schedules breaks renders already running: see docs/versioning.md.
  */
 import {

@@ -2,7 +2,11 @@
  * Standard Webhooks signatures: what src/webhooks/signature.ts signs must verify with the reference library
  * (`standardwebhooks`, the one the spec's authors publish), and a changed id, timestamp, body or secret must not.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { parseSecret, sign, signedHeaders } from '../../src/webhooks/signature.ts';
@@ -11,6 +15,18 @@ const secret = `whsec_${randomBytes(32).toString('base64')}`;
 const key = parseSecret(secret);
 const body = JSON.stringify({ object: 'event', id: 'evt_1', type: 'video.completed', data: { id: 'render-x' } });
 const nowS = () => Math.floor(Date.now() / 1000);
+
+/** The PyPI `standardwebhooks` library (`.ci/run` installs it), or STANDARDWEBHOOKS_PYTHON naming a Python that has it. */
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const python = process.env.STANDARDWEBHOOKS_PYTHON ?? path.join(root, '.venv-standardwebhooks', 'bin', 'python');
+const pythonLibrary = existsSync(python);
+if (!pythonLibrary) console.warn(`Python standardwebhooks check skipped: no Python at ${python} (run .ci/run, or set STANDARDWEBHOOKS_PYTHON)`);
+const VERIFY_PY = [
+  'import json, sys',
+  'from standardwebhooks import Webhook',
+  'm = json.load(sys.stdin)',
+  'print(json.dumps(Webhook(m["secret"]).verify(m["body"], m["headers"])))',
+].join('\n');
 
 describe('webhook signatures (Standard Webhooks)', () => {
   it('verify with the standardwebhooks library, which parses the body back', () => {
@@ -44,6 +60,16 @@ describe('webhook signatures (Standard Webhooks)', () => {
     expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
     expect(new Webhook(secret).verify(body, { ...headers })).toBeTruthy();
     expect(new Webhook(next).verify(body, { ...headers })).toBeTruthy();
+  });
+
+  it.skipIf(!pythonLibrary)('verify with the PyPI standardwebhooks library too (rotation included), and a tampered body does not', () => {
+    const next = `whsec_${randomBytes(24).toString('base64')}`;
+    const headers = signedHeaders([key, parseSecret(next)], 'msg_py', nowS(), body);
+    const verify = (s: string, b: string): string =>
+      execFileSync(python, ['-c', VERIFY_PY], { input: JSON.stringify({ secret: s, body: b, headers }) }).toString();
+    expect(JSON.parse(verify(secret, body))).toEqual(JSON.parse(body));
+    expect(JSON.parse(verify(next, body))).toEqual(JSON.parse(body));
+    expect(() => verify(secret, body.replace('render-x', 'render-y'))).toThrow(/WebhookVerificationError/);
   });
 
   it('secrets: whsec_ prefix, standard base64, 24 to 64 bytes', () => {
