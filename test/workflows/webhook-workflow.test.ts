@@ -14,6 +14,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltRender, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/activities/types.ts';
+import { webhookLine } from '../../src/cli/renders.ts';
 import { webhookFromHistory, webhookStarted } from '../../src/operators/webhook.ts';
 import type { PromptRun, RenderRequest } from '../../src/render/types.ts';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
@@ -286,6 +287,12 @@ describe('render workflow with a webhook', () => {
     expect((await handle.describe()).status.name).toBe('COMPLETED');
     const view = webhookFromHistory(started, await child.fetchHistory(), defaultPayloadConverter);
     expect(view).toMatchObject({ state: 'gave-up', attempts: 3, lastStatus: 503, lastError: 'WebhookRejected: answered 503' });
+    // What `renders show` prints of it.
+    const line = webhookLine(view);
+    expect(line).toMatch(
+      /^webhook: GAVE-UP video\.completed to https:\/\/hooks\.example\.com\/in \(webhook-id msg_[0-9a-f]{32}, 3 of 3 tries, last status 503\)/,
+    );
+    expect(line).toContain('last error: WebhookRejected: answered 503');
   });
 
   it('a refused target is not retried', async () => {
