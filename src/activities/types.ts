@@ -2,6 +2,7 @@
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { InputUpload, PromptRun, RenderPlan, RenderRequest } from '../render/types.ts';
 import type { PruneResult } from '../operators/prune.ts';
+import type { DeliverWebhookInput, WebhookAttemptResult, WebhookTarget } from '../webhooks/types.ts';
 
 export interface RenderLimits {
   stallTimeoutMs: number;
@@ -66,6 +67,8 @@ export interface PromptHeartbeat {
 export interface BuiltRender {
   plan: RenderPlan;
   limits: RenderLimits;
+  /** Where the render's event goes when it ends (a `webhook` child workflow delivers it); absent: no webhook. */
+  webhook?: WebhookTarget;
 }
 
 // Property signatures, not methods: Temporal calls activities as plain functions, never on this object.
@@ -84,6 +87,11 @@ export interface StopPromptsInput {
   attemptBackends: string[];
   item: number;
   attempts: number;
+}
+
+/** The `webhook` workflow's one activity: one signed POST of the event, on the webhook task queue. */
+export interface WebhookActivities {
+  deliverWebhook: (input: DeliverWebhookInput) => Promise<WebhookAttemptResult>;
 }
 
 /** The retention workflow's one activity: `renders prune --older-than RENDER_RETENTION_DAYS`, by the worker. */

@@ -11,8 +11,9 @@ import { releaseBodySlot } from './body-gate.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import { RenderFailedError } from '../renders/render-service.ts';
 import type { ApiContext } from './context.ts';
-import { idempotencyKey } from './request-headers.ts';
+import { idempotencyKey, webhookUrlHeader } from './request-headers.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
+import type { WebhookOption } from '../renders/webhook-target.ts';
 import { interruptSignal, skipSignal } from '../workflows/render.ts';
 
 export interface Finished {
@@ -40,6 +41,7 @@ export async function startAndWait(
     idempotencyKey: idempotencyKey(req.headers),
     body: req.body,
     ...(priority !== undefined ? { priority } : {}),
+    ...webhookOption(req),
   });
   // The images are in the blob store and the workflow has the request: drop the base64 body and the decoded
   // bytes, or every client waiting for its render pins ~2.4× its image size (the memory budget: 300 MB
@@ -90,6 +92,12 @@ export async function startAndWait(
     flight.done();
     reply.raw.off('close', onClose);
   }
+}
+
+/** A synchronous image route's webhook: only when the client names one (X-Webhook-URL); no default, it waits. */
+function webhookOption(req: FastifyRequest): { webhook?: WebhookOption } {
+  const url = webhookUrlHeader(req.headers);
+  return url === undefined ? {} : { webhook: { url, field: 'X-Webhook-URL', async: false, event: 'image' } };
 }
 
 /** Base64 of each output blob, in order. */

@@ -181,6 +181,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       backends: served,
       pool,
       activities,
+      webhookSlots: config.WEBHOOK_MAX_CONCURRENT,
       ...(mode === 'gpu'
         ? { general: false }
         : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),

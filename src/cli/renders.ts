@@ -397,7 +397,22 @@ export function formatTimeline(tl: RenderTimeline): string {
   }
   L.push('', tl.outputs.length > 0 ? 'outputs:' : 'outputs: none');
   tl.outputs.forEach((o, n) => L.push(`  ${n}  sha256 ${o.sha256}  ${o.mime}  ${o.width ?? '?'}x${o.height ?? '?'}  ${o.size} B`));
+  if (tl.webhook) L.push('', webhookLine(tl.webhook));
   return L.join('\n');
+}
+
+/** `webhook: DELIVERED video.completed to https://… (webhook-id msg_…, 3 tries, last status 200)`. */
+export function webhookLine(w: NonNullable<RenderTimeline['webhook']>): string {
+  const tries = `${w.attempts}${w.maxAttempts ? ` of ${w.maxAttempts}` : ''} ${w.attempts === 1 ? 'try' : 'tries'}`;
+  const facts = [
+    `webhook-id ${w.webhookId ?? '?'}`,
+    tries,
+    w.lastStatus !== undefined ? `last status ${w.lastStatus}` : undefined,
+    w.deliveredAt ? `delivered at ${time(w.deliveredAt)}` : undefined,
+    w.nextAttemptAt ? `next try at ${time(w.nextAttemptAt)}` : undefined,
+  ].filter(Boolean);
+  const last = w.lastError && w.state !== 'delivered' ? `\n  last error: ${clip(w.lastError, 300)}` : '';
+  return `webhook: ${w.state.toUpperCase()} ${w.type ?? ''} to ${w.url ?? '?'} (${facts.join(', ')})\n  delivery workflow ${w.workflowId}${last}`;
 }
 
 function rootDetails(f: NonNullable<RenderTimeline['failure']>): unknown {

@@ -5,6 +5,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { isLoopbackHost, normalizeHostName } from './loopback.ts';
+import { checkTargetUrl, parseAllowList, type AllowList } from '../webhooks/allow-list.ts';
+import { inRange, internalKind, parseIp } from '../webhooks/addresses.ts';
+import { parseSecret } from '../webhooks/signature.ts';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -248,6 +251,56 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   OTEL_SERVICE_NAME: z.string().min(1).default('comfy-durable'),
+  /**
+   * Webhooks (README "Webhooks"): where the event of async work goes when the request names no URL of its own
+   * (the video API's POST /v1/videos, ComfyUI prompts, async workflow files). Unset: only per-request URLs.
+   */
+  WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /**
+   * The Standard Webhooks signing secret, `whsec_` + base64 of 24 to 64 bytes; several (space or comma
+   * separated) during a rotation: each signs every message. Required with WEBHOOK_URL or WEBHOOK_ALLOWED_TARGETS.
+   */
+  WEBHOOK_SECRET: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const secrets = (v ?? '').split(/[\s,]+/).filter(Boolean);
+      for (const s of secrets) {
+        try {
+          parseSecret(s);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+          return z.NEVER;
+        }
+      }
+      return secrets;
+    }),
+  /**
+   * Where per-request webhook URLs may point (comma separated): host names, `*.domain`, IP addresses, CIDR
+   * ranges, or `*` (any host that resolves to public addresses only). Internal addresses (loopback, private,
+   * link-local such as 169.254.169.254, …) are refused unless an address or range here lists them. Unset: no
+   * per-request URLs (no open relay); the host of WEBHOOK_URL is always allowed.
+   */
+  WEBHOOK_ALLOWED_TARGETS: z
+    .string()
+    .optional()
+    .transform((v, ctx): AllowList => {
+      try {
+        return parseAllowList((v ?? '').split(','));
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** One delivery try: resolve, connect, send and get the answer's status within this. */
+  WEBHOOK_TIMEOUT_MS: positiveInt.max(120_000).default(10_000),
+  /** Tries per event, the first included; then the delivery is given up (and says so to operators). */
+  WEBHOOK_MAX_ATTEMPTS: positiveInt.max(100).default(12),
+  /** Delay before the second try, doubled for each further one up to WEBHOOK_RETRY_MAX_MS. */
+  WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(5_000),
+  WEBHOOK_RETRY_MAX_MS: positiveInt.default(3_600_000),
+  /** Deliveries one worker runs at once (the webhook task queue's slots: never a GPU slot). */
+  WEBHOOK_MAX_CONCURRENT: positiveInt.max(256).default(8),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -280,11 +333,44 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.data.GPU_LEASE_URL && !parsed.data.GPU_LEASE_TOKEN) {
     throw new ConfigError("invalid configuration:\n  GPU_LEASE_TOKEN: required with GPU_LEASE_URL (the same secret as the GPU entry's)");
   }
+  const webhookAllowList = withDefaultTarget(parsed.data);
   const dataDir = path.resolve(parsed.data.DATA_DIR);
   return {
     ...parsed.data,
+    WEBHOOK_ALLOWED_TARGETS: webhookAllowList,
     dataDir,
     blobDir: path.join(dataDir, 'blobs'),
     temporalDbFile: path.join(dataDir, 'temporal.db'),
   };
+}
+
+/**
+ * The webhook allow-list with WEBHOOK_URL's host in it (the operator chose that one), once the settings agree:
+ * a secret to sign with, and a default that is no internal address unless the list names it.
+ */
+function withDefaultTarget(env: Env): AllowList {
+  const list = env.WEBHOOK_ALLOWED_TARGETS;
+  const used = env.WEBHOOK_URL !== undefined || list.entries.length > 0;
+  if (used && env.WEBHOOK_SECRET.length === 0) {
+    throw new ConfigError(
+      'invalid configuration:\n  WEBHOOK_SECRET: required with WEBHOOK_URL or WEBHOOK_ALLOWED_TARGETS (whsec_ + base64 of 24 to 64 random bytes)',
+    );
+  }
+  if (env.WEBHOOK_RETRY_MAX_MS < env.WEBHOOK_RETRY_INITIAL_MS) {
+    throw new ConfigError('invalid configuration:\n  WEBHOOK_RETRY_MAX_MS: must be at least WEBHOOK_RETRY_INITIAL_MS');
+  }
+  if (!env.WEBHOOK_URL) return list;
+  const host = new URL(env.WEBHOOK_URL).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const ip = parseIp(host);
+  if (ip && internalKind(ip) && !list.ranges.some((r) => inRange(ip, r))) {
+    throw new ConfigError(
+      `invalid configuration:\n  WEBHOOK_URL: ${host} is a ${internalKind(ip)} address; list it in WEBHOOK_ALLOWED_TARGETS to deliver there`,
+    );
+  }
+  const withDefault: AllowList = ip
+    ? { ...list, ranges: [...list.ranges, { ...ip, prefix: ip.family === 4 ? 32 : 128 }] }
+    : { ...list, hosts: [...list.hosts, host.toLowerCase()] };
+  const verdict = checkTargetUrl(env.WEBHOOK_URL, withDefault);
+  if (!verdict.ok) throw new ConfigError(`invalid configuration:\n  WEBHOOK_URL: ${verdict.reason}`);
+  return withDefault;
 }

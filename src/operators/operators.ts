@@ -18,6 +18,7 @@ import { RENDER_BACKEND, RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../
 import { decodeFirst, failureReason, failureView } from './failure.ts';
 import { buildListQuery, decodeCursor, encodeCursor, type RenderFilters } from './query.ts';
 import { buildTimeline, statusName } from './timeline.ts';
+import { webhookFromHistory } from './webhook.ts';
 import { DEFAULT_PRIORITY } from '../renders/priority.ts';
 import type { BulkReplayItem, BulkReplayResult, RenderPage, RenderSummary, RenderTimeline, ReplayStarted } from './types.ts';
 
@@ -156,6 +157,18 @@ export class RenderOperators {
       status,
       pendingActivities: described.raw.pendingActivities ?? null,
     });
+    if (timeline.webhook) {
+      const started = timeline.webhook;
+      // The delivery outlives the render (an abandoned child): its own history says where it is.
+      const delivery = await this.client.workflow
+        .getHandle(started.workflowId)
+        .fetchHistory()
+        .catch((err: unknown) => {
+          this.logger?.warn({ err, workflowId: started.workflowId }, 'could not read the webhook delivery');
+          return undefined;
+        });
+      if (delivery) timeline.webhook = webhookFromHistory(started, delivery, this.client.options.loadedDataConverter.payloadConverter);
+    }
     // Only a completed render's outputs are final: after a failure, the same Idempotency-Key may run the
     // workflow id again (ALLOW_DUPLICATE_FAILED_ONLY), and a cached empty list would hide the new images.
     if (timeline.status === 'completed') this.cacheOutputs(renderId, timeline.outputs);

@@ -21,6 +21,7 @@ import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { BlobRef, RenderRequest, StageTiming } from '../render/types.ts';
 import { decodeFirst, decodePayload, enumName, failureReason, failureView } from './failure.ts';
 import type { AttemptView, FailureView, RenderStatusName, RenderTimeline, StageView } from './types.ts';
+import { webhookStarted } from './webhook.ts';
 
 const { temporal } = proto;
 const PendingState = temporal.api.enums.v1.PendingActivityState;
@@ -241,6 +242,9 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       const ex = executions.get(Number(ev.activityTaskCanceledEventAttributes.scheduledEventId ?? 0));
       if (!ex) continue;
       finishAttempt(ex, at, 'cancelled');
+    } else if (ev.startChildWorkflowExecutionInitiatedEventAttributes) {
+      const webhook = webhookStarted(ev.startChildWorkflowExecutionInitiatedEventAttributes, converter);
+      if (webhook) tl.webhook = webhook;
     } else if (ev.workflowTaskFailedEventAttributes) {
       const f = failureView(converter, ev.workflowTaskFailedEventAttributes.failure);
       if (f) tl.workflowTaskFailures.push(f);

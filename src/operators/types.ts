@@ -150,9 +150,29 @@ export interface RenderTimeline {
   reason?: string;
   failure?: FailureView;
   cancelRequestedAt?: string;
+  /** The render's webhook, when it has one: delivered, failing (last status) or given up. */
+  webhook?: WebhookView;
   /** Workflow task failures (e.g. a nondeterminism error after a bad deploy). */
   workflowTaskFailures: FailureView[];
   historyEvents: number;
+}
+
+/** A render's webhook delivery (operators/webhook.ts). */
+export interface WebhookView {
+  /** The `webhook` child workflow (Temporal UI: a child of the render). */
+  workflowId: string;
+  webhookId?: string;
+  url?: string;
+  /** `video.completed`, `image.failed`, … */
+  type?: string;
+  /** `pending`: the render started its delivery, which has not tried yet (or its history could not be read). */
+  state: 'pending' | 'delivering' | 'failing' | 'delivered' | 'gave-up';
+  attempts: number;
+  maxAttempts?: number;
+  lastStatus?: number;
+  lastError?: string;
+  nextAttemptAt?: string;
+  deliveredAt?: string;
 }
 
 export interface ReplayStarted {

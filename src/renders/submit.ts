@@ -3,6 +3,8 @@
  * routes, operator replays from HTTP or the CLI). An entry point parses and normalises its own input into a
  * `RenderRequest`, then calls `submit`; every rule of starting a render lives here, in this order:
  *
+ *   0. webhook: a URL the request names is checked against the allow-list (a 400 naming the protocol's field);
+ *      the target (or the configured default for async work) goes into the render's input;
  *   1. idempotency: with a key, the render id is derived from it and the fingerprint covers the route and
  *      the body, so a key reused on another route or with another body is a 409 (IdempotencyConflictError);
  *   2. graph build: the render's graphs and limits, in a `render.buildGraph` span; a request no graph can be
@@ -18,7 +20,8 @@
  *   const started = await submitter.submit({ route: 'openai.images.generations', request, images,
  *     idempotencyKey, body: req.body, priority });
  *   const result = await submitter.wait(started);
- * and renders the errors above (all RequestError but the admission refusal) in its own shape.
+ * and renders the errors above (all RequestError but the admission refusal) in its own shape. Async work
+ * adds `webhook: { url: body.webhook_url, field: 'webhook_url', async: true, event: 'video' }` (webhook-target.ts).
  */
 import type { BuiltRender } from '../activities/types.ts';
 import type { BlobStore } from '../blobs/store.ts';
@@ -33,6 +36,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { Admission, waitingRendersQuery } from './admission.ts';
 import { newRenderId, renderIdForKey, requestFingerprint } from './render-ids.ts';
+import { resolveWebhookTarget, type WebhookConfig, type WebhookOption } from './webhook-target.ts';
 import type { RenderService, StartedRender } from './render-service.ts';
 
 export interface Submission {
@@ -53,6 +57,11 @@ export interface Submission {
   priority?: number;
   /** A replay runs on its original's task queue; default the service's. */
   taskQueue?: string;
+  /**
+   * A signed webhook when the render ends (webhook-target.ts): the client's URL and where it gave it, whether
+   * the work is async (the configured default applies), the event family and the protocol's own ids.
+   */
+  webhook?: WebhookOption;
 }
 
 export interface SubmitterDeps {
@@ -63,6 +72,8 @@ export interface SubmitterDeps {
   blobs?: BlobStore;
   /** The bound on waiting renders; absent, every render is admitted. */
   admission?: Admission;
+  /** Webhook settings; absent, a submission that asks for a webhook gets none. */
+  webhooks?: WebhookConfig;
 }
 
 export class RenderSubmitter {
@@ -72,9 +83,11 @@ export class RenderSubmitter {
   async submit(s: Submission): Promise<StartedRender> {
     const keyed = s.idempotencyKey !== undefined;
     const renderId = keyed ? renderIdForKey(s.idempotencyKey!) : newRenderId();
+    const webhook = this.deps.webhooks ? resolveWebhookTarget(s.webhook, this.deps.webhooks, renderId) : undefined;
     const fingerprint = keyed ? requestFingerprint(s.route, s.body) : undefined;
     const attach = fingerprint !== undefined && (await this.deps.renders.checkKey(renderId, fingerprint)) === 'attach';
     const built = this.buildGraph(s.request, renderId);
+    if (webhook) built.webhook = webhook;
     // Over Temporal's payload limit the render could never run: a 413 naming the field instead.
     refuseOversizedRender(s.request, built, s.fields);
     if (!attach) await this.deps.admission?.admit();
@@ -120,7 +133,7 @@ const ADMISSION_RETRY_AFTER_S = 10;
 
 export interface SubmitterOptions {
   renders: RenderService;
-  config: Pick<Config, 'MAX_WAITING_RENDERS' | 'TEMPORAL_TASK_QUEUE' | 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'>;
+  config: Pick<Config, 'MAX_WAITING_RENDERS' | 'TEMPORAL_TASK_QUEUE' | 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'> & WebhookConfig;
   blobs?: BlobStore;
   /** Renders waiting or running, for admission; default Temporal's count of running renders on the queue. */
   waitingRenders?: () => Promise<number>;
@@ -140,6 +153,7 @@ export function createSubmitter(opts: SubmitterOptions): RenderSubmitter {
     renders,
     build: (request, renderId) => buildRender(config, request, renderId),
     admission,
+    webhooks: config,
     ...(opts.blobs ? { blobs: opts.blobs } : {}),
   });
 }

@@ -2,7 +2,9 @@
  * Temporal workers of one process:
  * - the general queue: workflows and the small I/O activities (stopPrompts, retention);
  * - the shared GPU queue (`<taskQueue>-gpu`): prompt attempts, with one activity slot per healthy ComfyUI
- *   of this process (backends/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt.
+ *   of this process (backends/gpu-pool.ts), so a free GPU anywhere takes the next waiting prompt;
+ * - the webhook queue (`<taskQueue>-webhooks`), beside the general one: webhook tries, with a few slots of
+ *   their own, so a dead receiver holds neither a GPU slot nor the slots that stop prompts.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -12,8 +14,8 @@ import { promisify } from 'node:util';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../log.ts';
 import type { Backend } from '../render/types.ts';
-import type { RenderActivities } from '../activities/types.ts';
-import { gpuTaskQueue } from '../workflows/queues.ts';
+import type { RenderActivities, WebhookActivities } from '../activities/types.ts';
+import { gpuTaskQueue, webhookTaskQueue } from '../workflows/queues.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 import type { WorkerTracing } from '../tracing/temporal.ts';
@@ -64,7 +66,9 @@ export interface WorkerSetOptions {
   backends: Backend[];
   /** The ComfyUIs of `backends`, handed out to prompt attempts. */
   pool: GpuPool;
-  activities: RenderActivities;
+  activities: RenderActivities & Partial<WebhookActivities>;
+  /** Webhook tries this process runs at once (WEBHOOK_MAX_CONCURRENT). */
+  webhookSlots?: number;
   logger: Logger;
   shutdownGraceMs?: number;
   /** A prebuilt bundle (bundleWorkflowsInChild, with workflowInterceptorModules(tracing)); without it the worker bundles in-process. */
@@ -86,7 +90,7 @@ export interface WorkerSet {
 
 export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> {
   const connection = await NativeConnection.connect({ address: opts.address });
-  const { runPrompt, ...ioActivities } = opts.activities;
+  const { runPrompt, deliverWebhook, ...ioActivities } = opts.activities;
   const shutdownGraceTime = opts.shutdownGraceMs ?? 10_000;
   // Every worker runs activities: each gets the tracing activity interceptors (RunActivity spans).
   const activityInterceptors = opts.tracing ? { activity: opts.tracing.activity } : {};
@@ -131,7 +135,21 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
             interceptors: activityInterceptors,
           }),
         ];
-  const all = [...general, ...shared];
+  const webhooks =
+    opts.general === false || !deliverWebhook
+      ? []
+      : [
+          await Worker.create({
+            connection,
+            namespace: opts.namespace,
+            taskQueue: webhookTaskQueue(opts.taskQueue),
+            activities: { deliverWebhook },
+            maxConcurrentActivityTaskExecutions: opts.webhookSlots ?? 8,
+            shutdownGraceTime,
+            interceptors: activityInterceptors,
+          }),
+        ];
+  const all = [...general, ...shared, ...webhooks];
   opts.logger.info({ taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id) }, 'workers created');
   return {
     connection,

@@ -6,3 +6,11 @@
 export function gpuTaskQueue(taskQueue: string): string {
   return `${taskQueue}-gpu`;
 }
+
+/**
+ * The webhook task queue: deliveries run here, on general (not GPU) workers with a few slots of their own, so a
+ * slow or dead receiver never holds a GPU slot, nor the slots that stop prompts.
+ */
+export function webhookTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-webhooks`;
+}

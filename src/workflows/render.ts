@@ -20,21 +20,35 @@
  * Priority: the render's Temporal priority (set when the submitter starts it) is inherited by its
  * activities, so the shared GPU queue hands out more urgent prompts first, first-in-first-out within a key.
  *
+ * Webhook: a render whose input names one (`built.webhook`) starts a `webhook` child workflow when it ends,
+ * completed, failed or cancelled, and ends without waiting for the delivery (webhook.ts), behind the patch
+ * `webhook-delivery`.
+ *
  * Changing what this code schedules breaks renders already running: see docs/versioning.md.
  */
 import {
   ActivityCancellationType,
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
+  ChildWorkflowCancellationType,
+  ParentClosePolicy,
+  TemporalFailure,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
+  startChild,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BuiltRender, RenderActivities, RunPromptInput } from '../activities/types.ts';
+import { webhookEvent, webhookIdFor } from '../webhooks/event.ts';
+import type { WebhookTarget } from '../webhooks/types.ts';
+import { outcomeReason } from './outcome-interceptor.ts';
+import { webhook } from './webhook.ts';
 import type { BlobRef, PromptRun, RenderItem, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
 import { RENDER_BACKEND } from '../temporal/search-attributes.ts';
 import { attemptBackoffMs } from './attempts.ts';
@@ -49,7 +63,58 @@ const io = proxyActivities<RenderActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8, nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
 });
 
+/**
+ * The patch that added webhooks (docs/versioning.md): a render with a webhook records its marker when it ends,
+ * and renders recorded before it (none of which had a webhook) replay unchanged.
+ */
+export const WEBHOOK_PATCH = 'webhook-delivery';
+
 export async function render(request: RenderRequest, built: BuiltRender): Promise<RenderResult> {
+  const target = built.webhook;
+  if (!target) return renderItems(request, built);
+  let result: RenderResult;
+  try {
+    result = await renderItems(request, built);
+  } catch (err) {
+    // Only a Temporal failure ends the workflow; any other error fails the workflow task, which is retried.
+    if (err instanceof TemporalFailure) await announce(request, target, { error: failureOf(err) });
+    throw err;
+  }
+  await announce(request, target, { outputs: result.outputs });
+  return result;
+}
+
+/**
+ * Hands the render's event to a `webhook` child workflow (webhook.ts) and ends without waiting for it: the
+ * child is abandoned, so the result, the GPU lease and admission never wait on a receiver. Runs even when the
+ * render was cancelled (the client learns it failed). Resolves once the child has started, so the delivery is
+ * durable before the render's end is.
+ */
+async function announce(request: RenderRequest, target: WebhookTarget, end: { outputs?: BlobRef[]; error?: { type: string; message: string } }): Promise<void> {
+  if (!patched(WEBHOOK_PATCH)) return;
+  const { workflowId: renderId, runId } = workflowInfo();
+  const { type, body } = webhookEvent(target, { renderId, runId, model: request.model, kind: request.kind, endedAtMs: Date.now(), ...end });
+  const webhookId = webhookIdFor(runId);
+  await CancellationScope.nonCancellable(() =>
+    startChild(webhook, {
+      workflowId: `webhook-${renderId}-${webhookId.slice('msg_'.length)}`,
+      args: [{ renderId, webhookId, url: target.url, type, body, limits: target.limits }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      cancellationType: ChildWorkflowCancellationType.ABANDON,
+      memo: { renderId, type },
+    }),
+  );
+}
+
+/** What a failed render's event says: the failure type the front reports, and the message of what failed. */
+function failureOf(err: TemporalFailure): { type: string; message: string } {
+  let e: Error = err;
+  // An activity failure's own message is generic ("Activity task failed"): its cause says what went wrong.
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  return { type: outcomeReason(err), message: e.message };
+}
+
+async function renderItems(request: RenderRequest, built: BuiltRender): Promise<RenderResult> {
   const status: RenderStatus = { stage: 'waiting', item: 0, items: request.batchSize * request.nIter, promptIds: [], attempts: [] };
   setHandler(renderStatusQuery, () => status);
   const renderId = workflowInfo().workflowId;

@@ -8,7 +8,10 @@
  * Re-record after every intended workflow change; a change that makes an old history fail to replay must
  * follow docs/versioning.md (before 1.0: one shape, re-record; after: behind a patch, old histories kept).
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +33,8 @@ interface Scenario {
   body: Record<string, unknown>;
   /** Cancel the render once its prompt is running on ComfyUI. */
   cancel?: boolean;
+  /** Ask for a webhook (X-Webhook-URL) to the recorder's receiver: the render starts its `webhook` child when it ends. */
+  webhook?: boolean;
 }
 
 const base = { model: 'imagegen-flux-schnell', width: 128, height: 128 };
@@ -47,6 +52,15 @@ const SCENARIOS: Scenario[] = [
     body: { ...base, prompt: 'this one fails', seed: 3 },
   },
   { name: 'cancel', status: 'CANCELLED', faults: { slow: { stepMs: 1_000 } }, body: { ...base, prompt: 'cancel me', seed: 4 }, cancel: true },
+  // Since the patch `webhook-delivery` (docs/versioning.md): renders with a webhook, ending either way.
+  { name: 'webhook-success', status: 'COMPLETED', body: { ...base, prompt: 'tell me when done', seed: 5 }, webhook: true },
+  {
+    name: 'webhook-failure',
+    status: 'FAILED',
+    faults: { executionError: { type: 'exception', count: 1, message: 'recorded failure' } },
+    body: { ...base, prompt: 'tell me it failed', seed: 6 },
+    webhook: true,
+  },
 ];
 
 async function setFaults(fake: FakeComfyUI, faults: FaultsBody): Promise<void> {
@@ -64,15 +78,16 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
   }
 }
 
-async function runScenario(s: Scenario, svc: TestService, fake: FakeComfyUI, client: Client): Promise<void> {
+async function runScenario(s: Scenario, svc: TestService, fake: FakeComfyUI, client: Client, webhookUrl: string): Promise<void> {
   await fetch(`${fake.url}/__fake/reset`, { method: 'POST' });
   if (s.faults) await setFaults(fake, s.faults);
   // The A1111 route answers only when the render ends: start it, then find the workflow it started.
-  const response = fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(s.body) })
+  const headers = { 'content-type': 'application/json', ...(s.webhook ? { 'x-webhook-url': webhookUrl } : {}) };
+  const response = fetch(`${svc.url}/sdapi/v1/txt2img`, { method: 'POST', headers, body: JSON.stringify(s.body) })
     .then((r) => r.status)
     .catch(() => 0);
   const workflowId = await waitFor('the render to start', async () => {
-    for await (const wf of client.workflow.list({ query: `TaskQueue='${svc.taskQueue}' AND ExecutionStatus='Running'` })) return wf.workflowId;
+    for await (const wf of client.workflow.list({ query: `WorkflowType='render' AND TaskQueue='${svc.taskQueue}' AND ExecutionStatus='Running'` })) return wf.workflowId;
     return undefined;
   });
   const handle: WorkflowHandle = client.workflow.getHandle(workflowId);
@@ -100,14 +115,25 @@ async function main(): Promise<void> {
   let fake: FakeComfyUI | undefined;
   let svc: TestService | undefined;
   let client: Client | undefined;
+  // The webhook scenarios' receiver: accepts every event (its history is the render's, not the delivery's).
+  const receiver = http.createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
   try {
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     temporal = await startTestTemporal();
     fake = await startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')) });
-    svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { STALL_TIMEOUT_MS: '1500', HEARTBEAT_TIMEOUT_MS: '3000' } });
+    const env = {
+      STALL_TIMEOUT_MS: '1500',
+      HEARTBEAT_TIMEOUT_MS: '3000',
+      WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+      WEBHOOK_ALLOWED_TARGETS: '127.0.0.1',
+    };
+    svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env });
     client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
     const only = process.argv.slice(2);
-    for (const s of SCENARIOS) if (only.length === 0 || only.includes(s.name)) await runScenario(s, svc, fake, client);
+    for (const s of SCENARIOS) if (only.length === 0 || only.includes(s.name)) await runScenario(s, svc, fake, client, webhookUrl);
   } finally {
+    receiver.close();
     await svc?.kill('SIGKILL');
     await fake?.close();
     await client?.connection.close();

@@ -3,8 +3,8 @@
  * `npx tsx test/histories/record.ts`) must replay against the current workflow code. A change to
  * src/workflows that would break renders already running — a new, removed or reordered activity, timer or
  * search-attribute upsert — fails here with a nondeterminism error. docs/versioning.md says what to do then:
- * before 1.0 there is one shape and the histories are re-recorded; after 1.0 the change goes behind
- * a patch and the old histories stay next to the new ones.
+ * the change goes behind a patch and the old histories stay next to the new ones (webhooks were the first:
+ * `webhook-*.json` carry the `webhook-delivery` marker, the four older ones none).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -17,6 +17,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import { DefaultLogger, Runtime, Worker, type ReplayResult, type ReplayWorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTimeline } from '../../src/operators/timeline.ts';
+import { WEBHOOK_PATCH } from '../../src/workflows/render.ts';
 import { WORKFLOWS_PATH, workflowInterceptorModules } from '../../src/worker/worker.ts';
 import { workerTracing } from '../../src/tracing/temporal.ts';
 import { renderOutcomeSinks } from '../../src/metrics/render-sinks.ts';
@@ -35,10 +36,28 @@ const load = (f: string): ReturnType<typeof historyFromJSON> => historyFromJSON(
 
 async function replayAll(workflowsPath: string, extra: Partial<ReplayWorkerOptions> = {}): Promise<Map<string, ReplayResult>> {
   const results = new Map<string, ReplayResult>();
-  const histories = files.map((f) => ({ workflowId: f, history: load(f) }));
+  const fileOf = new Map<string, string>();
+  const histories = files.map((f) => {
+    const history = load(f);
+    const workflowId = recordedRenderId(history) ?? f;
+    fileOf.set(workflowId, f);
+    return { workflowId, history };
+  });
   // One bundle of the workflow code for all histories (bundling is the slow part).
-  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test', ...extra }, histories)) results.set(r.workflowId, r);
+  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test', ...extra }, histories)) results.set(fileOf.get(r.workflowId)!, r);
   return results;
+}
+
+/**
+ * The id the render was recorded under, where its commands depend on it: a render with a webhook names its
+ * child after itself (`webhook-<render id>-…`), so it must replay under its own id, as it would in production.
+ */
+function recordedRenderId(history: ReturnType<typeof load>): string | undefined {
+  for (const e of history.events ?? []) {
+    const child = e.startChildWorkflowExecutionInitiatedEventAttributes;
+    if (child?.input?.payloads?.[0]) return defaultPayloadConverter.fromPayload<{ renderId?: string }>(child.input.payloads[0]).renderId;
+  }
+  return undefined;
 }
 
 const describeError = (r: ReplayResult | undefined): string | undefined => (r?.error ? `${r.error.name}: ${r.error.message}` : undefined);
@@ -80,6 +99,34 @@ describe('recorded render histories replay against the current workflow code', (
     expect(results.has(file), `${file} was not replayed`).toBe(true);
     // The error names the event where the code diverged from the history.
     expect(describeError(results.get(file))).toBeUndefined();
+  });
+});
+
+describe('renders recorded since the patch webhook-delivery', () => {
+  const WEBHOOK_SCENARIOS = [
+    ['webhook-success.json', 'image.completed'],
+    ['webhook-failure.json', 'image.failed'],
+  ] as const;
+
+  it.each(WEBHOOK_SCENARIOS)('%s records the patch marker and hands its %s event to a webhook child', (file, type) => {
+    const events = load(file).events ?? [];
+    const markers = events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
+    expect(markers.map((m) => m.markerName)).toEqual(['core_patch']);
+    expect(defaultPayloadConverter.fromPayload(markers[0]!.details!['patch-data']!.payloads![0]!)).toMatchObject({ id: WEBHOOK_PATCH });
+    const child = events.flatMap((e) => (e.startChildWorkflowExecutionInitiatedEventAttributes ? [e.startChildWorkflowExecutionInitiatedEventAttributes] : []));
+    expect(child.map((c) => c.workflowType?.name)).toEqual(['webhook']);
+    const delivery = defaultPayloadConverter.fromPayload<{ webhookId: string; type: string; body: string }>(child[0]!.input!.payloads![0]!);
+    expect(delivery.webhookId).toMatch(/^msg_[0-9a-f]{32}$/);
+    expect(delivery.type).toBe(type);
+    expect(JSON.parse(delivery.body)).toMatchObject({ object: 'event', type, data: { render_id: expect.stringMatching(/^render-/) } });
+    // Operators find the delivery through the render (its state then comes from the child's own history).
+    expect(buildTimeline(file, load(file), defaultPayloadConverter).webhook).toMatchObject({
+      workflowId: child[0]!.workflowId,
+      webhookId: delivery.webhookId,
+      type,
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/hook$/),
+      state: 'pending',
+    });
   });
 });
 

@@ -70,6 +70,22 @@ export const renderTimelineSchema = z
     reason: z.string().optional(),
     failure: z.unknown().optional(),
     cancelRequestedAt: z.string().optional(),
+    webhook: z
+      .object({
+        workflowId: z.string(),
+        webhookId: z.string().optional(),
+        url: z.string().optional(),
+        type: z.string().optional().describe('video.completed, image.failed, …'),
+        state: z.enum(['pending', 'delivering', 'failing', 'delivered', 'gave-up']),
+        attempts: z.number(),
+        maxAttempts: z.number().optional(),
+        lastStatus: z.number().optional().describe("the receiver's last HTTP status"),
+        lastError: z.string().optional(),
+        nextAttemptAt: z.string().optional(),
+        deliveredAt: z.string().optional(),
+      })
+      .optional()
+      .describe('the signed webhook of the render, when it has one'),
     workflowTaskFailures: z.array(z.unknown()),
     historyEvents: z.number(),
   })

@@ -7,7 +7,8 @@
  *   GET    /v1/videos/{id}           → the job; a failed job with its error's HTTP status
  *   GET    /v1/videos/{id}/content   → the MP4 (streamed); 404 while running, 422 after a failure
  *   DELETE /v1/videos/{id}           → cancels a queued/running render (ComfyUI is interrupted) → {id, deleted, object}
- * Bodies: multipart/form-data, urlencoded or JSON; `X-Priority` / `priority` (1..5) as for images. Errors: FastAPI's `{detail}` plus an OpenAI-style
+ * Bodies: multipart/form-data, urlencoded or JSON; `X-Priority` / `priority` (1..5) as for images; `webhook_url`
+ * (or, on the async route, the configured WEBHOOK_URL) gets a signed `video.completed` / `video.failed`. Errors: FastAPI's `{detail}` plus an OpenAI-style
  * `error {message, type, param, code}` naming the field.
  */
 import { randomUUID } from 'node:crypto';
@@ -124,7 +125,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
      * Parse, normalise and submit (renders/submit.ts: idempotency, admission, then the input images, then the
      * start). The async and the sync route start the same render: one name in the key's fingerprint.
      */
-    const submit = async (req: FastifyRequest): Promise<{ normalized: NormalizedVideo; started: StartedRender }> => {
+    const submit = async (req: FastifyRequest, async: boolean): Promise<{ normalized: NormalizedVideo; started: StartedRender }> => {
       const limits = { maxImageBytes: ctx.config.MAX_IMAGE_BYTES, maxImagePixels: ctx.config.MAX_IMAGE_PIXELS };
       const { fields, files } = await readVideoBody(req, { ...limits, maxBodyBytes: bodyLimit });
       req.body = undefined;
@@ -140,6 +141,13 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         idempotencyKey: idempotencyKey(req.headers),
         body,
         priority,
+        webhook: {
+          ...(typeof fields.webhook_url === 'string' ? { url: fields.webhook_url } : {}),
+          field: 'webhook_url',
+          async,
+          event: 'video',
+          resultPath: (id) => `/v1/videos/${encodeURIComponent(id)}/content`,
+        },
       });
       normalized.images.length = 0;
       req.log.info(
@@ -157,7 +165,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       response: { 200: videoJobSchema, ...videoErrors(createErrors) },
     });
     scope.post('/v1/videos', createDoc, async (req, reply) => {
-      const { normalized, started } = await submit(req);
+      const { normalized, started } = await submit(req, true);
       reply.header('X-Render-Id', started.renderId);
       if (started.attached) return readJob(ctx.renders.client, started.renderId).then((v) => v.job);
       return newJob(started.renderId, normalized);
@@ -174,7 +182,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
     });
     scope.post('/v1/videos/sync', syncDoc, async (req, reply) => {
       const requestId = `video_sync-${randomUUID()}`;
-      const { normalized, started } = await submit(req);
+      const { normalized, started } = await submit(req, false);
       reply.header('X-Request-Id', requestId).header('X-Render-Id', started.renderId).header('X-Model', normalized.request.model);
       // A1111's interrupt / skip reach a video on the GPU too: a video has one item, so both stop it.
       const stop = async (): Promise<void> => {

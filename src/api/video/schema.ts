@@ -59,5 +59,10 @@ export const videoFieldsSchema = z.looseObject({
   user: z.string().optional(),
   /** Render priority 1 (most urgent) .. 5, as X-Priority (read by api/priority.ts). */
   priority: z.unknown().optional(),
+  /**
+   * Where to POST the signed `video.completed` / `video.failed` event (README "Webhooks"); must be allowed by
+   * WEBHOOK_ALLOWED_TARGETS. Absent on POST /v1/videos: WEBHOOK_URL, when configured.
+   */
+  webhook_url: text(2048).optional(),
 });
 export type VideoFields = z.infer<typeof videoFieldsSchema>;
