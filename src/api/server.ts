@@ -7,6 +7,7 @@ import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
+import { retryAfterOf } from '../errors/request-error.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import type { ApiContext, ApiDeps } from './context.ts';
 import { registerA1111Discovery } from './routes/a1111-discovery.ts';
@@ -19,7 +20,8 @@ import { registerVideos } from './routes/videos.ts';
 import { registerOpenAiImages } from './routes/openai-images.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
-import { authorized } from '../auth/api-token.ts';
+import { loadApiKeys } from '../auth/keys.ts';
+import { registerClientContext, registerKeyGuard } from './clients.ts';
 import { assertJsonDepth } from './body-shape.ts';
 import { AdmissionRefusedError } from '../renders/admission.ts';
 import { createSubmitter } from '../renders/submit.ts';
@@ -157,27 +159,10 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     }
   });
 
-  if (deps.config.API_TOKEN) {
-    const token = deps.config.API_TOKEN;
-    app.addHook('onRequest', async (req, reply) => {
-      const route = req.url.split('?')[0] ?? '';
-      if (OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`)) return;
-      if (!authorized(req.headers.authorization, token)) {
-        // A1111's --api-auth answers 401 with a Basic challenge; clients that can retry with credentials need it.
-        // Not for the gallery's own fetches (a browser sends Sec-Fetch-Mode): a Basic challenge there would pop
-        // the browser's password dialog over the gallery's token form.
-        const browserFetch = req.headers['sec-fetch-mode'] !== undefined && req.headers['sec-fetch-mode'] !== 'navigate';
-        if (!browserFetch) reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
-        return sendError(
-          reply,
-          401,
-          errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', {
-            field: 'authorization',
-          }),
-        );
-      }
-    });
-  }
+  const keys = loadApiKeys(deps.config);
+  if (keys.length > 0) registerKeyGuard(app, { keys, isOpen: (route) => OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`) });
+  // After the key guard: a request's client is its key when it has one.
+  registerClientContext(app);
 
   // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
   registerBodyGate(app, {
@@ -205,6 +190,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     }
     if (err instanceof RequestError) {
       req.log.info({ field: err.field, status: err.status }, err.message);
+      const retryAfter = retryAfterOf(err);
+      if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
       return reply.code(err.status).send(toA1111ErrorBody(err));
     }
     const fe = err;

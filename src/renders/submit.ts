@@ -32,6 +32,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { Admission, waitingRendersQuery } from './admission.ts';
 import { newRenderId, renderIdForKey, requestFingerprint } from './render-ids.ts';
+import { currentClient } from '../fair/client-context.ts';
 import type { RenderService, StartedRender } from './render-service.ts';
 
 export interface Submission {
@@ -50,6 +51,11 @@ export interface Submission {
   priority?: number;
   /** A replay runs on its original's task queue; default the service's. */
   taskQueue?: string;
+  /**
+   * The API key's name the render belongs to (src/renders/owner.ts). Default: the client of the request being
+   * served (src/fair/client-context.ts), so every entry point records it without passing it.
+   */
+  owner?: string;
 }
 
 export interface SubmitterDeps {
@@ -68,7 +74,8 @@ export class RenderSubmitter {
   /** Runs the rules above; resolves once the render is started (or attached to, `attached: true`). */
   async submit(s: Submission): Promise<StartedRender> {
     const keyed = s.idempotencyKey !== undefined;
-    const renderId = keyed ? renderIdForKey(s.idempotencyKey!) : newRenderId();
+    const owner = s.owner ?? currentClient().owner;
+    const renderId = keyed ? renderIdForKey(s.idempotencyKey!, owner) : newRenderId();
     const fingerprint = keyed ? requestFingerprint(s.route, s.body) : undefined;
     const attach = fingerprint !== undefined && (await this.deps.renders.checkKey(renderId, fingerprint)) === 'attach';
     const built = this.buildGraph(s.request, renderId);
@@ -84,6 +91,7 @@ export class RenderSubmitter {
       ...(fingerprint !== undefined ? { fingerprint } : {}),
       ...(s.priority !== undefined ? { priority: s.priority } : {}),
       ...(s.taskQueue !== undefined ? { taskQueue: s.taskQueue } : {}),
+      ...(owner !== undefined ? { owner } : {}),
     });
   }
 
