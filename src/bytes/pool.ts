@@ -43,9 +43,9 @@ export class BytePoolError extends Error {
 }
 
 /** Tasks one client may have waiting, light and heavy apart: a flood of 16 Mpx images never refuses a thumbnail. */
-export const BYTE_QUEUE_PER_CLIENT = { light: 32, heavy: 4 } as const;
+export const BYTE_QUEUE_PER_CLIENT = { light: 64, heavy: 64 } as const;
 /** Tasks waiting in all (their inputs are held in this process meanwhile). */
-export const BYTE_QUEUE_TOTAL = 128;
+export const BYTE_QUEUE_TOTAL = 256;
 /** Workers heavy tasks may hold together: one stays free for light tasks whoever floods the pool. */
 const HEAVY_SHARE = Math.max(1, BYTE_WORKERS - 1);
 
@@ -127,7 +127,7 @@ function spawnNow(): Worker {
  * tasks pass heavy ones; heavy tasks hold at most HEAVY_SHARE workers. So one client's flood of 16 Mpx
  * images occupies one worker while everyone's small images go through the other, and a client's waiting
  * tasks are bounded (BytePoolError 'busy', a 503 with Retry-After). A task's deadline runs from when it was
- * queued, and a task whose client has gone is dropped from the queue, or its worker stopped if it runs.
+ * queued, and a task whose client has gone is dropped from the queue (see drop for one already running).
  */
 class BytePool {
   private readonly slots: Slot[] = [];
@@ -196,10 +196,18 @@ class BytePool {
     await Promise.all(slots.map((s) => this.stop(s, new BytePoolError('crashed', 'byte workers stopped'))));
   }
 
-  /** A job leaves: from its queue if it waits, its worker stopped if it runs; `err` is its answer. */
+  /**
+   * A job leaves its queue with `err` as its answer. One already running is left to finish (its answer
+   * unused): stopping a worker and starting another costs the front's event loop more than the rest of one
+   * check costs one worker, and a task's deadline bounds it. Heavy tasks hold at most HEAVY_SHARE workers
+   * meanwhile, so what an abandoned check delays is other heavy checks, never the light ones.
+   */
   private drop(job: Job, err: BytePoolError): void {
     const running = this.slots.find((s) => s.job === job);
-    if (running) return void this.stop(running, err);
+    if (running) {
+      job.reject(err);
+      return;
+    }
     const queue = this.queues.get(job.client);
     const lane = queue && (job.heavy ? queue.heavy : queue.light);
     const i = lane ? lane.indexOf(job) : -1;
@@ -220,12 +228,14 @@ class BytePool {
 
   private dispatch(): void {
     for (;;) {
-      let slot = this.slots.find((s) => !s.job);
-      if (!slot && this.slots.length >= BYTE_WORKERS) return;
+      const idle = this.slots.find((s) => !s.job);
+      const room = this.slots.length < BYTE_WORKERS;
+      if (!idle && !room) return;
       const job = this.next();
       if (!job) return;
-      slot ??= this.start();
-      this.assign(slot, job);
+      // A heavy task starts a worker of its own while there is room: the warm one stays for the light tasks
+      // (a heavy task is the one whose client abandons it, and a stopped worker is slow to replace).
+      this.assign(job.heavy && room ? this.start() : (idle ?? this.start()), job);
     }
   }
 
