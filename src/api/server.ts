@@ -3,6 +3,7 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { registerBodyGate } from './body-gate.ts';
+import { perAddressShare, shareConnections } from './connections.ts';
 import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
@@ -60,8 +61,11 @@ function createHttpServer(config: ApiDeps['config'], handler: http.RequestListen
     },
     handler,
   );
-  // Past the cap Node closes new sockets at accept: a flood of idle connections cannot exhaust descriptors.
-  server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  // Fair shares of the cap (connections.ts): at the cap a newcomer replaces the longest-idle connection, and
+  // one address holds at most a quarter. Node's own cap stays, twice as high, as the bound on descriptors
+  // (past it a flood is refused at accept, before any of our code runs).
+  shareConnections(server, { max: config.HTTP_MAX_CONNECTIONS, perAddress: perAddressShare(config.HTTP_MAX_CONNECTIONS) });
+  server.maxConnections = config.HTTP_MAX_CONNECTIONS * 2;
   closeSilentSockets(server, headersTimeout + interval);
   return server;
 }
@@ -160,7 +164,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   });
 
   const keys = loadApiKeys(deps.config);
-  if (keys.length > 0) registerKeyGuard(app, { keys, isOpen: (route) => OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`) });
+  if (keys.length > 0)
+    registerKeyGuard(app, {
+      keys,
+      isOpen: (route) => OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`),
+    });
   // After the key guard: a request's client is its key when it has one.
   registerClientContext(app);
 

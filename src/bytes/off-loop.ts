@@ -64,7 +64,20 @@ export async function decodeImageSetOffLoop(input: ImageSetInput, limits: ImageL
 export async function decodeImagesOffLoop(sources: ImageSource[], limits: ImageLimits): Promise<DecodedImage[]> {
   if (sources.length === 0) return [];
   // Uploaded bytes are copied to the worker, not moved: the caller's Buffers may share their memory.
-  const out = (await bounded(sources[0]!.field, () => runByteTask('images', { sources, limits }, { pixels: pixelsOf(sources.map((s) => ('value' in s ? s.value : s.bytes)), limits) }))).map(revive);
+  const out = (
+    await bounded(sources[0]!.field, () =>
+      runByteTask(
+        'images',
+        { sources, limits },
+        {
+          pixels: pixelsOf(
+            sources.map((s) => ('value' in s ? s.value : s.bytes)),
+            limits,
+          ),
+        },
+      ),
+    )
+  ).map(revive);
   await Promise.all(out.map((d, i) => assertDecodable(d, sources[i]!.field, limits.maxImagePixels)));
   return out;
 }

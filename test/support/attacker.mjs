@@ -3,9 +3,10 @@
 // own work (building, sending and abandoning requests) never shares the event loop of the front it attacks.
 // Started by test/support/hostile-clients.ts; answers {sent} to a 'count' message.
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 
 const opts = JSON.parse(process.argv[2]);
-const body = readFileSync(opts.bodyFile);
+const body = opts.bodyFile ? readFileSync(opts.bodyFile) : undefined;
 let sent = 0;
 let stopped = false;
 
@@ -21,6 +22,17 @@ async function client() {
   }
 }
 
+// Sockets mode: `sockets` connections to `port` that send `prefix` (maybe nothing) and then nothing, each
+// opened again 10 ms after the server closes it.
+function socket() {
+  if (stopped) return;
+  sent++;
+  const s = net.connect(opts.port, '127.0.0.1');
+  s.on('connect', () => opts.prefix && s.write(opts.prefix));
+  s.on('error', () => undefined);
+  s.on('close', () => setTimeout(socket, 10));
+}
+
 process.on('message', (m) => {
   if (m === 'count') process.send({ sent });
   if (m === 'stop') {
@@ -29,5 +41,6 @@ process.on('message', (m) => {
     setTimeout(() => process.exit(0), 50);
   }
 });
-for (let i = 0; i < opts.clients; i++) void client();
+if (opts.sockets) for (let i = 0; i < opts.sockets; i++) socket();
+else for (let i = 0; i < opts.clients; i++) void client();
 process.send({ ready: true });

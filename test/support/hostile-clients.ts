@@ -45,7 +45,11 @@ export function multipartBody(parts: { name: string; value: string | Buffer; fil
 async function loop(clients: number, url: string, body: Buffer, headers: Record<string, string>, abandonAfterMs: number): Promise<Attack> {
   const bodyFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'cd-attack-')), 'body');
   writeFileSync(bodyFile, body);
-  const child = fork(new URL('./attacker.mjs', import.meta.url).pathname, [JSON.stringify({ url, bodyFile, headers, clients, abandonAfterMs })], {
+  return attacker({ url, bodyFile, headers, clients, abandonAfterMs });
+}
+
+async function attacker(opts: Record<string, unknown>): Promise<Attack> {
+  const child = fork(new URL('./attacker.mjs', import.meta.url).pathname, [JSON.stringify(opts)], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     execArgv: [],
   });
@@ -69,7 +73,10 @@ async function loop(clients: number, url: string, body: Buffer, headers: Record<
 }
 
 /** H1: OpenAI edits of a one-colour 16 Mpx PNG (image and mask, ~130 KB), each abandoned after `abandonAfterMs`. */
-export async function abandonedHeavyEdits(base: string, opts: { clients?: number; abandonAfterMs?: number; headers?: Record<string, string> } = {}): Promise<Attack> {
+export async function abandonedHeavyEdits(
+  base: string,
+  opts: { clients?: number; abandonAfterMs?: number; headers?: Record<string, string> } = {},
+): Promise<Attack> {
   const png = await oneColourPng();
   const { body, contentType } = multipartBody([
     { name: 'prompt', value: 'a wall' },
@@ -100,43 +107,14 @@ export function sdUpscaleSliverBody(init: Buffer): Record<string, unknown> {
   };
 }
 
-/** Opens `count` sockets at a time that send nothing (or `prefix`, then nothing), renewing those the server closes. */
-function heldSockets(port: number, count: number, prefix: string, renew = true): Attack {
-  let stopped = false;
-  let opened = 0;
-  const sockets = new Set<net.Socket>();
-  const open = (): void => {
-    if (stopped) return;
-    opened++;
-    const s = net.connect(port, '127.0.0.1');
-    sockets.add(s);
-    s.on('connect', () => {
-      if (prefix) s.write(prefix);
-    });
-    s.on('error', () => undefined);
-    s.on('close', () => {
-      sockets.delete(s);
-      if (renew) setTimeout(open, 10).unref();
-    });
-  };
-  for (let i = 0; i < count; i++) open();
-  return {
-    sent: () => opened,
-    stop: async () => {
-      stopped = true;
-      for (const s of sockets) s.destroy();
-    },
-  };
-}
-
-/** M1: idle sockets, all the server will hold, renewed as it closes them. */
-export function idleSockets(port: number, count = 1_100): Attack {
-  return heldSockets(port, count, '');
+/** M1: idle sockets, more than the server will hold, renewed as it closes them (from the attacker's own process). */
+export function idleSockets(port: number, count = 1_100): Promise<Attack> {
+  return attacker({ port, sockets: count, prefix: '' });
 }
 
 /** M1 (slow headers): sockets that send half a request line and stop. */
-export function slowHeaders(port: number, count = 1_100): Attack {
-  return heldSockets(port, count, 'POST /sdapi/v1/img2img HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+export function slowHeaders(port: number, count = 1_100): Promise<Attack> {
+  return attacker({ port, sockets: count, prefix: 'POST /sdapi/v1/img2img HTTP/1.1\r\nHost: 127.0.0.1\r\n' });
 }
 
 /** M2: large uploads (declared `bytes`) trickled at `bytesPerSecond`, each from its own socket. */
@@ -188,20 +166,41 @@ export function wellBehavedImg2img(): string {
   return JSON.stringify({ prompt: 'a small picture', init_images: [init.toString('base64')], steps: 1, width: 64, height: 64 });
 }
 
+/** A genuine large upload: a 280×280 photo-like (incompressible) init image, ~420 KB of JSON. */
+let large: string | undefined;
+function largeImg2img(): string {
+  const init = makePng(280, 280, (x, y) => {
+    const h = Math.imul((x * 73856093) ^ (y * 19349663), 2654435761) >>> 0;
+    return [h & 255, (h >>> 8) & 255, (h >>> 16) & 255, 255];
+  });
+  return (large ??= JSON.stringify({ prompt: 'a larger picture', init_images: [init.toString('base64')], steps: 1, width: 64, height: 64 }));
+}
+
 /**
  * One well-behaved img2img over a fresh connection: its latency and answer. `large` pads the body past the
  * large-body threshold (300 KB, as the red team's genuine upload), so it takes a large-body slot.
  */
-export async function wellBehavedRequest(base: string, opts: { large?: boolean; headers?: Record<string, string> } = {}): Promise<{ ms: number; status: number; body: string }> {
-  const body = opts.large ? JSON.stringify({ ...(JSON.parse(wellBehavedImg2img()) as object), comment: 'x'.repeat(300_000) }) : wellBehavedImg2img();
+export async function wellBehavedRequest(
+  base: string,
+  opts: { large?: boolean; headers?: Record<string, string> } = {},
+): Promise<{ ms: number; status: number; body: string }> {
+  const body = opts.large ? largeImg2img() : wellBehavedImg2img();
   const t0 = performance.now();
-  const res = await fetch(`${base}/sdapi/v1/img2img`, { method: 'POST', body, headers: { 'content-type': 'application/json', connection: 'close', ...opts.headers } });
+  const res = await fetch(`${base}/sdapi/v1/img2img`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', connection: 'close', ...opts.headers },
+  });
   const text = await res.text();
   return { ms: performance.now() - t0, status: res.status, body: text };
 }
 
 /** The median latency of `n` well-behaved requests, one after another; every answer must be `accept(status, body)`. */
-export async function medianLatency(base: string, n: number, opts: { large?: boolean; headers?: Record<string, string> } = {}): Promise<{ ms: number; answers: Array<{ status: number; body: string }> }> {
+export async function medianLatency(
+  base: string,
+  n: number,
+  opts: { large?: boolean; headers?: Record<string, string> } = {},
+): Promise<{ ms: number; answers: Array<{ status: number; body: string }> }> {
   const samples: number[] = [];
   const answers: Array<{ status: number; body: string }> = [];
   for (let i = 0; i < n; i++) {

@@ -62,7 +62,12 @@ afterAll(async () => front?.close());
 const img2img = JSON.stringify({ prompt: 'p', init_images: [makePng(64, 64, () => [1, 2, 3, 255]).toString('base64')], steps: 1 });
 
 async function startAs(name: string, headers: Record<string, string> = {}): Promise<string> {
-  const res = await front.app.inject({ method: 'POST', url: '/sdapi/v1/img2img', headers: { 'content-type': 'application/json', ...auth(name), ...headers }, payload: img2img });
+  const res = await front.app.inject({
+    method: 'POST',
+    url: '/sdapi/v1/img2img',
+    headers: { 'content-type': 'application/json', ...auth(name), ...headers },
+    payload: img2img,
+  });
   expect(res.body).toContain('no GPU in this test');
   const start = front.starts.at(-1)!;
   renders.set(start.opts.renderId, start.opts.owner !== undefined ? { owner: start.opts.owner } : {});
@@ -120,7 +125,12 @@ describe('M3: each client sees only its own renders', () => {
 
   it('shared options change only with an operator key; a client key’s choice of model is its own', async () => {
     const set = (name: string, model: string) =>
-      front.app.inject({ method: 'POST', url: '/sdapi/v1/options', headers: { ...auth(name), 'content-type': 'application/json' }, payload: { sd_model_checkpoint: model } });
+      front.app.inject({
+        method: 'POST',
+        url: '/sdapi/v1/options',
+        headers: { ...auth(name), 'content-type': 'application/json' },
+        payload: { sd_model_checkpoint: model },
+      });
     const get = async (name: string) => (await front.app.inject({ method: 'GET', url: '/sdapi/v1/options', headers: auth(name) })).json().sd_model_checkpoint;
     const before = await get('ops');
     expect((await set('alice', 'imagegen-qwen-image')).statusCode).toBe(200);
