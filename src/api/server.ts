@@ -37,6 +37,9 @@ import { isLoopbackHost, normalizeHostName } from '../config/loopback.ts';
 
 export { isLoopbackHost } from '../config/loopback.ts';
 
+/** Retry-After of a 503 or 429 that names none of its own. */
+const DEFAULT_RETRY_AFTER_S = 5;
+
 export type { ApiContext, ApiDeps } from './context.ts';
 
 // The gallery page and its assets hold no data (it asks for the token itself), so a browser can load it.
@@ -129,6 +132,16 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.tracing) registerHttpTracing(app);
   // Before any route or guard: every error answer on /v1/* leaves in OpenAI's envelope.
   registerOpenAiErrorEnvelope(app);
+  // Nothing this front serves is to be sniffed into another type (issue 27 I1: outputs are a client's bytes).
+  app.addHook('onRequest', async (_req, reply) => {
+    reply.header('X-Content-Type-Options', 'nosniff');
+  });
+  // Every 503 and 429 says when to come back (issue 27 L3): a full queue, a drain, a refused start. Those
+  // that know better (admission, the byte pool) set their own Retry-After first.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader('retry-after')) reply.header('Retry-After', String(DEFAULT_RETRY_AFTER_S));
+    return payload;
+  });
 
   registerLenientBodyParsers(app, { offLoopFromBytes: deps.config.LARGE_BODY_BYTES });
 

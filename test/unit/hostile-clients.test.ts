@@ -77,3 +77,30 @@ describe('issue 27: connections and large bodies are shared', () => {
     );
   }, 120_000);
 });
+
+describe('issue 27: small findings', () => {
+  it('L1: prototype-named body keys on /v1/images/generations are a 4xx or a render, never a 500', async () => {
+    for (const key of ['toString', 'constructor', 'hasOwnProperty', '__proto__', 'valueOf']) {
+      const res = await fetch(`${base}/v1/images/generations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"prompt":"a cat","${key}":"x"}`,
+      });
+      const text = await res.text();
+      expect(res.status, `${key}: ${text.slice(0, 200)}`).not.toBe(500);
+      if (res.status >= 500) expect(text).toContain('no GPU in this test');
+    }
+  });
+
+  it('L3: a 503 says when to come back (Retry-After), in the family’s envelope', async () => {
+    const res = await fetch(`${base}/v1/images/generations`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt":"a cat"}' });
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe('server_error');
+  });
+
+  it('I1: outputs and every other answer carry X-Content-Type-Options: nosniff', async () => {
+    const res = await fetch(`${base}/renders/render-x/outputs/0`);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+});

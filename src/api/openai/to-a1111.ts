@@ -93,7 +93,8 @@ function outputFormat(b: ImageGenerationBody, warnings: string[]): Record<string
 function leniencyWarnings(raw: Record<string, unknown>, warnings: string[]): void {
   for (const [k, v] of Object.entries(raw)) {
     if (v === undefined || v === null || v === '' || SILENTLY_ACCEPTED.has(k)) continue;
-    const harmless = ACCEPTED_NOT_APPLIED[k];
+    // Own keys only: a body key named toString or constructor is not the object's inherited method (issue 27 L1).
+    const harmless = Object.hasOwn(ACCEPTED_NOT_APPLIED, k) ? ACCEPTED_NOT_APPLIED[k] : undefined;
     if (harmless) {
       if (!harmless.includes(v)) warnings.push(`${k}: ${describeValue(v)} accepted but not applied by this service`);
     } else if (!KNOWN_FIELDS.has(k)) {
