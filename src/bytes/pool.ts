@@ -156,7 +156,7 @@ class BytePool {
         heavy,
         deadline: enqueuedAt + taskTimeoutMs,
         signal,
-        resolve: resolve as (v: unknown) => void,
+        resolve,
         reject,
         cleanup: () => undefined,
       };

@@ -1,6 +1,8 @@
 /**
- * Issue 27's hostile clients, each reproduced against a listening front (real sockets: abandoning a request,
- * trickling a body and holding idle connections need them) with the default limits. The measure is the
+ * The fuzzer's hostile clients (issue 27): concurrent traffic shapes (abandoned heavy requests, idle sockets,
+ * slow headers, slow bodies), each played against a listening front with the default limits (real sockets:
+ * abandoning a request, trickling a body and holding idle connections need them; the attackers run in a
+ * process of their own, test/support/attacker.mjs). The measure is the
  * latency a well-behaved client's 64×64 img2img sees under the attack against the same run's unloaded latency,
  * never a fixed number of milliseconds; and that it is never refused for lack of a slot it was entitled to.
  */
