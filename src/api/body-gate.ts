@@ -14,7 +14,10 @@
  * A slot is for reading a body, not for waiting on a client: a body that trickles in slower than
  * `minBytesPerSecond` (averaged from when it got its slot, after a short grace) is answered 408 and its
  * connection closed, so a few slow uploads cannot hold every slot while genuine requests queue behind them
- * until REQUEST_TIMEOUT_MS.
+ * until REQUEST_TIMEOUT_MS. While another large body waits for a slot, the bar rises (issue 27 M2): a body
+ * slower than CONTENDED_FACTOR × the minimum (at least 64 KiB/s), past a one-second grace, gives its slot up
+ * to the one waiting: uploads trickled just above the minimum can no longer hold every slot against a
+ * genuine client, whose upload (loopback, LAN) runs at megabytes a second.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
@@ -49,9 +52,15 @@ const SLOW_UPLOAD_408 = (() => {
   return `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 })();
 
+/** Under contention a slot's holder must upload this many times faster than the minimum. */
+const CONTENDED_FACTOR = 4;
+const CONTENDED_MIN_BYTES_PER_S = 64 * 1024;
+const CONTENDED_GRACE_MS = 1_000;
+
 export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): { waiting(): number; active(): number } {
   let active = 0;
   const queue: Array<() => void> = [];
+  const contended = (): boolean => queue.length > 0;
   const acquire = (): Promise<void> =>
     new Promise<void>((resolve) => {
       if (active < opts.maxConcurrent) {
@@ -71,7 +80,7 @@ export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): {
     if (Number.isFinite(length) && length < opts.largeBytes) return;
     await acquire();
     let released = false;
-    const stopWatch = watchUploadRate(req, opts);
+    const stopWatch = watchUploadRate(req, opts, contended);
     slots.set(req, () => {
       if (released) return;
       released = true;
@@ -88,7 +97,7 @@ export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): {
 }
 
 /** Evicts a body that arrives slower than opts.minBytesPerSecond; returns the function that stops watching. */
-function watchUploadRate(req: FastifyRequest, opts: BodyGateOptions): () => void {
+function watchUploadRate(req: FastifyRequest, opts: BodyGateOptions, contended: () => boolean): () => void {
   const min = opts.minBytesPerSecond ?? 0;
   const socket = req.raw.socket as (typeof req.raw.socket & { bytesRead?: number }) | undefined;
   // In-process injection has no real socket: nothing to measure.
@@ -100,16 +109,21 @@ function watchUploadRate(req: FastifyRequest, opts: BodyGateOptions): () => void
     () => {
       if (req.raw.complete) return clearInterval(timer);
       const elapsed = Date.now() - startAt;
-      if (elapsed < graceMs) return;
-      const rate = ((socket.bytesRead - startBytes) * 1000) / elapsed;
-      if (rate >= min) return;
+      const rate = ((socket.bytesRead - startBytes) * 1000) / Math.max(1, elapsed);
+      const needed = contended()
+        ? { min: Math.max(min * CONTENDED_FACTOR, CONTENDED_MIN_BYTES_PER_S), graceMs: Math.min(graceMs, CONTENDED_GRACE_MS) }
+        : { min, graceMs };
+      if (elapsed < needed.graceMs || rate >= needed.min) return;
       clearInterval(timer);
-      req.log.warn({ bytesPerSecond: Math.round(rate), minBytesPerSecond: min }, 'request body arriving too slowly: 408, connection closed');
+      req.log.warn(
+        { bytesPerSecond: Math.round(rate), minBytesPerSecond: needed.min, contended: contended() },
+        'request body arriving too slowly: 408, connection closed',
+      );
       releaseBodySlot(req);
       socket.end(SLOW_UPLOAD_408);
       setTimeout(() => socket.destroy(), 1_000).unref();
     },
-    Math.min(1_000, Math.max(100, Math.floor(graceMs / 4))),
+    Math.min(250, Math.max(50, Math.floor(graceMs / 4))),
   );
   timer.unref();
   return () => clearInterval(timer);

@@ -13,6 +13,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scanJsonOffLoop } from '../bytes/off-loop.ts';
+import { asClientOf } from './clients.ts';
 import { MAX_JSON_VALUES, scanJsonShape } from '../bytes/json-scan.ts';
 
 export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoopFromBytes: number }): void {
@@ -40,7 +41,8 @@ export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoop
       void json(req, bytes.toString('utf8'), done);
       return;
     }
-    scanJsonOffLoop(bytes).then(
+    // As the request's client: the byte pool shares its workers between clients, and drops a scan nobody waits for.
+    asClientOf(req, () => scanJsonOffLoop(bytes)).then(
       (scanned) => json(req, scanned.toString('utf8'), done),
       (err: Error) => done(err),
     );

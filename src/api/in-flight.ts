@@ -4,6 +4,9 @@
  * clients may wait on one render (Idempotency-Key retries attach to it): each `add` is one client, and the
  * render stays listed until the last of them is done.
  */
+import { currentClient } from '../fair/client-context.ts';
+import { canSee, EVERYONE, type Viewer } from '../renders/owner.ts';
+
 export interface InFlightRender {
   renderId: string;
   startedAt: number;
@@ -11,6 +14,8 @@ export interface InFlightRender {
   interrupt(): Promise<void>;
   /** A1111 skip: the current image of the batch ends, the next one starts. */
   skip(): Promise<void>;
+  /** The API key that started it: default, the client of the request being served (fair/client-context.ts). */
+  owner?: string;
 }
 
 export class InFlight {
@@ -26,7 +31,8 @@ export class InFlight {
    * SillyTavern sends right after aborting its request) still reaches it, as in A1111.
    */
   add(r: InFlightRender): { done(): void; detach(): void } {
-    const entry = this.renders.get(r.renderId) ?? { render: r, waits: 0, attached: 0 };
+    const owner = r.owner ?? currentClient().owner;
+    const entry = this.renders.get(r.renderId) ?? { render: owner !== undefined ? { ...r, owner } : r, waits: 0, attached: 0 };
     entry.waits++;
     entry.attached++;
     this.renders.set(r.renderId, entry);
@@ -60,8 +66,12 @@ export class InFlight {
     this.listeners.push(listener);
   }
 
-  list(): InFlightRender[] {
-    return [...this.renders.values()].map((e) => e.render).sort((a, b) => a.startedAt - b.startedAt);
+  /** Oldest first; a client key sees (and interrupts, skips) only its own renders. */
+  list(viewer: Viewer = EVERYONE): InFlightRender[] {
+    return [...this.renders.values()]
+      .map((e) => e.render)
+      .filter((r) => canSee(viewer, r.owner))
+      .sort((a, b) => a.startedAt - b.startedAt);
   }
 
   get size(): number {

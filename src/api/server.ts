@@ -3,10 +3,12 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { registerBodyGate } from './body-gate.ts';
+import { perAddressShare, shareConnections } from './connections.ts';
 import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { RequestError, toA1111ErrorBody } from './a1111/errors.ts';
+import { retryAfterOf } from '../errors/request-error.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import type { ApiContext, ApiDeps } from './context.ts';
 import { registerA1111 } from './a1111/plugin.ts';
@@ -18,7 +20,8 @@ import { registerComfyUi } from './comfyui/routes.ts';
 import { registerWorkflowFiles } from './workflow-files/routes.ts';
 import { isV1Path, openAiError, registerOpenAiErrorEnvelope, sendOpenAiError } from './openai/errors.ts';
 import { InFlight } from './in-flight.ts';
-import { authorized } from '../auth/api-token.ts';
+import { loadApiKeys } from '../auth/keys.ts';
+import { registerClientContext, registerKeyGuard } from './clients.ts';
 import { assertJsonDepth } from './body-shape.ts';
 import { AdmissionRefusedError } from '../renders/admission.ts';
 import { createSubmitter } from '../renders/submit.ts';
@@ -32,6 +35,9 @@ import { useZodRouteSchemas, validationRequestError } from './route-schemas.ts';
 import { isLoopbackHost, normalizeHostName } from '../config/loopback.ts';
 
 export { isLoopbackHost } from '../config/loopback.ts';
+
+/** Retry-After of a 503 or 429 that names none of its own. */
+const DEFAULT_RETRY_AFTER_S = 5;
 
 export type { ApiContext, ApiDeps } from './context.ts';
 
@@ -57,8 +63,11 @@ function createHttpServer(config: ApiDeps['config'], handler: http.RequestListen
     },
     handler,
   );
-  // Past the cap Node closes new sockets at accept: a flood of idle connections cannot exhaust descriptors.
-  server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  // Fair shares of the cap (connections.ts): at the cap a newcomer replaces the longest-idle connection, and
+  // one address holds at most a quarter. Node's own cap stays, twice as high, as the bound on descriptors
+  // (past it a flood is refused at accept, before any of our code runs).
+  shareConnections(server, { max: config.HTTP_MAX_CONNECTIONS, perAddress: perAddressShare(config.HTTP_MAX_CONNECTIONS) });
+  server.maxConnections = config.HTTP_MAX_CONNECTIONS * 2;
   closeSilentSockets(server, headersTimeout + interval);
   return server;
 }
@@ -125,6 +134,16 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.tracing) registerHttpTracing(app);
   // Before any route or guard: every error answer on /v1/* leaves in OpenAI's envelope.
   registerOpenAiErrorEnvelope(app);
+  // Nothing this front serves is to be sniffed into another type (issue 27 I1: outputs are a client's bytes).
+  app.addHook('onRequest', async (_req, reply) => {
+    reply.header('X-Content-Type-Options', 'nosniff');
+  });
+  // Every 503 and 429 says when to come back (issue 27 L3): a full queue, a drain, a refused start. Those
+  // that know better (admission, the byte pool) set their own Retry-After first.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader('retry-after')) reply.header('Retry-After', String(DEFAULT_RETRY_AFTER_S));
+    return payload;
+  });
 
   registerLenientBodyParsers(app, { offLoopFromBytes: deps.config.LARGE_BODY_BYTES });
 
@@ -159,27 +178,14 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     }
   });
 
-  if (deps.config.API_TOKEN) {
-    const token = deps.config.API_TOKEN;
-    app.addHook('onRequest', async (req, reply) => {
-      const route = req.url.split('?')[0] ?? '';
-      if (OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`)) return;
-      if (!authorized(req.headers.authorization, token)) {
-        // A1111's --api-auth answers 401 with a Basic challenge; clients that can retry with credentials need it.
-        // Not for the gallery's own fetches (a browser sends Sec-Fetch-Mode): a Basic challenge there would pop
-        // the browser's password dialog over the gallery's token form.
-        const browserFetch = req.headers['sec-fetch-mode'] !== undefined && req.headers['sec-fetch-mode'] !== 'navigate';
-        if (!browserFetch) reply.header('WWW-Authenticate', 'Basic realm="comfy-durable"');
-        return sendError(
-          reply,
-          401,
-          errorBody('HTTPException', 'missing or invalid API token (Authorization: Bearer <token>, or Basic with the token as password)', {
-            field: 'authorization',
-          }),
-        );
-      }
+  const keys = loadApiKeys(deps.config);
+  if (keys.length > 0)
+    registerKeyGuard(app, {
+      keys,
+      isOpen: (route) => OPEN_ROUTES.has(route) || route === OPENAPI_PATH || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`),
     });
-  }
+  // After the key guard: a request's client is its key when it has one.
+  registerClientContext(app);
 
   // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
   registerBodyGate(app, {
@@ -207,6 +213,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     }
     if (err instanceof RequestError) {
       req.log.info({ field: err.field, status: err.status }, err.message);
+      const retryAfter = retryAfterOf(err);
+      if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
       return reply.code(err.status).send(toA1111ErrorBody(err));
     }
     const fe = err;

@@ -8,6 +8,7 @@
  * Streaming both ways with node:http (no body is buffered): the route's scope has a catch-all content-type
  * parser that reads nothing, so the request body is still in the socket when it is piped upstream.
  */
+import { refuseUnlessOperator } from './clients.ts';
 import http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -42,6 +43,8 @@ export function registerTemporalUiProxy(app: FastifyInstance, opts: TemporalUiPr
     // Leave the body unread: the handler streams it to the UI.
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
     const forward = (req: FastifyRequest, reply: FastifyReply): void => {
+      // The UI reads and terminates every render: not a room a client key may enter.
+      if (refuseUnlessOperator(req, reply, 'the Temporal UI')) return;
       reply.hijack();
       proxy(req, reply, target, agent);
     };

@@ -12,6 +12,8 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { TaskInput, TaskName, TaskOutput } from './tasks.ts';
 import { reviveError, type WorkerReply } from './wire.ts';
+import { currentClient } from '../fair/client-context.ts';
+import { HEAVY_TASK_PIXELS } from './cost.ts';
 
 /** Two threads: enough to keep a 2-core machine's loop free, few enough not to compete with the renders. */
 export const BYTE_WORKERS = Math.max(1, Math.min(2, os.availableParallelism()));
@@ -32,19 +34,43 @@ const IDLE_STOP_MS = 60_000;
 export class BytePoolError extends Error {
   override name = 'BytePoolError';
   constructor(
-    readonly reason: 'timeout' | 'memory' | 'crashed',
+    /** busy: the queue is full or the task waited out its deadline; aborted: its client went away. */
+    readonly reason: 'timeout' | 'memory' | 'crashed' | 'busy' | 'aborted',
     message: string,
   ) {
     super(message);
   }
 }
 
+/** Tasks one client may have waiting, light and heavy apart: a flood of 16 Mpx images never refuses a thumbnail. */
+export const BYTE_QUEUE_PER_CLIENT = { light: 64, heavy: 64 } as const;
+/** Tasks waiting in all (their inputs are held in this process meanwhile). */
+export const BYTE_QUEUE_TOTAL = 256;
+/** Workers heavy tasks may hold together: one stays free for light tasks whoever floods the pool. */
+const HEAVY_SHARE = Math.max(1, BYTE_WORKERS - 1);
+
+/** Who a task is for and what it costs (cost.ts); default: the request's client (fair/client-context.ts). */
+export interface TaskOptions {
+  transfer?: ArrayBuffer[];
+  /** Pixels the task's images declare. */
+  pixels?: number;
+}
+
 interface Job {
   name: TaskName;
   input: unknown;
   transfer: ArrayBuffer[];
+  client: string;
+  heavy: boolean;
+  /** From when it was queued: waiting counts against it too. */
+  deadline: number;
+  signal: AbortSignal;
   resolve(value: unknown): void;
   reject(err: Error): void;
+  /** Fails the job once its deadline passes while it waits (cleared when it gets a worker). */
+  waitTimer?: NodeJS.Timeout;
+  /** Removes the job's abort listener and wait timer. */
+  cleanup(): void;
 }
 
 interface Slot {
@@ -52,6 +78,12 @@ interface Slot {
   job?: Job;
   timer?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
+}
+
+/** One client's waiting tasks; light ones go first (they are milliseconds each). */
+interface ClientQueue {
+  light: Job[];
+  heavy: Job[];
 }
 
 const RESOURCE_LIMITS = { maxOldGenerationSizeMb: BYTE_WORKER_HEAP_MB, maxYoungGenerationSizeMb: 16 };
@@ -90,14 +122,58 @@ function spawnNow(): Worker {
     : new Worker(source.code, { eval: true, resourceLimits: RESOURCE_LIMITS });
 }
 
+/**
+ * Fair shares: clients (an API key, else a remote address) take turns, round robin; within a client light
+ * tasks pass heavy ones; heavy tasks hold at most HEAVY_SHARE workers. So one client's flood of 16 Mpx
+ * images occupies one worker while everyone's small images go through the other, and a client's waiting
+ * tasks are bounded (BytePoolError 'busy', a 503 with Retry-After). A task's deadline runs from when it was
+ * queued, and a task whose client has gone is dropped from the queue (see drop for one already running).
+ */
 class BytePool {
   private readonly slots: Slot[] = [];
-  private readonly queue: Job[] = [];
+  private readonly queues = new Map<string, ClientQueue>();
+  /** Clients with waiting tasks, the next to be served first. */
+  private readonly turn: string[] = [];
+  private waiting = 0;
 
-  async run<N extends TaskName>(name: N, input: TaskInput<N>, transfer: ArrayBuffer[] = []): Promise<TaskOutput<N>> {
+  async run<N extends TaskName>(name: N, input: TaskInput<N>, opts: TaskOptions = {}): Promise<TaskOutput<N>> {
+    const { client, signal } = currentClient();
+    const enqueuedAt = Date.now();
     await loadWorkerCode();
     return new Promise<TaskOutput<N>>((resolve, reject) => {
-      this.queue.push({ name, input, transfer, resolve, reject });
+      if (signal.aborted) return reject(new BytePoolError('aborted', 'the client went away'));
+      const heavy = (opts.pixels ?? 0) > HEAVY_TASK_PIXELS;
+      const queue = this.queues.get(client) ?? { light: [], heavy: [] };
+      const lane = heavy ? queue.heavy : queue.light;
+      if (lane.length >= BYTE_QUEUE_PER_CLIENT[heavy ? 'heavy' : 'light'] || this.waiting >= BYTE_QUEUE_TOTAL) {
+        return reject(new BytePoolError('busy', `too many ${heavy ? 'large images' : 'images'} are waiting to be checked; retry shortly`));
+      }
+      const job: Job = {
+        name,
+        input,
+        transfer: opts.transfer ?? [],
+        client,
+        heavy,
+        deadline: enqueuedAt + taskTimeoutMs,
+        signal,
+        resolve,
+        reject,
+        cleanup: () => undefined,
+      };
+      const onAbort = (): void => this.drop(job, new BytePoolError('aborted', 'the client went away'));
+      job.waitTimer = setTimeout(() => this.drop(job, new BytePoolError('busy', `waited ${taskTimeoutMs} ms for a byte worker; retry shortly`)), taskTimeoutMs);
+      job.waitTimer.unref();
+      signal.addEventListener('abort', onAbort, { once: true });
+      job.cleanup = () => {
+        clearTimeout(job.waitTimer);
+        signal.removeEventListener('abort', onAbort);
+      };
+      lane.push(job);
+      this.waiting++;
+      if (!this.queues.has(client)) {
+        this.queues.set(client, queue);
+        this.turn.push(client);
+      }
       this.dispatch();
     });
   }
@@ -107,19 +183,78 @@ class BytePool {
     return this.slots.length;
   }
 
+  /** Tasks waiting for a worker (tests and /metrics). */
+  queued(): number {
+    return this.waiting;
+  }
+
   async close(): Promise<void> {
     const slots = this.slots.splice(0);
-    for (const job of this.queue.splice(0)) job.reject(new BytePoolError('crashed', 'byte workers stopped'));
+    for (const queue of [...this.queues.values()]) {
+      for (const job of [...queue.light, ...queue.heavy]) this.drop(job, new BytePoolError('crashed', 'byte workers stopped'));
+    }
     await Promise.all(slots.map((s) => this.stop(s, new BytePoolError('crashed', 'byte workers stopped'))));
   }
 
-  private dispatch(): void {
-    while (this.queue.length > 0) {
-      let slot = this.slots.find((s) => !s.job);
-      if (!slot && this.slots.length < BYTE_WORKERS) slot = this.start();
-      if (!slot) return;
-      this.assign(slot, this.queue.shift()!);
+  /**
+   * A job leaves its queue with `err` as its answer. One already running is left to finish (its answer
+   * unused): stopping a worker and starting another costs the front's event loop more than the rest of one
+   * check costs one worker, and a task's deadline bounds it. Heavy tasks hold at most HEAVY_SHARE workers
+   * meanwhile, so what an abandoned check delays is other heavy checks, never the light ones.
+   */
+  private drop(job: Job, err: BytePoolError): void {
+    const running = this.slots.find((s) => s.job === job);
+    if (running) {
+      job.reject(err);
+      return;
     }
+    const queue = this.queues.get(job.client);
+    const lane = queue && (job.heavy ? queue.heavy : queue.light);
+    const i = lane ? lane.indexOf(job) : -1;
+    if (i < 0) return;
+    lane!.splice(i, 1);
+    this.waiting--;
+    this.forgetIfEmpty(job.client);
+    job.cleanup();
+    job.reject(err);
+  }
+
+  private forgetIfEmpty(client: string): void {
+    const queue = this.queues.get(client);
+    if (!queue || queue.light.length > 0 || queue.heavy.length > 0) return;
+    this.queues.delete(client);
+    this.turn.splice(this.turn.indexOf(client), 1);
+  }
+
+  private dispatch(): void {
+    for (;;) {
+      const idle = this.slots.find((s) => !s.job);
+      const room = this.slots.length < BYTE_WORKERS;
+      if (!idle && !room) return;
+      const job = this.next();
+      if (!job) return;
+      // A heavy task starts a worker of its own while there is room: the warm one stays for the light tasks
+      // (a heavy task is the one whose client abandons it, and a stopped worker is slow to replace).
+      this.assign(job.heavy && room ? this.start() : (idle ?? this.start()), job);
+    }
+  }
+
+  /** The next client in turn with a task that may run now; that client goes to the back of the line. */
+  private next(): Job | undefined {
+    const heavyRunning = this.slots.filter((s) => s.job?.heavy).length;
+    for (let i = 0; i < this.turn.length; i++) {
+      const client = this.turn[i]!;
+      const queue = this.queues.get(client)!;
+      const lane = queue.light.length > 0 ? queue.light : heavyRunning < HEAVY_SHARE ? queue.heavy : undefined;
+      const job = lane?.shift();
+      if (!job) continue;
+      this.waiting--;
+      this.turn.splice(i, 1);
+      this.turn.push(client);
+      this.forgetIfEmpty(client);
+      return job;
+    }
+    return undefined;
   }
 
   private start(): Slot {
@@ -141,12 +276,15 @@ class BytePool {
 
   private assign(slot: Slot, job: Job): void {
     clearTimeout(slot.idle);
+    clearTimeout(job.waitTimer);
     slot.job = job;
     // Held while it works (a caller awaiting it keeps the process), let go while idle.
     slot.worker.ref();
+    // What is left of the deadline, but never less than a tenth of it: a task that waited long still gets to run.
+    const left = Math.max(job.deadline - Date.now(), taskTimeoutMs / 10);
     slot.timer = setTimeout(() => {
       void this.stop(slot, new BytePoolError('timeout', `parsing the input took longer than ${taskTimeoutMs} ms`));
-    }, taskTimeoutMs).unref();
+    }, left).unref();
     slot.worker.postMessage({ name: job.name, input: job.input }, job.transfer);
   }
 
@@ -155,6 +293,7 @@ class BytePool {
     if (!job) return;
     clearTimeout(slot.timer);
     slot.job = undefined;
+    job.cleanup();
     slot.worker.unref();
     if (reply.ok) job.resolve(reply.value);
     else job.reject(reviveError(reply.error));
@@ -170,19 +309,27 @@ class BytePool {
     clearTimeout(slot.idle);
     const job = slot.job;
     slot.job = undefined;
-    if (job) job.reject(err ?? new BytePoolError('crashed', 'byte worker stopped'));
+    if (job) {
+      job.cleanup();
+      job.reject(err ?? new BytePoolError('crashed', 'byte worker stopped'));
+    }
     slot.worker.removeAllListeners('exit');
     slot.worker.on('error', () => undefined);
-    await slot.worker.terminate().catch(() => undefined);
+    // Its place is free at once: the next task need not wait for the old thread to end.
     this.dispatch();
+    await slot.worker.terminate().catch(() => undefined);
   }
 }
 
 const pool = new BytePool();
 
 /** Runs task `name` of tasks.ts in a byte worker. Rejects with the task's own error (RequestError...) or BytePoolError. */
-export function runByteTask<N extends TaskName>(name: N, input: TaskInput<N>, transfer: ArrayBuffer[] = []): Promise<TaskOutput<N>> {
-  return pool.run(name, input, transfer);
+export function runByteTask<N extends TaskName>(name: N, input: TaskInput<N>, opts: TaskOptions = {}): Promise<TaskOutput<N>> {
+  return pool.run(name, input, opts);
+}
+
+export function byteTasksQueued(): number {
+  return pool.queued();
 }
 
 /** Stops every byte worker (queued tasks fail); the next task starts them again. */

@@ -2,6 +2,7 @@
  * The one place configuration is read. Every variable is validated with zod at start-up; a bad value stops
  * the process with a message naming the variable, instead of failing later in some request.
  */
+import { KeysConfigError, loadApiKeys } from '../auth/keys.ts';
 import path from 'node:path';
 import { z } from 'zod';
 import { isLoopbackHost, normalizeHostName } from './loopback.ts';
@@ -119,6 +120,15 @@ const envSchema = z.object({
     ),
   /** When set, every route but /health and /internal/ping needs `Authorization: Bearer <token>`. */
   API_TOKEN: optionalString,
+  /** Named keys with roles, JSON `[{"name", "token", "role": "client"|"operator"}]` (src/auth/keys.ts). */
+  API_KEYS: optionalString,
+  /** A file holding API_KEYS' JSON (kept out of the environment and of process listings). */
+  API_KEYS_FILE: optionalString,
+  /**
+   * Believe X-Forwarded-Proto / -Host / -Prefix for `url` answers: only behind a reverse proxy that sets them
+   * itself. Off, a client cannot point another client's links elsewhere. PUBLIC_URL wins over both.
+   */
+  TRUST_FORWARDED_HEADERS: bool.default(false),
   MAX_IMAGE_BYTES: positiveInt.default(20 * 1024 * 1024),
   MAX_IMAGE_PIXELS: positiveInt.default(4096 * 4096),
   /**
@@ -332,6 +342,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (parsed.data.GPU_LEASE_URL && !parsed.data.GPU_LEASE_TOKEN) {
     throw new ConfigError("invalid configuration:\n  GPU_LEASE_TOKEN: required with GPU_LEASE_URL (the same secret as the GPU entry's)");
+  }
+  try {
+    // Checked at start-up, not at the first request: a typo in a key file must not leave the service open or shut.
+    loadApiKeys(parsed.data);
+  } catch (err) {
+    if (err instanceof KeysConfigError) throw new ConfigError(`invalid configuration:\n  ${err.message}`);
+    throw err;
   }
   const webhookAllowList = withDefaultTarget(parsed.data);
   const dataDir = path.resolve(parsed.data.DATA_DIR);

@@ -5,7 +5,7 @@
  * error shape.
  */
 
-export type RequestErrorStatus = 400 | 404 | 409 | 413 | 422 | 503;
+export type RequestErrorStatus = 400 | 403 | 404 | 409 | 413 | 422 | 429 | 503;
 
 export class RequestError extends Error {
   override readonly name = 'RequestError';
@@ -21,6 +21,12 @@ export class RequestError extends Error {
     this.field = field;
     this.extra = extra;
   }
+}
+
+/** A refusal for lack of room (a full queue, 429 or 503) says when to come back: `extra.retryAfterSeconds`. */
+export function retryAfterOf(err: RequestError): number | undefined {
+  const s = err.extra.retryAfterSeconds;
+  return typeof s === 'number' && s > 0 ? s : undefined;
 }
 
 export function isRequestError(e: unknown): e is RequestError {

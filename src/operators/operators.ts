@@ -20,6 +20,7 @@ import { buildListQuery, decodeCursor, encodeCursor, type RenderFilters } from '
 import { buildTimeline, statusName } from './timeline.ts';
 import { webhookFromHistory } from './webhook.ts';
 import { DEFAULT_PRIORITY } from '../renders/priority.ts';
+import { canSee, EVERYONE, listOwnerFilter, ownerOf, type Viewer } from '../renders/owner.ts';
 import type { BulkReplayItem, BulkReplayResult, RenderPage, RenderSummary, RenderTimeline, ReplayStarted } from './types.ts';
 
 const { temporal } = proto;
@@ -66,6 +67,8 @@ export interface ListOptions {
   cursor?: string;
   /** Add the failure reason / output count of closed renders (one small history read each). */
   withOutcome?: boolean;
+  /** Whose renders are listed (src/renders/owner.ts); default every render. */
+  viewer?: Viewer;
 }
 
 /** A1111's random seed range, as the front uses for `seed: -1`. */
@@ -106,7 +109,7 @@ export class RenderOperators {
   private readonly random: () => number;
   private readonly submitter: RenderSubmitter | undefined;
   /** Outputs of closed renders never change: thumbnails need not re-read history. */
-  private readonly outputCache = new Map<string, BlobRef[]>();
+  private readonly outputCache = new Map<string, { owner: string | undefined; outputs: BlobRef[] }>();
 
   constructor(opts: OperatorsOptions) {
     this.client = opts.client;
@@ -119,7 +122,9 @@ export class RenderOperators {
 
   /** One page of renders, newest first (visibility order), with an opaque cursor for the next one. */
   async list(filters: RenderFilters, opts: ListOptions = {}): Promise<RenderPage & { query: string }> {
-    const query = buildListQuery(filters);
+    // A client key's list is narrowed to its own renders, whatever owner the filters named.
+    const owner = listOwnerFilter(opts.viewer ?? EVERYONE);
+    const query = buildListQuery(owner === undefined ? filters : { ...filters, owner });
     const res = await this.client.workflowService.listWorkflowExecutions({
       namespace: this.namespace,
       query,
@@ -136,21 +141,27 @@ export class RenderOperators {
   }
 
   /** Up to `limit` renders across pages. */
-  async listAll(filters: RenderFilters, opts: { limit?: number; withOutcome?: boolean } = {}): Promise<RenderSummary[]> {
+  async listAll(filters: RenderFilters, opts: { limit?: number; withOutcome?: boolean; viewer?: Viewer } = {}): Promise<RenderSummary[]> {
     const limit = opts.limit ?? 1_000;
     const out: RenderSummary[] = [];
     let cursor: string | undefined;
     do {
-      const page = await this.list(filters, { pageSize: Math.min(100, limit - out.length), cursor, withOutcome: opts.withOutcome ?? false });
+      const page = await this.list(filters, {
+        pageSize: Math.min(100, limit - out.length),
+        cursor,
+        withOutcome: opts.withOutcome ?? false,
+        ...(opts.viewer ? { viewer: opts.viewer } : {}),
+      });
       out.push(...page.renders);
       cursor = page.nextCursor;
     } while (cursor && out.length < limit);
     return out.slice(0, limit);
   }
 
-  async show(renderId: string): Promise<RenderTimeline> {
+  /** Every read and action below goes through describeRender's visibility check: another key's render is not found. */
+  async show(renderId: string, viewer: Viewer = EVERYONE): Promise<RenderTimeline> {
     const handle = this.client.workflow.getHandle(renderId);
-    const described = await this.describeRender(renderId);
+    const described = await this.describeRender(renderId, viewer);
     const history = await handle.fetchHistory();
     const status = statusName(described.status.name);
     const timeline = buildTimeline(renderId, history, this.client.options.loadedDataConverter.payloadConverter, {
@@ -171,17 +182,19 @@ export class RenderOperators {
     }
     // Only a completed render's outputs are final: after a failure, the same Idempotency-Key may run the
     // workflow id again (ALLOW_DUPLICATE_FAILED_ONLY), and a cached empty list would hide the new images.
-    if (timeline.status === 'completed') this.cacheOutputs(renderId, timeline.outputs);
+    if (timeline.status === 'completed') this.cacheOutputs(renderId, { owner: ownerOf(described), outputs: timeline.outputs });
     return timeline;
   }
 
-  async outputs(renderId: string): Promise<BlobRef[]> {
-    return this.outputCache.get(renderId) ?? (await this.show(renderId)).outputs;
+  async outputs(renderId: string, viewer: Viewer = EVERYONE): Promise<BlobRef[]> {
+    const cached = this.outputCache.get(renderId);
+    if (cached && canSee(viewer, cached.owner)) return cached.outputs;
+    return (await this.show(renderId, viewer)).outputs;
   }
 
-  async output(renderId: string, n: number): Promise<{ ref: BlobRef; bytes: Buffer }> {
+  async output(renderId: string, n: number, viewer: Viewer = EVERYONE): Promise<{ ref: BlobRef; bytes: Buffer }> {
     if (!this.blobs) throw new Error('no blob store configured');
-    const refs = await this.outputs(renderId);
+    const refs = await this.outputs(renderId, viewer);
     const ref = refs[n];
     if (!ref) throw new OutputNotFoundError(`render ${renderId} has no output ${n} (it has ${refs.length})`);
     return { ref, bytes: await this.blobs.get(ref.sha256) };
@@ -191,14 +204,15 @@ export class RenderOperators {
    * A new render of the same resolved request (same seed, inputs, sizes, sampler), linked to the original
    * through `replayOf` (search attribute RenderReplayOf + memo). `newSeed` draws a fresh seed instead.
    */
-  async replay(renderId: string, opts: { newSeed?: boolean } = {}): Promise<ReplayStarted> {
+  async replay(renderId: string, opts: { newSeed?: boolean; viewer?: Viewer } = {}): Promise<ReplayStarted> {
     if (!this.submitter) throw new Error('no render submitter configured: this RenderOperators cannot replay');
-    const { request, taskQueue } = await this.recordedRequest(renderId);
+    const { request, taskQueue, owner } = await this.recordedRequest(renderId, opts.viewer ?? EVERYONE);
     await this.assertInputsKept(renderId, request);
     const seed = opts.newSeed ? Math.floor(this.random() * RANDOM_SEED_BOUND) : request.seed;
     const next: RenderRequest = { ...request, seed, replayOf: renderId };
     // The original's task queue: its workers are the ones configured for its backends.
-    const started = await this.submitter.submit({ route: 'renders.replay', request: next, taskQueue });
+    // The replay belongs to the original's owner (an operator's replay of a client's render is the client's).
+    const started = await this.submitter.submit({ route: 'renders.replay', request: next, taskQueue, ...(owner !== undefined ? { owner } : {}) });
     this.logger?.info({ renderId: started.renderId, replayOf: renderId, seed, newSeed: opts.newSeed ?? false }, 'replay started');
     return { originalId: renderId, renderId: started.renderId, seed, newSeed: opts.newSeed ?? false };
   }
@@ -237,8 +251,8 @@ export class RenderOperators {
     return { dryRun: opts.dryRun ?? false, query, items };
   }
 
-  async cancel(renderId: string): Promise<{ renderId: string; status: 'cancel-requested' }> {
-    const described = await this.describeRender(renderId);
+  async cancel(renderId: string, viewer: Viewer = EVERYONE): Promise<{ renderId: string; status: 'cancel-requested' }> {
+    const described = await this.describeRender(renderId, viewer);
     if (described.status.name !== 'RUNNING') throw new RenderNotRunningError(renderId, statusName(described.status.name));
     await this.client.workflow.getHandle(renderId).cancel();
     this.logger?.info({ renderId }, 'cancel requested');
@@ -261,8 +275,9 @@ export class RenderOperators {
   }
 
   /** The request exactly as the workflow received it (first history event), and the queue it ran on. */
-  async recordedRequest(renderId: string): Promise<{ request: RenderRequest; taskQueue: string }> {
-    const described = await this.describeRender(renderId);
+  async recordedRequest(renderId: string, viewer: Viewer = EVERYONE): Promise<{ request: RenderRequest; taskQueue: string; owner?: string }> {
+    const described = await this.describeRender(renderId, viewer);
+    const owner = ownerOf(described);
     const history = await this.client.workflow.getHandle(renderId).fetchHistory();
     const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
     const input = decodeFirst(this.client.options.loadedDataConverter.payloadConverter, started?.input);
@@ -270,13 +285,18 @@ export class RenderOperators {
     if (!parsed.success) {
       throw new NotReplayableError(`render ${renderId} has no replayable request in its history: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     }
-    return { request: parsed.data as unknown as RenderRequest, taskQueue: started?.taskQueue?.name ?? described.taskQueue };
+    return {
+      request: parsed.data as unknown as RenderRequest,
+      taskQueue: started?.taskQueue?.name ?? described.taskQueue,
+      ...(owner !== undefined ? { owner } : {}),
+    };
   }
 
-  private async describeRender(renderId: string): Promise<WorkflowExecutionDescription> {
+  private async describeRender(renderId: string, viewer: Viewer = EVERYONE): Promise<WorkflowExecutionDescription> {
     try {
       const d = await this.client.workflow.getHandle(renderId).describe();
-      if (d.type !== 'render') throw new RenderNotFoundError(renderId);
+      // Another key's render is not found, exactly as a render that does not exist: its id says nothing.
+      if (d.type !== 'render' || !canSee(viewer, ownerOf(d))) throw new RenderNotFoundError(renderId);
       return d;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw new RenderNotFoundError(renderId);
@@ -284,7 +304,7 @@ export class RenderOperators {
     }
   }
 
-  private cacheOutputs(renderId: string, outputs: BlobRef[]): void {
+  private cacheOutputs(renderId: string, outputs: { owner: string | undefined; outputs: BlobRef[] }): void {
     if (this.outputCache.size >= OUTPUT_CACHE_SIZE) {
       const oldest = this.outputCache.keys().next().value;
       if (oldest !== undefined) this.outputCache.delete(oldest);
@@ -322,7 +342,7 @@ export class RenderOperators {
       const result = decodeFirst(converter, ev.workflowExecutionCompletedEventAttributes.result) as { outputs?: BlobRef[] } | undefined;
       const outputs = Array.isArray(result?.outputs) ? result.outputs : [];
       r.outputs = outputs.length;
-      this.cacheOutputs(r.id, outputs);
+      this.cacheOutputs(r.id, { owner: r.owner, outputs });
     } else if (ev.workflowExecutionFailedEventAttributes) {
       const f = failureView(converter, ev.workflowExecutionFailedEventAttributes.failure);
       if (f) r.reason = failureReason(f);
@@ -352,6 +372,7 @@ function summaryOf(info: WorkflowExecutionInfo): RenderSummary {
   set('kind', sa.get(RENDER_KIND));
   set('backend', sa.get(RENDER_BACKEND));
   set('replayOf', sa.get(RENDER_REPLAY_OF) ?? (typeof memo.replayOf === 'string' ? memo.replayOf : undefined));
+  set('owner', ownerOf(info));
   if (info.closeTime) {
     s.closedAt = info.closeTime.toISOString();
     s.durationMs = info.closeTime.getTime() - info.startTime.getTime();

@@ -54,6 +54,8 @@ export const renderFiltersSchema = z.object({
   until: timeSpec.optional(),
   replayOf: safeValue('replayOf').optional(),
   taskQueue: safeValue('taskQueue').optional(),
+  /** The API key's name that started the render (a client key's lists are always narrowed to its own). */
+  owner: safeValue('owner').optional(),
 });
 
 export type RenderFilters = z.infer<typeof renderFiltersSchema>;
@@ -70,6 +72,7 @@ export function buildListQuery(filters: RenderFilters, now: Date = new Date()): 
   if (filters.model) eq('RenderModel', filters.model);
   if (filters.kind) eq('RenderKind', filters.kind);
   if (filters.replayOf) eq('RenderReplayOf', filters.replayOf);
+  if (filters.owner) eq('RenderOwner', filters.owner);
   if (filters.since) parts.push(`StartTime >= '${toQueryTime(filters.since, now)}'`);
   if (filters.until) parts.push(`StartTime <= '${toQueryTime(filters.until, now)}'`);
   return parts.join(' AND ');

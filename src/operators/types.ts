@@ -20,6 +20,8 @@ export interface RenderSummary {
   kind?: string;
   backend?: string;
   replayOf?: string;
+  /** The API key's name that started it (none on a service without named keys). */
+  owner?: string;
   startedAt: string;
   closedAt?: string;
   durationMs?: number;

@@ -13,8 +13,14 @@ export function newRenderId(): string {
   return `render-${ulid().toLowerCase()}`;
 }
 
-export function renderIdForKey(key: string): string {
-  return `render-key-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+/**
+ * The render id of an Idempotency-Key, in its owner's room: two API keys that pick the same Idempotency-Key
+ * get two renders (one must not attach to, and be answered with, the other's images). Without an owner (a
+ * service without named keys) the id is the one it always was.
+ */
+export function renderIdForKey(key: string, owner?: string): string {
+  const scoped = owner === undefined ? key : `${owner}\u0000${key}`;
+  return `render-key-${createHash('sha256').update(scoped).digest('hex').slice(0, 32)}`;
 }
 
 /**

@@ -22,7 +22,7 @@ import { rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../activities/types.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
-import { RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
+import { RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import type { render } from '../workflows/render.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -40,6 +40,8 @@ export interface StartOptions {
   priority?: number;
   /** Default: this service's queue (a replay runs on its original's). */
   taskQueue?: string;
+  /** The API key's name that started it (src/renders/owner.ts); none on a service without named keys. */
+  owner?: string;
 }
 
 export interface StartedRender {
@@ -85,8 +87,9 @@ export class IdempotencyConflictError extends RequestError {
   }
 }
 
-function memoFor(request: RenderRequest, fingerprint?: string, priority?: number): Record<string, unknown> {
+function memoFor(request: RenderRequest, fingerprint?: string, priority?: number, owner?: string): Record<string, unknown> {
   return {
+    ...(owner !== undefined ? { owner } : {}),
     ...(priority !== undefined ? { priority } : {}),
     prompt: request.prompt.slice(0, 200),
     size: `${request.width}x${request.height}`,
@@ -125,12 +128,13 @@ export class RenderService {
       { key: RENDER_MODEL, value: request.model },
       { key: RENDER_KIND, value: request.kind },
       ...(request.replayOf ? [{ key: RENDER_REPLAY_OF, value: request.replayOf }] : []),
+      ...(opts.owner !== undefined ? [{ key: RENDER_OWNER, value: opts.owner }] : []),
     ];
     const options: WorkflowStartOptions<typeof render> = {
       taskQueue: opts.taskQueue ?? this.taskQueue,
       workflowId: renderId,
       args: [request, opts.built],
-      memo: memoFor(request, fingerprint, opts.priority),
+      memo: memoFor(request, fingerprint, opts.priority, opts.owner),
       // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
       ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
       typedSearchAttributes: new TypedSearchAttributes(searchAttributes),

@@ -37,6 +37,7 @@ import type { Logger } from '../log.ts';
 import { Admission, waitingRendersQuery } from './admission.ts';
 import { newRenderId, renderIdForKey, requestFingerprint } from './render-ids.ts';
 import { resolveWebhookTarget, type WebhookConfig, type WebhookOption } from './webhook-target.ts';
+import { currentClient } from '../fair/client-context.ts';
 import type { RenderService, StartedRender } from './render-service.ts';
 
 export interface Submission {
@@ -62,6 +63,11 @@ export interface Submission {
    * the work is async (the configured default applies), the event family and the protocol's own ids.
    */
   webhook?: WebhookOption;
+  /**
+   * The API key's name the render belongs to (src/renders/owner.ts). Default: the client of the request being
+   * served (src/fair/client-context.ts), so every entry point records it without passing it.
+   */
+  owner?: string;
 }
 
 export interface SubmitterDeps {
@@ -82,7 +88,8 @@ export class RenderSubmitter {
   /** Runs the rules above; resolves once the render is started (or attached to, `attached: true`). */
   async submit(s: Submission): Promise<StartedRender> {
     const keyed = s.idempotencyKey !== undefined;
-    const renderId = keyed ? renderIdForKey(s.idempotencyKey!) : newRenderId();
+    const owner = s.owner ?? currentClient().owner;
+    const renderId = keyed ? renderIdForKey(s.idempotencyKey!, owner) : newRenderId();
     const webhook = this.deps.webhooks ? resolveWebhookTarget(s.webhook, this.deps.webhooks, renderId) : undefined;
     const fingerprint = keyed ? requestFingerprint(s.route, s.body) : undefined;
     const attach = fingerprint !== undefined && (await this.deps.renders.checkKey(renderId, fingerprint)) === 'attach';
@@ -100,6 +107,7 @@ export class RenderSubmitter {
       ...(fingerprint !== undefined ? { fingerprint } : {}),
       ...(s.priority !== undefined ? { priority: s.priority } : {}),
       ...(s.taskQueue !== undefined ? { taskQueue: s.taskQueue } : {}),
+      ...(owner !== undefined ? { owner } : {}),
     });
   }
 

@@ -38,9 +38,12 @@ export function sdUpscaleOutput(
   const field = ask.names.scale;
   const fitted = fitSize(fit.profile, fit.limits, { width: field, height: field }, { width: requestedWidth, height: requestedHeight }, fit.warnings);
   const size = { ...fitted, requestedWidth, requestedHeight };
-  if (sdUpscale.upscaler.kind !== 'model' || fitted.width > initWidth || fitted.height > initHeight) return { size, sdUpscale };
+  // The model's work is bounded by the output, not the input: it runs only when the output is larger than
+  // the init image in both directions (so the init has fewer pixels than the output). An 8×2 000 000 sliver
+  // "enlarged" to a fitted 64×… output is wider but far smaller: through a 4× model it would be 256 Mpx.
+  if (sdUpscale.upscaler.kind !== 'model' || (fitted.width > initWidth && fitted.height > initHeight)) return { size, sdUpscale };
   fit.warnings.push(
-    `${ask.names.upscaler}: the output (${fitted.width}x${fitted.height}) is no larger than the init image (${initWidth}x${initHeight}): resized with Lanczos, the upscale model ${sdUpscale.upscalerName} not run`,
+    `${ask.names.upscaler}: the output (${fitted.width}x${fitted.height}) is not larger than the init image (${initWidth}x${initHeight}) in both directions: resized with Lanczos, the upscale model ${sdUpscale.upscalerName} not run`,
   );
   return { size, sdUpscale: { ...sdUpscale, upscaler: { kind: 'pixel', method: 'lanczos' } } };
 }

@@ -9,4 +9,7 @@ export const RENDER_KIND = defineSearchAttributeKey('RenderKind', SearchAttribut
 export const RENDER_BACKEND = defineSearchAttributeKey('RenderBackend', SearchAttributeType.KEYWORD);
 export const RENDER_REPLAY_OF = defineSearchAttributeKey('RenderReplayOf', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF] as const;
+/** The name of the API key that started the render (src/renders/owner.ts). */
+export const RENDER_OWNER = defineSearchAttributeKey('RenderOwner', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF, RENDER_OWNER] as const;

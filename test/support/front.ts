@@ -47,6 +47,8 @@ export interface TestFrontOptions {
   gpuLease?: { poke(waitMs: number): Promise<void> };
   /** Serve the Temporal UI proxy at /temporal (to an address nothing answers on, unless a test starts one). */
   temporalUi?: { upstream: string };
+  /** The Temporal client the operator routes read (a stand-in a test builds; default: none). */
+  client?: Client;
 }
 
 export async function startTestFront(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -63,7 +65,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
   /** Fingerprint of each keyed render started: the memo Temporal would keep. */
   const fingerprints = new Map<string, string>();
   const renders = {
-    client: {} as Client,
+    client: opts.client ?? ({} as Client),
     start: async (request: RenderRequest, opts: StartOptions): Promise<StartedRender> => {
       if (front.startError) {
         const e = front.startError;

@@ -340,7 +340,14 @@ describe('the SD upscale script (A1111 test_img2img_sd_upscale_performed)', () =
     expect(enlarged.request.sdUpscale?.upscaler).toEqual({ kind: 'model', model: '4x-UltraSharp.pth' });
     const shrunk = i2i({ ...body, init_images: [pngB64(2048, 2048)], script_args: [null, 8, '4x-UltraSharp', 1] }, ctx(lists));
     expect(shrunk.request).toMatchObject({ width: 1536, height: 1536, sdUpscale: { upscaler: { kind: 'pixel', method: 'lanczos' } } });
-    expect(shrunk.warnings).toContainEqual(expect.stringMatching(/^script_args\.2: the output \(1536x1536\) is no larger than the init image \(2048x2048\)/));
+    expect(shrunk.warnings).toContainEqual(expect.stringMatching(/^script_args\.2: the output \(1536x1536\) is not larger than the init image \(2048x2048\)/));
+  });
+
+  it('issue 27 H2: a sliver init "enlarged" by 2 runs no upscale model on its whole (3.2 Mpx here, 16 Mpx in the report) (bounded by the output, not the input)', () => {
+    const lists = { catalog: { upscaleModels: ['4x-UltraSharp.pth'] } };
+    const sliver = i2i({ ...body, init_images: [pngB64(8, 400_000)], script_args: ['', 64, '4x-UltraSharp', 2] }, ctx(lists));
+    expect(sliver.request.sdUpscale?.upscaler).toEqual({ kind: 'pixel', method: 'lanczos' });
+    expect(sliver.request.width * sliver.request.height).toBeLessThan(8 * 400_000);
   });
 
   it('one image per n_iter, as A1111 (its batch_size groups tiles), said when batch_size is set', () => {

@@ -194,7 +194,7 @@ describe('POST /v1/images/generations', () => {
     expectOpenAiError(bad, 400, 'prompt', 'invalid_request_error', /not valid JSON/);
   });
 
-  it('answers url: a link the service serves, through forwarded headers or PUBLIC_URL', async () => {
+  it('answers url: a link the service serves, through PUBLIC_URL, or forwarded headers only when trusted (issue 27 M3)', async () => {
     const res = await front.app.inject({
       method: 'POST',
       url: '/v1/images/generations',
@@ -203,8 +203,22 @@ describe('POST /v1/images/generations', () => {
     });
     expect(res.statusCode).toBe(200);
     const { data, render_id: id } = res.json();
-    expect(data[0].url).toBe(`https://127.0.0.1:7860/upstream/imagegen-flux-schnell/renders/${id}/outputs/0`);
+    // Not believed by default: a page or proxy in between could point a client's links (and its key) elsewhere.
+    expect(data[0].url).toBe(`http://127.0.0.1:7860/renders/${id}/outputs/0`);
     expect(data[0]).not.toHaveProperty('b64_json');
+    const trusting = await startTestFront({ TRUST_FORWARDED_HEADERS: '1' });
+    await succeed(trusting);
+    try {
+      const r = await trusting.app.inject({
+        method: 'POST',
+        url: '/v1/images/generations',
+        headers: { host: '127.0.0.1:7860', 'x-forwarded-proto': 'https', 'x-forwarded-prefix': '/upstream/imagegen-flux-schnell' },
+        payload: { prompt: 'x', response_format: 'url' },
+      });
+      expect(r.json().data[0].url).toBe(`https://127.0.0.1:7860/upstream/imagegen-flux-schnell/renders/${r.json().render_id}/outputs/0`);
+    } finally {
+      await trusting.close();
+    }
     const configured = await startTestFront({ PUBLIC_URL: 'http://box:8080/upstream/imagegen-flux-schnell/' });
     await succeed(configured);
     try {

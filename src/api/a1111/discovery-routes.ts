@@ -4,6 +4,7 @@
  * A1111's (docs/a1111-contract.md); routes that A1111 answers with `null` or `{}` answer the same, since clients
  * call `.json()` on them.
  */
+import { viewerOf } from '../clients.ts';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -114,7 +115,7 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
         timer = setTimeout(() => reject(new Error(`no answer in ${PROGRESS_TIMEOUT_MS} ms`)), PROGRESS_TIMEOUT_MS);
       });
       try {
-        snapshot = await Promise.race([live.snapshot(ctx.inFlight.list().map((r) => r.renderId)), slow]);
+        snapshot = await Promise.race([live.snapshot(ctx.inFlight.list(viewerOf(req)).map((r) => r.renderId)), slow]);
       } finally {
         clearTimeout(timer);
       }
@@ -137,7 +138,7 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
     200: z.object({}).describe('{} (also when nothing was running)'),
   });
   app.post('/sdapi/v1/interrupt', interruptDoc, async (req) => {
-    const current = ctx.inFlight.list()[0];
+    const current = ctx.inFlight.list(viewerOf(req))[0];
     if (current) {
       req.log.info({ renderId: current.renderId }, 'interrupt: stopping render');
       await signalUnlessEnded(current.interrupt(), req.log);
@@ -158,7 +159,7 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
     },
   );
   app.post('/sdapi/v1/skip', doc('End the current image of a batch; the render goes on with the next', { 200: nullAnswer }), async (req) => {
-    const current = ctx.inFlight.list()[0];
+    const current = ctx.inFlight.list(viewerOf(req))[0];
     if (current) {
       req.log.info({ renderId: current.renderId }, 'skip: ending the current image');
       await signalUnlessEnded(current.skip(), req.log);

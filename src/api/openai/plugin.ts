@@ -200,6 +200,9 @@ async function render(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply,
   const finished = await startAndWait(ctx, req, reply, route, p.resolved, p.priority, sendOpenAiRenderFailure);
   if (!('result' in finished)) return finished;
   const { result, renderId } = finished;
-  const images = p.responseFormat === 'url' ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL) } : { b64: await outputImages(ctx, result) };
+  const images =
+    p.responseFormat === 'url'
+      ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL, ctx.config.TRUST_FORWARDED_HEADERS) }
+      : { b64: await outputImages(ctx, result) };
   return imagesResponse({ result, renderId, sentPrompt: p.sentPrompt, images, warnings });
 }

@@ -63,15 +63,17 @@ const SAFE_PREFIX = /^\/[A-Za-z0-9._~\-/%]{0,500}$/;
 
 /**
  * Where a client reaches this service, for `url` answers: PUBLIC_URL when configured (the only way behind a
- * proxy that strips a path prefix without saying so, such as llama-swap's `/upstream/<model>`), else what a
- * reverse proxy says in X-Forwarded-Proto / -Host / -Prefix, else the request's own Host. The links point
- * back at the client itself, so forwarded headers are believed: a client can only mislead itself.
+ * proxy that strips a path prefix without saying so, such as llama-swap's `/upstream/<model>`), else, only
+ * with TRUST_FORWARDED_HEADERS, what a reverse proxy says in X-Forwarded-Proto / -Host / -Prefix, else the
+ * request's own Host. Forwarded headers are not believed by default: a page or a proxy in between could point
+ * a client's links (and the key it sends with them) at another host.
  */
-export function publicBaseUrl(req: FastifyRequest, configured: string | undefined): string {
+export function publicBaseUrl(req: FastifyRequest, configured: string | undefined, trustForwarded = false): string {
   if (configured) return trimTrailingSlashes(configured);
-  const proto = first(req.headers['x-forwarded-proto']);
-  const host = first(req.headers['x-forwarded-host']) ?? first(req.headers.host) ?? '127.0.0.1';
-  const prefix = first(req.headers['x-forwarded-prefix']);
+  const forwarded = (name: string): string | undefined => (trustForwarded ? first(req.headers[name]) : undefined);
+  const proto = forwarded('x-forwarded-proto');
+  const host = forwarded('x-forwarded-host') ?? first(req.headers.host) ?? '127.0.0.1';
+  const prefix = forwarded('x-forwarded-prefix');
   const scheme = proto === 'https' || proto === 'http' ? proto : 'http';
   const safeHost = SAFE_HOST.test(host) ? host : '127.0.0.1';
   const safePrefix = prefix && SAFE_PREFIX.test(prefix) ? trimTrailingSlashes(prefix) : '';

@@ -17,6 +17,7 @@ const renderSummarySchema = z.object({
   kind: z.string().optional(),
   backend: z.string().optional(),
   replayOf: z.string().optional(),
+  owner: z.string().optional().describe('The API key (its name) that started the render'),
   startedAt: z.string().describe('ISO 8601'),
   closedAt: z.string().optional(),
   durationMs: z.number().optional(),

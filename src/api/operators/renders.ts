@@ -21,6 +21,7 @@ import { RequestError } from '../../errors/request-error.ts';
 import { errorBody, sendError } from '../http-errors.ts';
 import { TEMPORAL_UI_PATH } from '../temporal-ui-proxy.ts';
 import type { ApiContext } from '../context.ts';
+import { viewerOf } from '../clients.ts';
 import { trimTrailingSlashes } from '../../text/trim.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { a1111ErrorSchema, bytesResponse } from '../openapi-shapes.ts';
@@ -107,12 +108,12 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
   app.get('/renders', listDoc, async (req) => {
     const { limit, cursor, outcome, ...filters } = req.query;
     try {
-      return await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1' });
+      return await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1', viewer: viewerOf(req) });
     } catch (err) {
       // A cursor of the right alphabet that Temporal cannot read (`AAAA`) fails as INVALID_ARGUMENT or even
       // UNKNOWN: when the same list without it works, the cursor was the problem, and the client's fault.
       if (cursor !== undefined && isGrpcServiceError(err) && CURSOR_REFUSED_CODES.has(err.code)) {
-        const withoutCursor = await ops.list(filters, { pageSize: 1, withOutcome: false }).then(
+        const withoutCursor = await ops.list(filters, { pageSize: 1, withOutcome: false, viewer: viewerOf(req) }).then(
           () => true,
           () => false,
         );
@@ -129,7 +130,7 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
   app.get('/renders/:id', showDoc, async (req, reply) => {
     const { id } = req.params;
     try {
-      return await ops.show(id);
+      return await ops.show(id, viewerOf(req));
     } catch (err) {
       return mapError(reply, err);
     }
@@ -144,15 +145,17 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
     if (!OUTPUT_NUMBER.test(nText)) return notFound(reply, `render ${id} has no output ${JSON.stringify(nText.slice(0, 20))}`, 'n');
     const n = Number(nText);
     try {
-      const ref = (await ops.outputs(id))[n];
+      const ref = (await ops.outputs(id, viewerOf(req)))[n];
       // Videos are streamed from the blob store, never read whole.
       const video = ref?.mime.startsWith('video/') === true;
-      const { bytes } = video ? { bytes: await ctx.blobs.openRead(ref.sha256) } : await ops.output(id, n);
+      const { bytes } = video ? { bytes: await ctx.blobs.openRead(ref.sha256) } : await ops.output(id, n, viewerOf(req));
       const mime = ref?.mime ?? 'image/png';
       // Content-addressed: the bytes behind a sha256 never change.
       reply
         .type(mime)
         .header('Cache-Control', 'private, max-age=86400')
+        // The bytes are a client's: a browser must never read them as anything but their declared type.
+        .header('X-Content-Type-Options', 'nosniff')
         .header('Content-Disposition', `inline; filename="${id}-${n}.${extensionFor(mime)}"`);
       if (ref) reply.header('ETag', `"${ref.sha256}"`);
       if (video) reply.header('Content-Length', String(ref.size));
@@ -171,7 +174,7 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
     const { id } = req.params;
     const body = req.body;
     try {
-      const started = await ops.replay(id, { newSeed: body?.newSeed ?? false });
+      const started = await ops.replay(id, { newSeed: body?.newSeed ?? false, viewer: viewerOf(req) });
       req.log.info({ renderId: started.renderId, replayOf: id }, 'replay started');
       return reply.code(202).header('X-Render-Id', started.renderId).send(started);
     } catch (err) {
@@ -186,7 +189,7 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
   app.post('/renders/:id/cancel', cancelDoc, async (req, reply) => {
     const { id } = req.params;
     try {
-      const res = await ops.cancel(id);
+      const res = await ops.cancel(id, viewerOf(req));
       return reply.code(202).send(res);
     } catch (err) {
       return mapError(reply, err);

@@ -7,6 +7,7 @@
  *   cancelled (DELETE) → deleted.
  * - progress: from the GPU activity's live heartbeat (sampler step / steps), rising 0 → 100.
  */
+import { canSee, EVERYONE, listOwnerFilter, ownerOf, type Viewer } from '../../renders/owner.ts';
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { decodeFirst } from '../../operators/failure.ts';
@@ -131,7 +132,7 @@ export function isVideoRender(d: WorkflowExecutionDescription): boolean {
 }
 
 /** The job behind render `id`; VideoNotFoundError when there is none (or it is not a video render). */
-export async function readJob(client: Client, id: string): Promise<JobView> {
+export async function readJob(client: Client, id: string, viewer: Viewer = EVERYONE): Promise<JobView> {
   const handle: WorkflowHandle<typeof render> = client.workflow.getHandle<typeof render>(id);
   let d: WorkflowExecutionDescription;
   try {
@@ -140,7 +141,8 @@ export async function readJob(client: Client, id: string): Promise<JobView> {
     if ((err as Error).name === 'WorkflowNotFoundError') throw new VideoNotFoundError(`video ${id} not found`);
     throw err;
   }
-  if (!isVideoRender(d)) throw new VideoNotFoundError(`video ${id} not found`);
+  // Another key's video is not found, exactly as one that does not exist.
+  if (!isVideoRender(d) || !canSee(viewer, ownerOf(d))) throw new VideoNotFoundError(`video ${id} not found`);
   const memo = d.memo ?? {};
   const frames = typeof memo.frames === 'number' ? memo.frames : undefined;
   const fps = typeof memo.fps === 'number' ? memo.fps : undefined;
@@ -197,14 +199,17 @@ export interface JobPage {
  * Jobs newest first (`order=desc`, the default) or oldest first, `limit` per page, after the job `after`.
  * Visibility lists by start time; the cursor is the start time of `after`.
  */
-export async function listJobs(client: Client, opts: { after?: string; limit: number; order: 'asc' | 'desc' }): Promise<JobPage> {
+export async function listJobs(client: Client, opts: { after?: string; limit: number; order: 'asc' | 'desc' }, viewer: Viewer = EVERYONE): Promise<JobPage> {
   let query = `WorkflowType = 'render' AND RenderKind = 'video'`;
+  // Key names are letters, digits, . _ - (auth/keys.ts): safe to quote.
+  const owner = listOwnerFilter(viewer);
+  if (owner !== undefined) query += ` AND RenderOwner = '${owner}'`;
   if (opts.after) {
     const d = await client.workflow
       .getHandle(opts.after)
       .describe()
       .catch(() => undefined);
-    if (!d || !isVideoRender(d)) throw new VideoNotFoundError(`after: video ${opts.after} not found`);
+    if (!d || !isVideoRender(d) || !canSee(viewer, ownerOf(d))) throw new VideoNotFoundError(`after: video ${opts.after} not found`);
     const t = d.startTime.toISOString();
     query += opts.order === 'desc' ? ` AND StartTime < '${t}'` : ` AND StartTime > '${t}'`;
   }
@@ -219,7 +224,7 @@ export async function listJobs(client: Client, opts: { after?: string; limit: nu
   const pageIds = ids.slice(0, opts.limit);
   const data: VideoJob[] = [];
   for (const id of pageIds) {
-    const view = await readJob(client, id).catch(() => undefined);
+    const view = await readJob(client, id, viewer).catch(() => undefined);
     if (view && !view.cancelled) data.push(view.job);
   }
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: ids.length > opts.limit };

@@ -20,6 +20,8 @@ import { BlobNotFoundError } from '../../blobs/store.ts';
 import type { RenderResult } from '../../render/types.ts';
 import { RequestError } from '../../errors/request-error.ts';
 import { AdmissionRefusedError } from '../../renders/admission.ts';
+import { retryAfterOf } from '../../errors/request-error.ts';
+import { viewerOf } from '../clients.ts';
 import { requestPriority } from '../priority.ts';
 import { validationRequestError } from '../route-schemas.ts';
 import { RenderFailedError, type StartedRender } from '../../renders/render-service.ts';
@@ -101,6 +103,8 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       }
       if (err instanceof RequestError) {
         req.log.info({ field: err.field, status: err.status }, err.message);
+        const retryAfter = retryAfterOf(err);
+        if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
         return send(reply, err.status, videoError(err.status, err.message, err.field || undefined));
       }
       const fe = err;
@@ -224,7 +228,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
     });
     scope.get('/v1/videos', listDoc, async (req) => {
       try {
-        return await listJobs(ctx.renders.client, req.query);
+        return await listJobs(ctx.renders.client, req.query, viewerOf(req));
       } catch (err) {
         if (err instanceof VideoNotFoundError) throw new RequestError(400, 'after', err.message);
         throw err;
@@ -242,7 +246,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
     });
     scope.get('/v1/videos/:id', showDoc, async (req, reply) => {
       const { id } = req.params;
-      const view = await readOr404(reply, id);
+      const view = await readOr404(req, reply, id);
       if (!view) return reply;
       if (view.failedStatus !== undefined) return reply.code(view.failedStatus).send(view.job);
       return view.job;
@@ -272,7 +276,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
           videoError(400, `variant: ${JSON.stringify(variant)} is not offered; only "video" (the MP4) is, no thumbnail or spritesheet is rendered`, 'variant'),
         );
       }
-      const view = await readOr404(reply, id);
+      const view = await readOr404(req, reply, id);
       if (!view) return reply;
       if (view.job.status === 'failed') return send(reply, 422, videoError(422, `Video generation failed: ${view.job.error?.message ?? ''}`.trim(), 'id'));
       if (!view.result)
@@ -305,7 +309,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
     });
     scope.delete('/v1/videos/:id', deleteDoc, async (req, reply) => {
       const { id } = req.params;
-      const view = await readOr404(reply, id);
+      const view = await readOr404(req, reply, id);
       if (!view) return reply;
       const handle = ctx.renders.handle(id);
       if (view.job.status === 'queued' || view.job.status === 'in_progress') {
@@ -331,9 +335,9 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       return { id, deleted: true, object: 'video.deleted' } as const;
     });
 
-    async function readOr404(reply: FastifyReply, id: string) {
+    async function readOr404(req: FastifyRequest, reply: FastifyReply, id: string) {
       try {
-        const view = await readJob(ctx.renders.client, id);
+        const view = await readJob(ctx.renders.client, id, viewerOf(req));
         if (view.cancelled) {
           send(reply, 404, videoError(404, `video ${id} was deleted`, 'id'));
           return undefined;

@@ -1,0 +1,37 @@
+/**
+ * Renders belong to the API key that started them (its name is the render's owner: memo `owner` and search
+ * attribute RenderOwner). What a caller may read or act on is decided here, once, for every route family and
+ * the CLI: an operator (or a service without keys) sees every render, a client key only its own.
+ */
+import { RENDER_OWNER } from '../temporal/search-attributes.ts';
+
+export type Viewer = { kind: 'all' } | { kind: 'owner'; owner: string };
+
+/** Operators, the CLI, a service without keys. */
+export const EVERYONE: Viewer = { kind: 'all' };
+
+export function ownerViewer(owner: string): Viewer {
+  return { kind: 'owner', owner };
+}
+
+/** Where a render's owner is read from: its memo, or its search attributes. */
+export interface OwnedRender {
+  memo?: Record<string, unknown> | undefined;
+  typedSearchAttributes?: { get(key: typeof RENDER_OWNER): string | undefined };
+}
+
+export function ownerOf(r: OwnedRender): string | undefined {
+  const fromMemo = r.memo?.owner;
+  if (typeof fromMemo === 'string') return fromMemo;
+  return r.typedSearchAttributes?.get(RENDER_OWNER);
+}
+
+/** The one read-side rule: may `viewer` see (read, cancel, replay) a render owned by `owner`? */
+export function canSee(viewer: Viewer, owner: string | undefined): boolean {
+  return viewer.kind === 'all' || owner === viewer.owner;
+}
+
+/** The owner a list is narrowed to for `viewer` (undefined: every render). */
+export function listOwnerFilter(viewer: Viewer): string | undefined {
+  return viewer.kind === 'all' ? undefined : viewer.owner;
+}
