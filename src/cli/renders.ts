@@ -64,7 +64,14 @@ export async function runRenders(argv: string[]): Promise<number> {
   let config;
   try {
     config = loadConfig();
+    // Replays start like every render (renders/submit.ts): graphs built here, so with the models the service
+    // runs (MODELS_CONFIG overrides included), and admitted against MAX_WAITING_RENDERS.
+    if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   } catch (e) {
+    if (e instanceof Error && !(e instanceof ConfigError) && config) {
+      err(e.message);
+      return 2;
+    }
     if (e instanceof ConfigError) {
       err(e.message);
       return 2;
@@ -81,9 +88,6 @@ export async function runRenders(argv: string[]): Promise<number> {
   }
   const { client, connection } = connected;
   const blobs = await blobStoreFromConfig(config);
-  // Replays start like every render (renders/submit.ts): graphs built here, so with the models the service
-  // runs (MODELS_CONFIG overrides included), and admitted against MAX_WAITING_RENDERS.
-  if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   const submitter = createSubmitter({ renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE), config, blobs });
   const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs, submitter });
   try {

@@ -5,7 +5,7 @@
  * The loaders' model-file lists also get every file a registered profile names (`withProfileFiles`).
  */
 import { readFileSync } from 'node:fs';
-import { sampleGraphs } from '../../src/cli/contract-profiles.ts';
+import { sampleGraphs } from '../../src/models/availability.ts';
 import type { ObjectInfo } from '../../src/comfyui/object-info.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { missingModelFiles } from '../../src/comfyui/preflight.ts';

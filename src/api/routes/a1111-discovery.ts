@@ -28,16 +28,20 @@ const doc = (summary: string, response: Record<number, z.ZodType>) => ({ schema:
 
 export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext): void {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.get('/sdapi/v1/sd-models', doc('Models (profiles) this service renders', { 200: sdModelsSchema }), async () =>
-    listImageProfiles().map((p) => ({
-      title: p.title,
-      model_name: p.id,
-      hash: null,
-      sha256: null,
-      filename: p.files.unet ?? p.id,
-      config: null,
-    })),
-  );
+  // Models the ComfyUI lacks a file or node for are not offered (GET /health says why).
+  app.get('/sdapi/v1/sd-models', doc('Models (profiles) this service renders on its ComfyUI', { 200: sdModelsSchema }), async () => {
+    const unusable = (await ctx.catalog?.unusableModels()) ?? new Set<string>();
+    return listImageProfiles()
+      .filter((p) => !unusable.has(p.id))
+      .map((p) => ({
+        title: p.title,
+        model_name: p.id,
+        hash: null,
+        sha256: null,
+        filename: p.files.unet ?? p.id,
+        config: null,
+      }));
+  });
 
   app.get('/sdapi/v1/options', doc('Current settings (sd_model_checkpoint, samples_format, …)', { 200: optionsSchema }), async () => ({
     samples_format: 'png',
