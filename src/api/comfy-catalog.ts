@@ -77,9 +77,8 @@ export class ComfyCatalog {
     const hit = this.availability;
     if (hit && Date.now() - hit.at < AVAILABILITY_CACHE_MS) return hit.value;
     const switchedOff = disabledModels();
-    const all = this.source.allObjectInfo;
-    if (!all) return Promise.resolve({ checked: false, unusable: [], switchedOff });
-    const value = withTimeout(all.call(this.source), OBJECT_INFO_TIMEOUT_MS).then(
+    if (!this.source.allObjectInfo) return Promise.resolve({ checked: false, unusable: [], switchedOff });
+    const value = withTimeout(this.source.allObjectInfo(), OBJECT_INFO_TIMEOUT_MS).then(
       (info): ModelAvailability => {
         const unusable = profileNeeds(listProfiles(), info).flatMap((n) => {
           const reason = unusableReason(n);

@@ -40,6 +40,8 @@ export interface StartOptions {
   priority?: number;
   /** Default: this service's queue (a replay runs on its original's). */
   taskQueue?: string;
+  /** What the front changed in the request, kept in the memo (the video job object lists them). */
+  warnings?: readonly string[];
 }
 
 export interface StartedRender {
@@ -85,7 +87,10 @@ export class IdempotencyConflictError extends RequestError {
   }
 }
 
-function memoFor(request: RenderRequest, fingerprint?: string, priority?: number): Record<string, unknown> {
+/** Memo text is small: a few warnings of a few hundred characters at most. */
+const MAX_MEMO_WARNINGS = 10;
+
+function memoFor(request: RenderRequest, fingerprint?: string, priority?: number, warnings?: readonly string[]): Record<string, unknown> {
   return {
     ...(priority !== undefined ? { priority } : {}),
     prompt: request.prompt.slice(0, 200),
@@ -98,6 +103,7 @@ function memoFor(request: RenderRequest, fingerprint?: string, priority?: number
     // Replays are linked to their original in the memo too (shown by the Temporal UI without a query).
     ...(request.replayOf ? { replayOf: request.replayOf } : {}),
     ...(fingerprint ? { bodyFingerprint: fingerprint } : {}),
+    ...(warnings && warnings.length > 0 ? { warnings: warnings.slice(0, MAX_MEMO_WARNINGS).map((w) => w.slice(0, 300)) } : {}),
   };
 }
 
@@ -126,7 +132,7 @@ export class RenderService {
       taskQueue: opts.taskQueue ?? this.taskQueue,
       workflowId: renderId,
       args: [request, opts.built],
-      memo: memoFor(request, fingerprint, opts.priority),
+      memo: memoFor(request, fingerprint, opts.priority, opts.warnings),
       // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
       ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
       typedSearchAttributes: new TypedSearchAttributes(searchAttributes),

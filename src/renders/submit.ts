@@ -50,6 +50,8 @@ export interface Submission {
   priority?: number;
   /** A replay runs on its original's task queue; default the service's. */
   taskQueue?: string;
+  /** What the front changed in the request (a size fitted to the grid, frames snapped): kept with the render. */
+  warnings?: readonly string[];
 }
 
 export interface SubmitterDeps {
@@ -84,6 +86,7 @@ export class RenderSubmitter {
       ...(fingerprint !== undefined ? { fingerprint } : {}),
       ...(s.priority !== undefined ? { priority: s.priority } : {}),
       ...(s.taskQueue !== undefined ? { taskQueue: s.taskQueue } : {}),
+      ...(s.warnings && s.warnings.length > 0 ? { warnings: s.warnings } : {}),
     });
   }
 

@@ -104,7 +104,7 @@ describe('contract checks', () => {
       );
       expect(lacking.code).toBe(3);
       expect(lacking.stdout).toMatch(/^FAIL model file flux1-krea-dev-Q8_0\.gguf is missing: not in UnetLoaderGGUF\.unet_name; needed by imagegen-flux-krea$/m);
-      expect(lacking.stdout).toMatch(/^ok   imagegen-flux-dev: every node class/m);
+      expect(lacking.stdout).toMatch(/^ok {3}imagegen-flux-dev: every node class/m);
       expect(lacking.stdout).toMatch(/^unusable models on this ComfyUI: imagegen-flux-krea \(.*\{"imagegen-flux-krea":\{"enabled":false\}\}\)$/m);
 
       const config = path.join(dir, 'models.json');

@@ -215,11 +215,13 @@ export function textinfo(s: ProgressSnapshot): string | null {
     if (s.jobCount === 0) return null;
     if (s.pending === 'stopping') return 'Stopping (interrupted)';
     if (s.pending === 'done') return 'Finishing';
+    if (s.pending === 'starting') return s.pendingItem ? `Starting image ${s.pendingItem.item}/${s.pendingItem.items}` : 'Starting';
     return 'Waiting for a GPU';
   }
   const image = `image ${c.item + 1}/${c.items}`;
   if (c.phase === 'saving') return `Saving ${image}`;
   if (c.phase === 'decoding') return `Decoding (VAE) ${image}`;
+  if (c.phase === 'encoding') return `Encoding the prompt, ${image}`;
   if (c.phase === 'sampling' || (c.phase === undefined && c.max > 0)) return `Sampling step ${c.value}/${c.max}, ${image}`;
   return c.node ? `Running node ${c.node}, ${image}` : `Starting ${image}`;
 }

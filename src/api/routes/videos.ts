@@ -140,6 +140,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
         idempotencyKey: idempotencyKey(req.headers),
         body,
         priority,
+        warnings: normalized.warnings,
       });
       normalized.images.length = 0;
       req.log.info(
@@ -393,5 +394,6 @@ function newJob(renderId: string, n: NormalizedVideo): VideoJob {
     frames: v.frames,
     fps: v.fps,
     createdAt: Math.floor(Date.now() / 1000),
+    warnings: n.warnings,
   });
 }
