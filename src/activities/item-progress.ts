@@ -46,8 +46,12 @@ export interface StageEstimate {
   decodeMs?: number;
 }
 
-/** Without a measurement: text encoding a few seconds; the decode against the sampling time (the first render of a model only). */
-const GUESS_ENCODE_MS = 5_000;
+/**
+ * Without a measurement (the first render of a model on a worker): text encoding half a minute (a large encoder
+ * on a slow box; a guess too long shows as a jump forward when sampling starts, one too short as a stall), the
+ * decode against the sampling time.
+ */
+const GUESS_ENCODE_MS = 30_000;
 const GUESS_DECODE_OF_SAMPLING = { image: 0.2, video: 1 };
 const MIN_GUESS_MS = 2_000;
 
