@@ -44,6 +44,8 @@ export function creep(elapsedMs: number, expectedMs: number): number {
 export interface StageEstimate {
   encodeMs?: number;
   decodeMs?: number;
+  /** The decode's size (output megapixels × frames), for the guess when no rate is measured yet. */
+  decodeUnits?: number;
 }
 
 /**
@@ -53,6 +55,11 @@ export interface StageEstimate {
  */
 const GUESS_ENCODE_MS = 30_000;
 const GUESS_DECODE_OF_SAMPLING = { image: 0.2, video: 1 };
+/**
+ * And at least this per output megapixel-frame: a slow decode, so that a first render on a fast GPU jumps
+ * forward when its decode ends early rather than a first render on a slow box stalling at the stage's end.
+ */
+const GUESS_DECODE_MS_PER_UNIT = { image: 1_000, video: 10_000 };
 const MIN_GUESS_MS = 2_000;
 
 export class ItemProgress {
@@ -120,11 +127,12 @@ export class ItemProgress {
     return { fraction: this.fraction, phase: this.phase };
   }
 
-  /** The decode's expected time: measured for this model, else a guess from the sampling time. */
+  /** The decode's expected time: measured for this model, else a guess from the sampling time and the decode's size. */
   expectedDecodeMs(): number {
     if (this.estimate.decodeMs !== undefined) return this.estimate.decodeMs;
     const samplingMs = this.samplingStartedAt !== undefined && this.decodeStartedAt !== undefined ? this.decodeStartedAt - this.samplingStartedAt : 0;
-    return Math.max(MIN_GUESS_MS, samplingMs * GUESS_DECODE_OF_SAMPLING[this.kind]);
+    const bySize = (this.estimate.decodeUnits ?? 0) * GUESS_DECODE_MS_PER_UNIT[this.kind];
+    return Math.max(MIN_GUESS_MS, samplingMs * GUESS_DECODE_OF_SAMPLING[this.kind], bySize);
   }
 
   /**

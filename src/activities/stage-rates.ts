@@ -60,7 +60,7 @@ export class StageRates {
   /** What the encode and the decode of `request` should take, from earlier renders of its model. */
   estimate(request: SizedRequest): StageEstimate {
     const r = this.rates.get(request.model);
-    const out: StageEstimate = {};
+    const out: StageEstimate = { decodeUnits: decodeUnits(request) };
     if (r?.encodeMs !== undefined) out.encodeMs = r.encodeMs;
     if (r?.decodeMsPerUnit !== undefined) out.decodeMs = r.decodeMsPerUnit * decodeUnits(request);
     return out;

@@ -134,11 +134,11 @@ describe('stage rates: measured per model, scaled by frames and size', () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'stage-rates-')), 'stage-rates.json');
     const rates = new StageRates(file);
     const wan = { model: 'videogen-wan22-5b', width: 320, height: 192, video: { frames: 17 } } as const;
-    expect(rates.estimate(wan)).toEqual({});
+    expect(rates.estimate(wan)).toEqual({ decodeUnits: expect.closeTo(1.04448, 4) });
     rates.record(wan, { encodeMs: 4_000, decodeMs: 106_000 });
     // Twice the frames, twice the decode; the encode does not scale.
     const longer = { ...wan, video: { frames: 34 } };
-    expect(new StageRates(file).estimate(longer)).toEqual({ encodeMs: 4_000, decodeMs: expect.closeTo(212_000, 3) });
+    expect(new StageRates(file).estimate(longer)).toEqual({ encodeMs: 4_000, decodeMs: expect.closeTo(212_000, 3), decodeUnits: expect.closeTo(2.08896, 4) });
     // A moving average: the next measurement moves it half way.
     rates.record(wan, { decodeMs: 54_000 });
     expect(rates.estimate(wan).decodeMs).toBeCloseTo(80_000, 3);
