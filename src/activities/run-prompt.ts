@@ -21,6 +21,7 @@
  * - ComfyUI lost an uploaded input (restarted on a fresh input folder): upload again, submit once more.
  * - out of memory: `/free` before the failure, so the retry finds VRAM and caches cleared.
  */
+import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError, ComfyValidationError } from '../comfyui/errors.ts';
 import { followPrompt } from '../comfyui/follow.ts';
@@ -36,6 +37,7 @@ import { inputReuploads, promptAttempts, promptReattached, promptStalls } from '
 import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/types.ts';
 import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { ItemProgress } from './item-progress.ts';
+import { StageRates } from './stage-rates.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles, collectPromptOutputs } from './collect-outputs.ts';
 import { toFailure, withBackend } from './failures.ts';
@@ -67,6 +69,8 @@ const DEAD_BACKEND_RETRY_MS = 1_000;
 
 export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivities['runPrompt'] {
   const objectInfo = new ObjectInfoCache();
+  // What text encoding and decode took on earlier renders of each model: the next one's progress estimate.
+  const rates = new StageRates(path.join(deps.config.dataDir, 'stage-rates.json'));
 
   return async (input: RunPromptInput): Promise<PromptRun> => {
     const ctx = Context.current();
@@ -75,7 +79,7 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
     const lease = await pool.acquire({ model: input.model }, signal);
     let ranModel: string | undefined;
     try {
-      const run = await runAttempt(deps, objectInfo, lease.backend, input);
+      const run = await runAttempt(deps, objectInfo, rates, lease.backend, input);
       ranModel = input.model;
       return run;
     } finally {
@@ -84,7 +88,7 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
   };
 }
 
-async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, leased: Backend, input: RunPromptInput): Promise<PromptRun> {
+async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, rates: StageRates, leased: Backend, input: RunPromptInput): Promise<PromptRun> {
   const ctx = Context.current();
   const { attempt } = input;
   const workflowExecution = ctx.info.workflowExecution ?? { workflowId: input.renderId, runId: '' };
@@ -96,10 +100,12 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
   const graceMs = stopGraceMs(input.stallTimeoutMs);
   const timings: StageTiming[] = [];
 
-  let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt };
-  const stages = new ItemProgress(input.graph, input.request?.kind === 'video');
+  // Where the item sits in its render, so every progress route reads the render's progress from the heartbeat alone.
+  const position = input.request ? { item: input.item, items: input.request.batchSize * input.request.nIter } : {};
+  let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt, ...position };
+  const stages = new ItemProgress(input.graph, input.request?.kind === 'video', input.request ? rates.estimate(input.request) : {});
   const onProgress = (p: FollowProgress): void => {
-    beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt };
+    beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt, ...position };
     if (p.node !== undefined) beat.node = p.node;
     if (p.value !== undefined) beat.value = p.value;
     if (p.max !== undefined) beat.max = p.max;
@@ -219,6 +225,8 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, lease
       );
     }
     timings.push({ stage: 'prompt', ms: Date.now() - promptStart });
+    // A prompt followed from its start measured its silent stages: the next render of the model estimates from them.
+    if (input.request && !previous) rates.record(input.request, stages.measured(Date.now()));
     deps.health.markHealthy(backend, `prompt ${promptId} succeeded`);
     promptAttempts.inc({ backend: backend.id, outcome: 'success' });
     const files = result.files.map(({ filename, subfolder, type }) => ({ filename, subfolder, type }));

@@ -60,7 +60,10 @@ export interface PromptHeartbeat {
   attempt?: number;
   /** How far the item is, 0..1, never decreasing within the attempt (item-progress.ts), and its stage. */
   fraction?: number;
-  phase?: 'starting' | 'sampling' | 'decoding' | 'saving';
+  phase?: 'starting' | 'encoding' | 'sampling' | 'decoding' | 'saving';
+  /** The item (0-based) of how many the render has: the render's progress is (item + fraction) / items. */
+  item?: number;
+  items?: number;
 }
 
 /** The render's graphs and limits, built by the submitter (renders/build-render.ts): the workflow's second argument. */

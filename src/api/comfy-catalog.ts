@@ -4,22 +4,41 @@
  * `/sdapi/v1/memory`). Lists are cached briefly (clients call them at start-up and per render); the
  * `refresh-*` routes drop the cache. The first backend answers: every backend must have the same files.
  */
-import type { NodeInfo } from '../comfyui/object-info.ts';
+import type { NodeInfo, ObjectInfo } from '../comfyui/object-info.ts';
 import { comboOptions } from '../comfyui/object-info.ts';
 import type { SystemStats } from '../comfyui/schemas.ts';
+import { profileNeeds, unusableReason } from '../models/availability.ts';
+import { disabledModels, listProfiles } from '../models/registry.ts';
 
 export interface CatalogSource {
   objectInfo(cls: string): Promise<NodeInfo | undefined>;
+  /** The whole `/object_info` (for which models this ComfyUI can render). */
+  allObjectInfo?(): Promise<ObjectInfo>;
   systemStats(): Promise<SystemStats>;
+}
+
+/** Which models the ComfyUI can render, as the model lists and `/health` show it. */
+export interface ModelAvailability {
+  /** False when ComfyUI did not answer: nothing is hidden then (a render waits for ComfyUI anyway). */
+  checked: boolean;
+  /** Served models that lack a node class or a model file there, with why. */
+  unusable: Array<{ id: string; reason: string }>;
+  /** Models MODELS_CONFIG switches off. */
+  switchedOff: string[];
+  error?: string;
 }
 
 const CACHE_MS = 10_000;
 const TIMEOUT_MS = 5_000;
+/** `/object_info` is megabytes and model files change rarely: read it at most this often for the model lists. */
+const AVAILABILITY_CACHE_MS = 60_000;
+/** The whole `/object_info` takes seconds on a ComfyUI with many custom nodes. */
+const OBJECT_INFO_TIMEOUT_MS = 15_000;
 
-function withTimeout<T>(p: Promise<T>): Promise<T> {
+function withTimeout<T>(p: Promise<T>, ms = TIMEOUT_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`ComfyUI did not answer in ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+    timer = setTimeout(() => reject(new Error(`ComfyUI did not answer in ${ms} ms`)), ms);
   });
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
@@ -45,6 +64,41 @@ export class ComfyCatalog {
 
   refresh(): void {
     this.cache.clear();
+    this.availability = undefined;
+  }
+
+  private availability: { at: number; value: Promise<ModelAvailability> } | undefined;
+
+  /**
+   * The models this ComfyUI lacks something for (the contract's check, src/models/availability.ts), cached
+   * for a minute. ComfyUI not answering hides nothing: the lists then show every served model.
+   */
+  models(): Promise<ModelAvailability> {
+    const hit = this.availability;
+    if (hit && Date.now() - hit.at < AVAILABILITY_CACHE_MS) return hit.value;
+    const switchedOff = disabledModels();
+    if (!this.source.allObjectInfo) return Promise.resolve({ checked: false, unusable: [], switchedOff });
+    const value = withTimeout(this.source.allObjectInfo(), OBJECT_INFO_TIMEOUT_MS).then(
+      (info): ModelAvailability => {
+        const unusable = profileNeeds(listProfiles(), info).flatMap((n) => {
+          const reason = unusableReason(n);
+          return reason ? [{ id: n.id, reason }] : [];
+        });
+        return { checked: true, unusable, switchedOff };
+      },
+      (err: unknown): ModelAvailability => ({ checked: false, unusable: [], switchedOff, error: (err as Error).message }),
+    );
+    // A failed read is not kept: the next list asks again.
+    this.availability = { at: Date.now(), value };
+    void value.then((v) => {
+      if (!v.checked && this.availability?.value === value) this.availability = undefined;
+    });
+    return value;
+  }
+
+  /** Ids of the served models this ComfyUI cannot render (empty when it could not be asked). */
+  async unusableModels(): Promise<Set<string>> {
+    return new Set((await this.models()).unusable.map((u) => u.id));
   }
 
   private combo(node: string, input: string): Promise<string[]> {

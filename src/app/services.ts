@@ -9,7 +9,8 @@ import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
-import { getProfile, loadModelOverrides } from '../models/registry.ts';
+import { checkModelConfig } from './model-config.ts';
+import { getProfile } from '../models/registry.ts';
 import type { Backend } from '../render/types.ts';
 import { findTemporalBinary } from '../temporal/binary.ts';
 import { connectClient } from '../temporal/client.ts';
@@ -83,13 +84,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   // The Temporal workers and the HTTP front each load only where they run (RSS: the SDK's worker runtime is
   // tens of MB a `start` front does not need, and Fastify with every route the same in its worker process).
   const { clientTracingInterceptors, workerTracing } = tracing ? await import('../tracing/temporal.ts') : {};
-  if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
-  if (!getProfile(config.DEFAULT_MODEL)) {
-    throw new Error(`DEFAULT_MODEL=${config.DEFAULT_MODEL} is not a known model`);
-  }
-  if (!getProfile(config.DEFAULT_VIDEO_MODEL)?.video) {
-    throw new Error(`DEFAULT_VIDEO_MODEL=${config.DEFAULT_VIDEO_MODEL} is not a known video model`);
-  }
+  checkModelConfig(config);
 
   // Mode `gpu` answers the proxy's readiness check (503 until the worker polls) from the start.
   const leaseServer = mode === 'gpu' ? await startGpuEntryServer(config, logger) : undefined;
@@ -247,6 +242,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       },
       catalog: new ComfyCatalog({
         objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
+        allObjectInfo: () => clients.get(backends[0]!.id)!.objectInfo(),
         systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
       }),
       ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),

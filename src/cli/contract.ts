@@ -2,23 +2,45 @@
  * `comfy-durable contract <url>`: exercises the ComfyUI client against any ComfyUI (real or fake) with
  * model-free protocol checks (src/comfyui/contract.ts), so a protocol change upstream is caught before a
  * render fails in production, and reports, one line each, the node classes and model files the model
- * profiles need that this ComfyUI lacks (contract-profiles.ts).
+ * profiles need that this ComfyUI lacks (contract-profiles.ts), then which models are unusable there.
+ *
+ * Exit code: 0 every check passed; 1 a protocol check failed (the client and this ComfyUI disagree);
+ * 3 the protocol holds but the models on the last line cannot render here (switch them off in
+ * MODELS_CONFIG, or install what they lack), or a workflow file (WORKFLOWS_DIR) names a node or input this
+ * ComfyUI lacks; 2 usage or MODELS_CONFIG errors.
  */
+import { existsSync } from 'node:fs';
 import { ComfyClient } from '../comfyui/client.ts';
 import { runContractChecks, type ContractResult } from '../comfyui/contract.ts';
-import { listProfiles, loadModelOverrides } from '../models/registry.ts';
-import { profileChecks } from './contract-profiles.ts';
-import { existsSync } from 'node:fs';
+import { profileNeeds } from '../models/availability.ts';
+import { disabledModels, listProfiles, loadModelOverrides } from '../models/registry.ts';
+import { formatNeeds, unusableProfiles } from './contract-profiles.ts';
+import { sanitizeForTerminal } from './sanitize.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { checkWorkflow, loadWorkflowFiles, SHIPPED_WORKFLOWS_DIR } from '../workflow-files/manifest.ts';
 
+export const EXIT_PROTOCOL = 1;
+export const EXIT_MODELS_UNUSABLE = 3;
+
+export interface ContractReport {
+  /** Protocol checks, then the profiles' needs. */
+  results: ContractResult[];
+  /** Model ids that lack a node class or a file on this ComfyUI. */
+  unusable: string[];
+  /** Workflow files that name a node class or an input this ComfyUI lacks. */
+  unusableWorkflows: string[];
+  /** The protocol checks (and reading /object_info) all passed. */
+  protocolOk: boolean;
+}
+
 /** Each workflow file (WORKFLOWS_DIR, default the shipped ones) against this ComfyUI's nodes and inputs. */
-function workflowFileChecks(nodes: ObjectInfo): ContractResult[] {
+function workflowFileChecks(nodes: ObjectInfo): Array<ContractResult & { workflow: string }> {
   const dir = process.env.WORKFLOWS_DIR || SHIPPED_WORKFLOWS_DIR;
   if (!existsSync(dir)) return [];
   return loadWorkflowFiles(dir).map((wf) => {
     const problems = checkWorkflow(wf, nodes);
     return {
+      workflow: wf.name,
       name: `workflow file ${wf.name} matches /object_info`,
       ok: problems.length === 0,
       ...(problems.length > 0 ? { detail: problems.join('; ') } : {}),
@@ -27,21 +49,29 @@ function workflowFileChecks(nodes: ObjectInfo): ContractResult[] {
 }
 
 /** Protocol checks, then the profiles' needs read from the same `/object_info` the client uses. */
-export async function runAllContractChecks(url: string): Promise<ContractResult[]> {
+export async function runAllContractChecks(url: string): Promise<ContractReport> {
   const results = await runContractChecks(url);
+  let protocolOk = results.every((r) => r.ok);
+  let unusable: string[] = [];
+  let unusableWorkflows: string[] = [];
   const client = new ComfyClient({ baseUrl: url });
   try {
-    const nodes = await client.objectInfo();
-    results.push(...profileChecks(listProfiles(), nodes));
-    results.push(...workflowFileChecks(nodes));
+    const info = await client.objectInfo();
+    const profiles = listProfiles();
+    const needs = profileNeeds(profiles, info);
+    unusable = unusableProfiles(needs);
+    results.push(...formatNeeds(profiles, needs, info));
+    const workflows = workflowFileChecks(info);
+    unusableWorkflows = workflows.filter((w) => !w.ok).map((w) => w.workflow);
+    results.push(...workflows.map(({ workflow: _workflow, ...r }) => r));
   } catch (err) {
+    protocolOk = false;
     results.push({ name: 'the model profiles can be checked against /object_info', ok: false, detail: err instanceof Error ? err.message : String(err) });
   } finally {
     await client.close();
   }
-  return results;
+  return { results, unusable, unusableWorkflows, protocolOk };
 }
-import { sanitizeForTerminal } from './sanitize.ts';
 
 export async function runContract(args: string[]): Promise<number> {
   const url = args[0] ?? process.env.COMFYUI_URL;
@@ -49,7 +79,7 @@ export async function runContract(args: string[]): Promise<number> {
     process.stderr.write('usage: comfy-durable contract <comfyui-url>\n');
     return 2;
   }
-  // The profiles as the service runs them: the operator's MODELS_CONFIG decides files and engines.
+  // The profiles as the service runs them: the operator's MODELS_CONFIG decides files, engines and which are on.
   const config = process.env.MODELS_CONFIG;
   try {
     loadModelOverrides(config);
@@ -57,13 +87,22 @@ export async function runContract(args: string[]): Promise<number> {
     process.stderr.write(`${sanitizeForTerminal((err as Error).message)}\n`);
     return 2;
   }
-  if (config) process.stdout.write(sanitizeForTerminal(`model profiles from MODELS_CONFIG ${config}\n`));
-  const results = await runAllContractChecks(url);
+  const write = (line: string): boolean => process.stdout.write(sanitizeForTerminal(`${line}\n`));
+  if (config) write(`model profiles from MODELS_CONFIG ${config}`);
+  const off = disabledModels();
+  if (off.length > 0) write(`switched off in MODELS_CONFIG (not checked): ${off.join(', ')}`);
+  const { results, unusable, unusableWorkflows, protocolOk } = await runAllContractChecks(url);
   let failed = 0;
   for (const r of results) {
     if (!r.ok) failed++;
-    process.stdout.write(sanitizeForTerminal(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}\n`));
+    write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}`);
   }
-  process.stdout.write(`${results.length - failed} passed, ${failed} failed\n`);
-  return failed === 0 ? 0 : 1;
+  write(`${results.length - failed} passed, ${failed} failed`);
+  if (unusable.length > 0) {
+    const example = JSON.stringify(Object.fromEntries(unusable.map((id) => [id, { enabled: false }])));
+    write(`unusable models on this ComfyUI: ${unusable.join(', ')} (install what they lack, or switch them off with MODELS_CONFIG: ${example})`);
+  }
+  if (unusableWorkflows.length > 0) write(`unusable workflow files on this ComfyUI: ${unusableWorkflows.join(', ')}`);
+  if (!protocolOk) return EXIT_PROTOCOL;
+  return unusable.length > 0 || unusableWorkflows.length > 0 ? EXIT_MODELS_UNUSABLE : 0;
 }

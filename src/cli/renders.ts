@@ -25,7 +25,10 @@ import { RequestError } from '../errors/request-error.ts';
 export const RENDERS_USAGE = `usage: comfy-durable renders <command>
 
   list    [--status running|completed|failed|cancelled|terminated|timed-out] [--model M] [--kind K]
+          [--outcome completed|partial|interrupted|skipped|blank|failed|failed:<class>]
           [--since T] [--until T] [--replay-of ID] [--task-queue Q] [--limit N] [--json]
+                                        OUTCOME says what happened: partial (interrupt, skip: the step
+                                        reached), blank (an output of one colour; black = NaNs in the VAE)
   show    <id> [--json]                 timeline: stages, attempts, errors, request, graphs, prompts, outputs
   outputs <id> --dir D                  save the outputs as D/<id>-<n>.png (.mp4 for videos)
   replay  <id> [--new-seed] [--json]    render the same resolved request again (same seed unless --new-seed)
@@ -64,7 +67,14 @@ export async function runRenders(argv: string[]): Promise<number> {
   let config;
   try {
     config = loadConfig();
+    // Replays start like every render (renders/submit.ts): graphs built here, so with the models the service
+    // runs (MODELS_CONFIG overrides included), and admitted against MAX_WAITING_RENDERS.
+    if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   } catch (e) {
+    if (e instanceof Error && !(e instanceof ConfigError) && config) {
+      err(e.message);
+      return 2;
+    }
     if (e instanceof ConfigError) {
       err(e.message);
       return 2;
@@ -81,9 +91,6 @@ export async function runRenders(argv: string[]): Promise<number> {
   }
   const { client, connection } = connected;
   const blobs = await blobStoreFromConfig(config);
-  // Replays start like every render (renders/submit.ts): graphs built here, so with the models the service
-  // runs (MODELS_CONFIG overrides included), and admitted against MAX_WAITING_RENDERS.
-  if (config.MODELS_CONFIG) loadModelOverrides(config.MODELS_CONFIG);
   const submitter = createSubmitter({ renders: new RenderService(client, config.TEMPORAL_TASK_QUEUE), config, blobs });
   const ops = new RenderOperators({ client, namespace: config.TEMPORAL_NAMESPACE, blobs, submitter });
   try {
@@ -145,6 +152,7 @@ function args(rest: string[], options: ParseArgsConfig['options'], positionals =
 function filtersFrom(values: Record<string, string | boolean | undefined>): RenderFilters {
   const raw = {
     status: values.status,
+    outcome: values.outcome,
     model: values.model,
     kind: values.kind,
     since: values.since,
@@ -163,6 +171,7 @@ function filtersFrom(values: Record<string, string | boolean | undefined>): Rend
 async function list(ops: RenderOperators, rest: string[]): Promise<number> {
   const { values } = args(rest, {
     status: { type: 'string' },
+    outcome: { type: 'string' },
     model: { type: 'string' },
     kind: { type: 'string' },
     since: { type: 'string' },
@@ -301,17 +310,22 @@ const clip = (s: string, n: number): string => {
 };
 
 export function table(renders: RenderSummary[]): string {
-  const head = ['ID', 'STATUS', 'MODEL', 'KIND', 'PRIO', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
+  const head = ['ID', 'STATUS', 'OUTCOME', 'MODEL', 'KIND', 'PRIO', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
   const rows = renders.map((r) => [
     r.id,
     r.status,
+    outcomeCell(r),
     r.model ?? '-',
     r.kind ?? '-',
     r.priority === undefined ? '-' : String(r.priority),
     time(r.startedAt),
     r.status === 'running' ? '-' : duration(r.durationMs),
     r.seed === undefined ? '-' : String(r.seed),
-    clip(r.reason ?? (r.replayOf ? `(replay of ${r.replayOf}) ${r.prompt ?? ''}` : (r.prompt ?? '')), 70),
+    clip(
+      r.reason ??
+        `${r.outcome === 'partial' || r.outcome === 'blank' ? `[${r.outcomeSummary ?? r.outcome}] ` : ''}${r.replayOf ? `(replay of ${r.replayOf}) ` : ''}${r.prompt ?? ''}`,
+      90,
+    ),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]): string =>
@@ -320,6 +334,12 @@ export function table(renders: RenderSummary[]): string {
       .join('  ')
       .trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
+}
+
+/** `completed`, `partial`, `blank`, `failed:ComfyExecution`; `-` while running. */
+function outcomeCell(r: RenderSummary): string {
+  if (!r.outcome) return '-';
+  return r.failureClass && r.outcome === 'failed' ? `failed:${r.failureClass}` : r.outcome;
 }
 
 function graphLines(graph: ComfyGraph): string[] {
@@ -336,14 +356,16 @@ function graphLines(graph: ComfyGraph): string[] {
 
 export function formatTimeline(tl: RenderTimeline): string {
   const L: string[] = [];
+  const headline = tl.outcome && tl.outcome.outcome !== tl.status ? ` (${tl.outcome.outcome.toUpperCase()})` : '';
   L.push(
-    `${tl.id}  ${tl.status.toUpperCase()}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}${tl.priority !== undefined ? `  priority ${tl.priority}` : ''}`,
+    `${tl.id}  ${tl.status.toUpperCase()}${headline}  ${tl.model ?? '?'} ${tl.kind ?? ''}${tl.backend ? `  backend ${tl.backend}` : ''}${tl.priority !== undefined ? `  priority ${tl.priority}` : ''}`,
   );
   L.push(
     `  started ${time(tl.startedAt)}  closed ${time(tl.closedAt)}  took ${duration(tl.durationMs)}  (${tl.historyEvents} history events, queue ${tl.taskQueue ?? '?'})`,
   );
   if (tl.replayOf) L.push(`  replay of ${tl.replayOf}`);
   if (tl.cancelRequestedAt) L.push(`  cancel requested at ${time(tl.cancelRequestedAt)}`);
+  if (tl.outcome) L.push(`  OUTCOME: ${tl.outcome.summary}${tl.outcome.failureClass ? ` (class ${tl.outcome.failureClass})` : ''}`);
   if (tl.reason) L.push(`  REASON: ${tl.reason}`);
   const detail = tl.failure ? rootDetails(tl.failure) : undefined;
   if (detail) L.push(`  details: ${clip(JSON.stringify(detail), 400)}`);
@@ -386,7 +408,12 @@ export function formatTimeline(tl: RenderTimeline): string {
 
   if (tl.prompts.length > 0) {
     L.push('', 'prompts:');
-    for (const p of tl.prompts) L.push(`  item ${p.item}  ${p.promptId}  attempt ${p.attempt ?? '?'}  ${p.outcome ?? ''}`);
+    for (const p of tl.prompts) {
+      // An item stopped by interrupt or skip completed its activity, but not its prompt.
+      const stopped = tl.outputOutcomes?.find((o) => o.item === p.item && o.outcome === 'partial');
+      const what = stopped ? `${p.outcome ?? ''} (${stopped.stoppedBy === 'skip' ? 'skipped' : 'interrupted'}${stepOf(stopped)})` : (p.outcome ?? '');
+      L.push(`  item ${p.item}  ${p.promptId}  attempt ${p.attempt ?? '?'}  ${what}`);
+    }
   }
   if (tl.graphs.length > 0) {
     L.push('', 'graphs (from buildGraph; --json for the exact JSON):');
@@ -396,7 +423,14 @@ export function formatTimeline(tl: RenderTimeline): string {
     }
   }
   L.push('', tl.outputs.length > 0 ? 'outputs:' : 'outputs: none');
-  tl.outputs.forEach((o, n) => L.push(`  ${n}  sha256 ${o.sha256}  ${o.mime}  ${o.width ?? '?'}x${o.height ?? '?'}  ${o.size} B`));
+  tl.outputs.forEach((o, n) => {
+    const oo = tl.outputOutcomes?.[n];
+    const what = [
+      oo?.outcome === 'partial' ? `PARTIAL (${oo.stoppedBy === 'skip' ? 'skipped' : 'interrupted'}${stepOf(oo)})` : '',
+      o.blank ? `BLANK (${o.blank === 'black' ? 'black: NaN in the VAE' : 'one uniform colour'})` : '',
+    ].filter(Boolean);
+    L.push(`  ${n}  sha256 ${o.sha256}  ${o.mime}  ${o.width ?? '?'}x${o.height ?? '?'}  ${o.size} B${what.length > 0 ? `  ${what.join('  ')}` : ''}`);
+  });
   if (tl.webhook) L.push('', webhookLine(tl.webhook));
   return L.join('\n');
 }
@@ -414,6 +448,8 @@ export function webhookLine(w: NonNullable<RenderTimeline['webhook']>): string {
   const last = w.lastError && w.state !== 'delivered' ? `\n  last error: ${clip(w.lastError, 300)}` : '';
   return `webhook: ${w.state.toUpperCase()} ${w.type ?? ''} to ${w.url ?? '?'} (${facts.join(', ')})\n  delivery workflow ${w.workflowId}${last}`;
 }
+
+const stepOf = (o: { step?: number; steps?: number }): string => (o.step !== undefined && o.steps !== undefined ? ` at step ${o.step}/${o.steps}` : '');
 
 function rootDetails(f: NonNullable<RenderTimeline['failure']>): unknown {
   let v = f;

@@ -39,6 +39,13 @@ export const rendersFailed = new Counter({
   registers: [registry],
 });
 
+export const renderOutcomes = new Counter({
+  name: 'comfy_durable_render_outcomes_total',
+  help: 'Renders by what happened (counted by the worker when the workflow ends): completed, partial (interrupt or skip: an item stopped early), blank (an output of one colour, black = NaNs in the VAE), failed, cancelled',
+  labelNames: ['model', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const renderDuration = new Histogram({
   name: 'comfy_durable_render_duration_seconds',
   help: 'Time from workflow run start to its outcome (measured by the worker)',

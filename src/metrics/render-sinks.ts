@@ -5,7 +5,7 @@
 import type { InjectedSinks } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { RenderOutcomeSinks } from '../workflows/outcome-interceptor.ts';
-import { renderDuration, rendersCompleted, rendersFailed } from './metrics.ts';
+import { renderDuration, renderOutcomes, rendersCompleted, rendersFailed } from './metrics.ts';
 
 const seconds = (info: WorkflowInfo): number => Math.max(0, (Date.now() - info.runStartTime.getTime()) / 1000);
 
@@ -13,14 +13,16 @@ export function renderOutcomeSinks(): InjectedSinks<RenderOutcomeSinks> {
   return {
     renderOutcome: {
       completed: {
-        fn(info, model) {
+        fn(info, model, outcome) {
           rendersCompleted.inc({ model });
+          renderOutcomes.inc({ model, outcome });
           renderDuration.observe({ model, outcome: 'completed' }, seconds(info));
         },
       },
       failed: {
         fn(info, model, reason) {
           rendersFailed.inc({ model, reason });
+          renderOutcomes.inc({ model, outcome: reason === 'Cancelled' ? 'cancelled' : 'failed' });
           renderDuration.observe({ model, outcome: 'failed' }, seconds(info));
         },
       },

@@ -22,6 +22,8 @@ function baseProfiles(): ModelProfile[] {
 
 const positiveInt = z.number().int().positive();
 const overrideEntrySchema = z.strictObject({
+  /** `false`: the model is switched off — not listed, not rendered, not checked by the contract. */
+  enabled: z.boolean().optional(),
   files: z.record(z.string(), z.string().min(1)).optional(),
   defaults: z
     .strictObject({
@@ -42,7 +44,7 @@ const overrideEntrySchema = z.strictObject({
 });
 
 /**
- * `{ "<profile id>": { "files": {...}, "defaults": {...}, "stallTimeoutMs"?, "deadlineMs"?, "engine"?,
+ * `{ "<profile id>": { "enabled"?: false, "files": {...}, "defaults": {...}, "stallTimeoutMs"?, "deadlineMs"?, "engine"?,
  * "sglang"?: { "files"?, "options"? } } }`.
  */
 export const modelOverridesSchema = z.record(z.string(), overrideEntrySchema);
@@ -55,6 +57,7 @@ function build(overrides: ModelOverrides): ReadonlyMap<string, ModelProfile> {
   const map = new Map<string, ModelProfile>();
   for (const base of baseProfiles()) {
     const o = overrides[base.id];
+    if (o?.enabled === false) continue;
     const profile: ModelProfile = o
       ? {
           ...base,
@@ -160,6 +163,14 @@ export function loadModelOverrides(path?: string): ModelOverrides {
   return applyModelOverrides(json, `model overrides file ${path}`);
 }
 
+/** The models MODELS_CONFIG switches off (`"enabled": false`), in list order. */
+export function disabledModels(): string[] {
+  return baseProfiles()
+    .filter((p) => activeOverrides[p.id]?.enabled === false)
+    .map((p) => p.id);
+}
+
+/** Every model the service renders (switched-off ones left out). */
 export function listProfiles(): ModelProfile[] {
   return [...effective.values()];
 }

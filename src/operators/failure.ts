@@ -91,3 +91,16 @@ export function failureReason(view: FailureView): string {
   const text = [kind, v.message].filter((s) => s && s.length > 0).join(': ');
   return activity ? `${activity}: ${text}` : text;
 }
+
+/**
+ * The class of failure (ComfyExecution, ComfyStall, Timeout, Terminated, …): the innermost failure that says
+ * what happened, through the activity wrappers and the workflow's gave-up failure (RenderAttemptsExhausted),
+ * whose cause is the last attempt's failure.
+ */
+export function failureClass(view: FailureView): string {
+  let v: FailureView = view;
+  while (v.cause && v.type !== undefined && (WRAPPERS.has(v.type) || v.type === GAVE_UP)) v = v.cause;
+  return v.type ?? 'Error';
+}
+
+const GAVE_UP = 'RenderAttemptsExhausted';

@@ -12,10 +12,11 @@ import proto from '@temporalio/proto';
 import { z } from 'zod';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Logger } from '../log.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import { outcomeOf } from '../render/outcome.ts';
+import type { BlobRef, RenderRequest, RenderResult } from '../render/types.ts';
 import type { RenderSubmitter } from '../renders/submit.ts';
 import { RENDER_BACKEND, RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
-import { decodeFirst, failureReason, failureView } from './failure.ts';
+import { decodeFirst, failureClass, failureReason, failureView } from './failure.ts';
 import { buildListQuery, decodeCursor, encodeCursor, type RenderFilters } from './query.ts';
 import { buildTimeline, statusName } from './timeline.ts';
 import { webhookFromHistory } from './webhook.ts';
@@ -312,8 +313,9 @@ export class RenderOperators {
     this.outputCache.set(renderId, outputs);
   }
 
-  /** Reads only the close event of each closed render: the failure reason, or the outputs. */
+  /** Reads only the close event of each closed render: the failure reason, or the outputs and what happened. */
   private async addOutcomes(renders: RenderSummary[]): Promise<void> {
+    for (const r of renders) if (r.status === 'cancelled') Object.assign(r, { outcome: 'cancelled', outcomeSummary: 'cancelled' });
     const closed = renders.filter((r) => r.status !== 'running' && r.status !== 'cancelled');
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -339,18 +341,28 @@ export class RenderOperators {
     const ev = res.history?.events?.[0];
     if (!ev) return;
     if (ev.workflowExecutionCompletedEventAttributes) {
-      const result = decodeFirst(converter, ev.workflowExecutionCompletedEventAttributes.result) as { outputs?: BlobRef[] } | undefined;
+      const result = decodeFirst(converter, ev.workflowExecutionCompletedEventAttributes.result) as Partial<RenderResult> | undefined;
       const outputs = Array.isArray(result?.outputs) ? result.outputs : [];
       r.outputs = outputs.length;
+      const o = outcomeOf({ ...result, outputs });
+      r.outcome = o.outcome;
+      r.outcomeSummary = o.summary;
       this.cacheOutputs(r.id, { owner: r.owner, outputs });
     } else if (ev.workflowExecutionFailedEventAttributes) {
       const f = failureView(converter, ev.workflowExecutionFailedEventAttributes.failure);
-      if (f) r.reason = failureReason(f);
+      r.outcome = 'failed';
+      if (f) {
+        r.reason = failureReason(f);
+        r.failureClass = failureClass(f);
+        r.outcomeSummary = `failed: ${r.failureClass}`;
+      }
     } else if (ev.workflowExecutionTimedOutEventAttributes) {
       r.reason = 'Timeout: the render exceeded its workflow timeout';
+      Object.assign(r, { outcome: 'timed-out', failureClass: 'Timeout', outcomeSummary: 'timed-out: workflow timeout' });
     } else if (ev.workflowExecutionTerminatedEventAttributes) {
       const a = ev.workflowExecutionTerminatedEventAttributes;
       r.reason = `Terminated${a.identity ? ` by ${a.identity}` : ''}${a.reason ? `: ${a.reason}` : ''}`;
+      Object.assign(r, { outcome: 'terminated', failureClass: 'Terminated', outcomeSummary: `terminated: ${r.reason}` });
     }
   }
 }

@@ -20,6 +20,7 @@ import type { PromptHeartbeat } from '../activities/types.ts';
 import type { Logger } from '../log.ts';
 import { renderStatusQuery, type RenderStatus } from '../workflows/render.ts';
 import { decodeFirst } from './failure.ts';
+import { itemFraction, ProgressMemory, progressMemory, renderFraction } from './render-progress.ts';
 
 const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
@@ -40,8 +41,8 @@ export interface CurrentRender {
   etaSeconds: number;
   /** When the current item's prompt started (ms since the epoch). */
   itemStartedAt?: number;
-  /** The item's stage on the GPU (sampling, decoding, saving), when the attempt reports it. */
-  phase?: 'starting' | 'sampling' | 'decoding' | 'saving';
+  /** The item's stage on the GPU (text encoding, sampling, decoding, saving), when the attempt reports it. */
+  phase?: PromptHeartbeat['phase'];
   /** The workflow's stage (waiting, done), when its status query answered. */
   stage?: RenderStatus['stage'];
 }
@@ -54,11 +55,14 @@ export interface ProgressSnapshot {
   current?: CurrentRender;
   /**
    * With nothing on a GPU: what the oldest render does instead — `stopping` after an interrupt (its prompt is
-   * being stopped), `waiting` for a GPU, or an earlier stage. Absent when its status query did not answer.
+   * being stopped), `starting` its next item (handed to a GPU just now: after a skip, between items),
+   * `waiting` for a GPU (longer than that), or an earlier stage. Absent when its status query did not answer.
    */
-  pending?: 'stopping' | RenderStatus['stage'];
-  /** That render's finished items / items, while nothing of it is on a GPU. */
+  pending?: 'stopping' | 'starting' | RenderStatus['stage'];
+  /** That render's progress while nothing of it is on a GPU: its finished items, or what was shown before. */
   pendingProgress?: number;
+  /** Its next item (1-based) and items, when it is being handed to a GPU. */
+  pendingItem?: { item: number; items: number };
 }
 
 export interface LiveProgressOptions {
@@ -70,6 +74,8 @@ export interface LiveProgressOptions {
   /** How many running renders to describe per refresh (the one on the GPU is among the oldest). */
   maxDescribe?: number;
   now?: () => number;
+  /** What this front has shown per render (default: the process's, shared with the video routes). */
+  memory?: ProgressMemory;
 }
 
 const QUERY_TIMEOUT_MS = 2_000;
@@ -87,10 +93,12 @@ export class LiveProgress {
   private readonly finishedAt = new Map<string, number>();
   private generation = 0;
   private readonly opts: Required<Omit<LiveProgressOptions, 'logger'>> & { logger?: Logger };
+  private readonly memory: ProgressMemory;
   private readonly queryable: boolean;
 
   constructor(opts: LiveProgressOptions) {
-    this.opts = { cacheMs: 500, maxDescribe: 10, now: Date.now, ...opts };
+    this.opts = { cacheMs: 500, maxDescribe: 10, now: Date.now, memory: progressMemory, ...opts };
+    this.memory = this.opts.memory;
     // The name is quoted into a visibility query, which has no parameter binding.
     this.queryable = /^[A-Za-z0-9._:/@+-]{1,200}$/.test(opts.taskQueue);
     if (!this.queryable) opts.logger?.warn({ taskQueue: opts.taskQueue }, 'progress: task queue name cannot be queried; counting only this front’s renders');
@@ -175,21 +183,30 @@ export class LiveProgress {
       // Its items done so far keep the fraction where it was between items and after the last one.
       if (!st || typeof st.stage !== 'string') return { jobCount, imageCount };
       const done = Array.isArray(st.promptIds) && st.items > 0 ? Math.min(1, st.promptIds.length / st.items) : 0;
-      return { jobCount, imageCount, pending: st.interrupted ? 'stopping' : st.stage, pendingProgress: done };
+      // Never below what was shown while its item ran: an interrupt or a skip winds the prompt down first.
+      const pendingProgress = this.memory.raise(oldestRunning!.workflowId, done);
+      return {
+        jobCount,
+        imageCount,
+        pending: st.interrupted ? 'stopping' : handingOver(oldestRunning!, st, this.opts.now()) ? 'starting' : st.stage,
+        pendingProgress,
+        pendingItem: { item: Math.min(st.items, st.item + 1), items: st.items },
+      };
     }
 
     const converter = client.options.loadedDataConverter.payloadConverter;
     const beat = (decodeFirst(converter, onGpu.activity!.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
     const status = await this.status(onGpu.d.workflowId);
     const memoImages = typeof onGpu.d.memo?.images === 'number' ? onGpu.d.memo.images : 1;
-    const items = Math.max(1, status?.items ?? memoImages);
-    const item = Math.min(items - 1, Math.max(0, status?.item ?? 0));
+    // The heartbeat says where its item sits (render-progress.ts); older workers' do not, the status query does.
+    const items = Math.max(1, typeof beat.items === 'number' ? beat.items : (status?.items ?? memoImages));
+    const item = Math.min(items - 1, Math.max(0, typeof beat.item === 'number' ? beat.item : (status?.item ?? 0)));
     const value = typeof beat.value === 'number' && beat.value >= 0 ? beat.value : 0;
     const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
-    // The attempt's own rising fraction when it reports one (sampling, then decode and save as stages of
-    // their own); a decode's 0/1 bar would otherwise take the item back to 0.
-    const fraction = typeof beat.fraction === 'number' ? Math.min(1, Math.max(0, beat.fraction)) : max > 0 ? Math.min(1, value / max) : 0;
-    const progress = Math.min(1, (item + fraction) / items);
+    // The attempt's own rising fraction (text encoding, sampling, then decode and save as stages of their own);
+    // a decode's 0/1 bar would otherwise take the item back to 0.
+    const fraction = itemFraction(beat);
+    const progress = this.memory.raise(onGpu.d.workflowId, renderFraction(item, items, fraction));
     const itemStartedAt = tsMs(onGpu.activity!.lastStartedTime);
     let etaSeconds = 0;
     if (fraction > 0 && itemStartedAt !== undefined) {
@@ -226,4 +243,17 @@ export class LiveProgress {
       return undefined;
     }
   }
+}
+
+/**
+ * Nothing is on a GPU and this render's attempt was scheduled only just now: it is being handed to a GPU
+ * (the next item after a skip, the next of a batch), not waiting for one. A GPU that takes longer than this
+ * to pick it up is busy or gone: then it waits.
+ */
+const HANDOVER_MS = 5_000;
+function handingOver(d: WorkflowExecutionDescription, st: RenderStatus, now: number): boolean {
+  if (st.stage !== 'waiting') return false;
+  const attempt = d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt');
+  const scheduled = tsMs(attempt?.scheduledTime);
+  return scheduled !== undefined && now - scheduled < HANDOVER_MS;
 }

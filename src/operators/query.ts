@@ -5,7 +5,7 @@
  * alphabet before they are quoted: the query language has no parameter binding.
  */
 import { z } from 'zod';
-import { RENDER_STATUSES, type RenderStatusFilter } from './types.ts';
+import { RENDER_OUTCOMES, RENDER_STATUSES, type RenderStatusFilter } from './types.ts';
 
 /** What visibility calls each status (`ExecutionStatus` values). */
 export const TEMPORAL_STATUS: Record<RenderStatusFilter, string> = {
@@ -45,9 +45,18 @@ const timeSpec = z
   .min(1)
   .refine((s) => parseTimeSpec(s) !== undefined, 'expected an ISO date-time (2026-05-01T22:10:00Z) or a relative time such as 30m, 2h, 1d');
 
+/** An outcome to filter by: one of RENDER_OUTCOMES, or `failed:<class>` (e.g. `failed:ComfyExecution`). */
+const OUTCOME_FILTER = new RegExp(`^(${RENDER_OUTCOMES.join('|')}|failed:[A-Za-z0-9_.-]{1,100})$`);
+const outcomeFilter = z
+  .string()
+  .trim()
+  .regex(OUTCOME_FILTER, `outcome must be one of ${RENDER_OUTCOMES.join(', ')}, or failed:<class> such as failed:ComfyExecution`);
+
 /** Filters as they arrive from a query string or the command line (strings), validated. */
 export const renderFiltersSchema = z.object({
   status: z.enum(RENDER_STATUSES).optional(),
+  /** What happened (search attribute RenderOutcome, set by renders started since it exists; `failed` by status). */
+  outcome: outcomeFilter.optional(),
   model: safeValue('model').optional(),
   kind: safeValue('kind').optional(),
   since: timeSpec.optional(),
@@ -73,6 +82,11 @@ export function buildListQuery(filters: RenderFilters, now: Date = new Date()): 
   if (filters.kind) eq('RenderKind', filters.kind);
   if (filters.replayOf) eq('RenderReplayOf', filters.replayOf);
   if (filters.owner) eq('RenderOwner', filters.owner);
+  if (filters.outcome === 'failed') parts.push(`ExecutionStatus = 'Failed'`);
+  else if (filters.outcome) {
+    if (!OUTCOME_FILTER.test(filters.outcome)) throw new Error(`unsafe outcome value ${JSON.stringify(filters.outcome)}`);
+    parts.push(`RenderOutcome = '${filters.outcome}'`);
+  }
   if (filters.since) parts.push(`StartTime >= '${toQueryTime(filters.since, now)}'`);
   if (filters.until) parts.push(`StartTime <= '${toQueryTime(filters.until, now)}'`);
   return parts.join(' AND ');

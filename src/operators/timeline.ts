@@ -18,8 +18,9 @@ import type { PayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { google, temporal as T } from '@temporalio/proto';
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { BlobRef, RenderRequest, StageTiming } from '../render/types.ts';
-import { decodeFirst, decodePayload, enumName, failureReason, failureView } from './failure.ts';
+import { outcomeOf, outputOutcomes } from '../render/outcome.ts';
+import type { BlobRef, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
+import { decodeFirst, decodePayload, enumName, failureClass, failureReason, failureView } from './failure.ts';
 import type { AttemptView, FailureView, RenderStatusName, RenderTimeline, StageView } from './types.ts';
 import { webhookStarted } from './webhook.ts';
 
@@ -126,6 +127,7 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   /** One entry per scheduled activity; several may share a stage (one per workflow-driven attempt). */
   const executions = new Map<number, Execution>();
   let closedStatus: RenderStatusName | undefined;
+  let completedResult: Partial<RenderResult> | undefined;
   let startMs: number | undefined;
   let closeMs: number | undefined;
   const collectedOutputs: BlobRef[] = [];
@@ -254,6 +256,7 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
       closedStatus = 'completed';
       closeMs = at;
       const result = obj(decodeFirst(converter, ev.workflowExecutionCompletedEventAttributes.result));
+      completedResult = result;
       if (Array.isArray(result.outputs)) tl.outputs = result.outputs as BlobRef[];
       if (Array.isArray(result.timings)) tl.timings = result.timings as StageTiming[];
       if (str(result.backend)) tl.backend = str(result.backend);
@@ -293,6 +296,7 @@ export function buildTimeline(id: string, history: History, converter: PayloadCo
   if (startMs !== undefined && closeMs !== undefined) tl.durationMs = closeMs - startMs;
   if (tl.failure) tl.reason = failureReason(tl.failure);
   else if (closedStatus === 'cancelled') tl.reason = 'cancelled';
+  addOutcome(tl, closedStatus, completedResult);
   if (!closedStatus && live.pendingActivities) mergePending([...executions.values()], live.pendingActivities, converter);
   // Prompts of failed attempts too: they are what to look for in ComfyUI's logs.
   for (const stage of tl.stages) {
@@ -407,4 +411,19 @@ interface Execution {
   workflowAttempt?: number;
   current?: AttemptView;
   closed: boolean;
+}
+
+/** What happened, once the render ended: from its result (completed) or its failure. */
+function addOutcome(tl: RenderTimeline, closed: RenderStatusName | undefined, result: Partial<RenderResult> | undefined): void {
+  if (closed === 'completed') {
+    const r = { ...result, outputs: tl.outputs, seeds: Array.isArray(result?.seeds) ? result.seeds : [] };
+    const { outcome, summary, ...details } = outcomeOf(r);
+    tl.outcome = { outcome, summary, ...details };
+    tl.outputOutcomes = outputOutcomes({ ...r, ...(tl.request ? { request: tl.request } : {}) });
+  } else if (closed === 'failed' || closed === 'timed-out' || closed === 'terminated') {
+    const cls = tl.failure ? failureClass(tl.failure) : undefined;
+    tl.outcome = { outcome: closed, summary: `${closed}: ${tl.reason ?? 'no reason recorded'}`, ...(cls ? { failureClass: cls } : {}) };
+  } else if (closed === 'cancelled') {
+    tl.outcome = { outcome: 'cancelled', summary: 'cancelled' };
+  }
 }

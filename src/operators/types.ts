@@ -3,7 +3,28 @@
  * (`/renders…`) and the gallery page. Plain JSON: timestamps are ISO strings, durations milliseconds.
  */
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { BlobRef, RenderRequest, StageTiming } from '../render/types.ts';
+import type { OutputOutcome } from '../render/outcome.ts';
+import type { BlobRef, PartialItem, RenderRequest, StageTiming } from '../render/types.ts';
+
+/**
+ * What happened, beyond the status: a completed render may be `partial` (interrupt, skip) or `blank` (an
+ * output of one colour); a failed one names its class.
+ */
+export const RENDER_OUTCOMES = ['completed', 'partial', 'interrupted', 'skipped', 'blank', 'failed'] as const;
+export type RenderOutcomeName = 'completed' | 'partial' | 'blank' | 'failed' | 'cancelled' | 'timed-out' | 'terminated';
+
+export interface OutcomeView {
+  outcome: RenderOutcomeName;
+  /** One line: `partial: interrupted at step 7/20`, `blank: output 0 is black (NaN in the VAE)`, `failed: ComfyExecution`. */
+  summary: string;
+  /** Failed renders: the failure's class (ComfyExecution, ComfyStall, Timeout, …). */
+  failureClass?: string;
+  interrupted?: boolean;
+  skipped?: number[];
+  partial?: PartialItem[];
+  /** Indexes of blank outputs. */
+  blank?: number[];
+}
 
 /** Temporal's execution statuses, spelled the way operators type them. */
 export const RENDER_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'terminated', 'timed-out'] as const;
@@ -36,6 +57,12 @@ export interface RenderSummary {
   outputs?: number;
   /** Why a failed, timed-out or terminated render ended, in one line. */
   reason?: string;
+  /** What happened to a closed render (read with its outcome). */
+  outcome?: RenderOutcomeName;
+  /** One line saying it (`partial: interrupted at step 7/20`). */
+  outcomeSummary?: string;
+  /** Failed renders: the failure's class. */
+  failureClass?: string;
 }
 
 export interface RenderPage {
@@ -145,6 +172,10 @@ export interface RenderTimeline {
   graphs: GraphView[];
   prompts: PromptView[];
   outputs: BlobRef[];
+  /** What happened to each output: completed or partial (stopped by interrupt or skip at a step), blank. */
+  outputOutcomes?: OutputOutcome[];
+  /** What happened to the render, once it ended. */
+  outcome?: OutcomeView;
   stages: StageView[];
   /** Per-stage timings the workflow reported (completed renders). */
   timings?: StageTiming[];

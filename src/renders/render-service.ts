@@ -42,6 +42,8 @@ export interface StartOptions {
   taskQueue?: string;
   /** The API key's name that started it (src/renders/owner.ts); none on a service without named keys. */
   owner?: string;
+  /** What the front changed in the request, kept in the memo (the video job object lists them). */
+  warnings?: readonly string[];
 }
 
 export interface StartedRender {
@@ -87,7 +89,17 @@ export class IdempotencyConflictError extends RequestError {
   }
 }
 
-function memoFor(request: RenderRequest, fingerprint?: string, priority?: number, owner?: string): Record<string, unknown> {
+/** Memo text is small: a few warnings of a few hundred characters at most. */
+const MAX_MEMO_WARNINGS = 10;
+
+interface MemoExtras {
+  fingerprint?: string;
+  priority?: number;
+  owner?: string;
+  warnings?: readonly string[];
+}
+
+function memoFor(request: RenderRequest, { fingerprint, priority, owner, warnings }: MemoExtras): Record<string, unknown> {
   return {
     ...(owner !== undefined ? { owner } : {}),
     ...(priority !== undefined ? { priority } : {}),
@@ -105,6 +117,7 @@ function memoFor(request: RenderRequest, fingerprint?: string, priority?: number
     // Replays are linked to their original in the memo too (shown by the Temporal UI without a query).
     ...(request.replayOf ? { replayOf: request.replayOf } : {}),
     ...(fingerprint ? { bodyFingerprint: fingerprint } : {}),
+    ...(warnings && warnings.length > 0 ? { warnings: warnings.slice(0, MAX_MEMO_WARNINGS).map((w) => w.slice(0, 300)) } : {}),
   };
 }
 
@@ -134,7 +147,7 @@ export class RenderService {
       taskQueue: opts.taskQueue ?? this.taskQueue,
       workflowId: renderId,
       args: [request, opts.built],
-      memo: memoFor(request, fingerprint, opts.priority, opts.owner),
+      memo: memoFor(request, { fingerprint, priority: opts.priority, owner: opts.owner, warnings: opts.warnings }),
       // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
       ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
       typedSearchAttributes: new TypedSearchAttributes(searchAttributes),

@@ -68,6 +68,8 @@ export interface Submission {
    * served (src/fair/client-context.ts), so every entry point records it without passing it.
    */
   owner?: string;
+  /** What the front changed in the request (a size fitted to the grid, frames snapped): kept with the render. */
+  warnings?: readonly string[];
 }
 
 export interface SubmitterDeps {
@@ -108,6 +110,7 @@ export class RenderSubmitter {
       ...(s.priority !== undefined ? { priority: s.priority } : {}),
       ...(s.taskQueue !== undefined ? { taskQueue: s.taskQueue } : {}),
       ...(owner !== undefined ? { owner } : {}),
+      ...(s.warnings && s.warnings.length > 0 ? { warnings: s.warnings } : {}),
     });
   }
 

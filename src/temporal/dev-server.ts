@@ -68,7 +68,7 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-const SA_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
+const SA_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
 
 /** The port a failed start could not bind, read from the server's own log line. */
 export function portInUse(output: string): number | undefined {

@@ -15,7 +15,9 @@ export async function ensureSearchAttributes(conn: Connection, namespace: string
   const missing = SEARCH_ATTRIBUTES.filter((k) => !known.has(k.name));
   if (missing.length === 0) return;
   const searchAttributes: Record<string, (typeof IndexedValueType)[keyof typeof IndexedValueType]> = {};
-  for (const key of missing) searchAttributes[key.name] = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+  for (const key of missing) {
+    searchAttributes[key.name] = key.type === 'KEYWORD_LIST' ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+  }
   await conn.operatorService.addSearchAttributes({ namespace, searchAttributes });
   logger.info({ added: missing.map((k) => k.name) }, 'registered search attributes');
 }

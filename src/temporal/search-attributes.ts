@@ -8,8 +8,14 @@ export const RENDER_MODEL = defineSearchAttributeKey('RenderModel', SearchAttrib
 export const RENDER_KIND = defineSearchAttributeKey('RenderKind', SearchAttributeType.KEYWORD);
 export const RENDER_BACKEND = defineSearchAttributeKey('RenderBackend', SearchAttributeType.KEYWORD);
 export const RENDER_REPLAY_OF = defineSearchAttributeKey('RenderReplayOf', SearchAttributeType.KEYWORD);
+/**
+ * What happened (src/render/outcome.ts `outcomeTags`): `completed`, `partial`, `interrupted`, `skipped`,
+ * `blank`; a failed render `failed` and `failed:<class>` (ComfyExecution, ComfyStall, Timeout, …). A list, so
+ * `RenderOutcome = 'blank'` finds a partial render with a black image too. Set when the render ends.
+ */
+export const RENDER_OUTCOME = defineSearchAttributeKey('RenderOutcome', SearchAttributeType.KEYWORD_LIST);
 
 /** The name of the API key that started the render (src/renders/owner.ts). */
 export const RENDER_OWNER = defineSearchAttributeKey('RenderOwner', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF, RENDER_OWNER] as const;
+export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF, RENDER_OWNER, RENDER_OUTCOME] as const;

@@ -5,43 +5,22 @@
  * a render that completes after a front restart is counted all the same. No workflow code changes: the
  * interceptor wraps `execute`. Deterministic: it only reads its input and the error.
  */
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  CancelledFailure,
-  TemporalFailure,
-  TimeoutFailure,
-  proxySinks,
-  type Sinks,
-  type WorkflowInterceptorsFactory,
-  workflowInfo,
-} from '@temporalio/workflow';
-import { GaveUpFailureType } from './failure-types.ts';
+import { TemporalFailure, proxySinks, type Sinks, type WorkflowInterceptorsFactory, workflowInfo } from '@temporalio/workflow';
+import { outcomeOf } from '../render/outcome.ts';
+import type { RenderResult } from '../render/types.ts';
+import { outcomeReason } from './failure-class.ts';
+
+export { outcomeReason } from './failure-class.ts';
 
 export interface RenderOutcomeSinks extends Sinks {
   renderOutcome: {
-    completed(model: string): void;
+    /** `outcome`: completed, partial (interrupt, skip) or blank (src/render/outcome.ts). */
+    completed(model: string, outcome: string): void;
     failed(model: string, reason: string): void;
   };
 }
 
 const { renderOutcome } = proxySinks<RenderOutcomeSinks>();
-
-/** The failure type the front would report (render-service classifyFailure): Cancelled, Timeout, ComfyStall, ... */
-export function outcomeReason(err: unknown): string {
-  let e: unknown = err;
-  for (let depth = 0; depth < 8 && e; depth++) {
-    if (e instanceof CancelledFailure) return 'Cancelled';
-    if (e instanceof TimeoutFailure) return 'Timeout';
-    if (e instanceof ApplicationFailure && e.type !== GaveUpFailureType) return e.type ?? 'Error';
-    if (e instanceof ActivityFailure || (e instanceof ApplicationFailure && e.type === GaveUpFailureType)) {
-      e = (e as Error).cause;
-      continue;
-    }
-    break;
-  }
-  return 'Error';
-}
 
 const modelOf = (arg: unknown): string => {
   const m = arg && typeof arg === 'object' ? (arg as { model?: unknown }).model : undefined;
@@ -57,7 +36,7 @@ export const interceptors: WorkflowInterceptorsFactory = () => ({
         const model = modelOf(input.args[0]);
         try {
           const result = await next(input);
-          renderOutcome.completed(model);
+          renderOutcome.completed(model, outcomeOf(result as RenderResult).outcome);
           return result;
         } catch (err) {
           // Only Temporal failures end the workflow; any other error fails the workflow task, which is retried.

@@ -47,16 +47,23 @@ import {
 import type { BuiltRender, RenderActivities, RunPromptInput } from '../activities/types.ts';
 import { webhookEvent, webhookIdFor } from '../webhooks/event.ts';
 import type { WebhookTarget } from '../webhooks/types.ts';
-import { outcomeReason } from './outcome-interceptor.ts';
 import { webhook } from './webhook.ts';
 import type { BlobRef, PromptRun, RenderItem, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
-import { RENDER_BACKEND } from '../temporal/search-attributes.ts';
+import { outcomeTags } from '../render/outcome.ts';
+import { RENDER_BACKEND, RENDER_OUTCOME } from '../temporal/search-attributes.ts';
+import { outcomeReason } from './failure-class.ts';
 import { attemptBackoffMs } from './attempts.ts';
 import { GaveUpFailureType, NON_RETRYABLE_TYPES } from './failure-types.ts';
 import { gpuTaskQueue } from './queues.ts';
 import { GPU_QUEUE_WAIT_MS, describeFailure, interruptSignal, renderStatusQuery, skipSignal, type RenderStatus } from './render-common.ts';
 
 export { interruptSignal, renderStatusQuery, skipSignal, type PromptAttempt, type RenderStatus } from './render-common.ts';
+
+/**
+ * Renders started with this code tag themselves with what happened (search attribute RenderOutcome, one
+ * upsert as they end); renders started before it replay without (docs/versioning.md).
+ */
+export const OUTCOME_PATCH = 'render-outcome-search-attribute';
 
 const io = proxyActivities<RenderActivities>({
   startToCloseTimeout: '2 minutes',
@@ -275,19 +282,28 @@ async function renderItems(request: RenderRequest, built: BuiltRender): Promise<
     if (CancellationScope.current().consideredCancelled && !(err instanceof CancelledFailure)) {
       throw new CancelledFailure('render cancelled', [], err instanceof Error ? err : undefined);
     }
+    // A failure, findable by its class (a cancelled render's status says it all).
+    if (!CancellationScope.current().consideredCancelled && patched(OUTCOME_PATCH)) {
+      upsertSearchAttributes([{ key: RENDER_OUTCOME, value: ['failed', `failed:${outcomeReason(err)}`] }]);
+    }
     throw err;
   }
   status.stage = 'done';
-  // Searchable by backend; several when a batch's items ran on different GPUs.
-  if (used.length > 0) upsertSearchAttributes([{ key: RENDER_BACKEND, value: used.join(',') }]);
+  const stopped = {
+    ...(status.interrupted ? { interrupted: true } : {}),
+    ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
+    ...(status.partial && status.partial.length > 0 ? { partial: status.partial } : {}),
+  };
+  // Searchable by backend (several when a batch's items ran on different GPUs) and by what happened.
+  const backendAttribute = used.length > 0 ? [{ key: RENDER_BACKEND, value: used.join(',') }] : [];
+  if (patched(OUTCOME_PATCH)) upsertSearchAttributes([...backendAttribute, { key: RENDER_OUTCOME, value: outcomeTags({ outputs, ...stopped }) }]);
+  else if (backendAttribute.length > 0) upsertSearchAttributes(backendAttribute);
 
   return {
     renderId,
     outputs,
     seeds: rendered.map((i) => i.seed),
-    ...(status.interrupted ? { interrupted: true } : {}),
-    ...(status.skipped && status.skipped.length > 0 ? { skipped: status.skipped } : {}),
-    ...(status.partial && status.partial.length > 0 ? { partial: status.partial } : {}),
+    ...stopped,
     request,
     ...(ui ? { ui } : {}),
     backend: used.join(','),

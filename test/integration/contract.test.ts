@@ -4,6 +4,8 @@
  * `/object_info`).
  */
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +14,12 @@ import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/ser
 import { listProfiles } from '../../src/models/registry.ts';
 
 const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, '..', '..');
+/** `comfy-durable contract <url>` as an operator runs it. */
+const contractCli = (url: string, env: Record<string, string> = {}) =>
+  run(process.execPath, [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'src/cli/main.ts'), 'contract', url], {
+    env: { ...process.env, MODELS_CONFIG: '', ...env },
+  });
 let fake: FakeComfyUI;
 
 beforeAll(async () => {
@@ -23,7 +31,9 @@ afterAll(async () => {
 
 describe('contract checks', () => {
   it('all pass against the fake ComfyUI', async () => {
-    const results = await runAllContractChecks(fake.url);
+    const { results, unusable, protocolOk } = await runAllContractChecks(fake.url);
+    expect(protocolOk).toBe(true);
+    expect(unusable).toEqual([]);
     expect(results.length).toBeGreaterThanOrEqual(12);
     expect(results.filter((r) => !r.ok)).toEqual([]);
   });
@@ -37,7 +47,7 @@ describe('contract checks', () => {
     vae[0] = (vae[0] as string[]).filter((f) => f !== 'ae.safetensors');
     const bare = await startFakeComfyUI({ port: 0, objectInfo: info });
     try {
-      const failed = (await runAllContractChecks(bare.url)).filter((r) => !r.ok);
+      const failed = (await runAllContractChecks(bare.url)).results.filter((r) => !r.ok);
       expect(failed.map((r) => r.name)).toEqual([
         'node class UnetLoaderGGUF is not installed (custom node city96/ComfyUI-GGUF)',
         'model file ae.safetensors is missing',
@@ -64,8 +74,8 @@ describe('contract checks', () => {
     applyModelOverrides(Object.fromEntries(ids.map((id) => [id, { engine: 'sglang' }])));
     const withPlugin = await startFakeComfyUI({ port: 0, sgldPlugin: true });
     try {
-      expect((await runAllContractChecks(withPlugin.url)).filter((r) => !r.ok)).toEqual([]);
-      const failed = (await runAllContractChecks(fake.url)).filter((r) => !r.ok);
+      expect((await runAllContractChecks(withPlugin.url)).results.filter((r) => !r.ok)).toEqual([]);
+      const failed = (await runAllContractChecks(fake.url)).results.filter((r) => !r.ok);
       expect(failed[0]!.name).toMatch(/^custom node ComfyUI_SGLDiffusion is not installed or failed to import/);
       expect(failed.some((r) => r.name.startsWith('node class SGLDUNETLoader is not installed'))).toBe(true);
     } finally {
@@ -75,14 +85,47 @@ describe('contract checks', () => {
   });
 
   it('the CLI prints one line per check and exits 0', async () => {
-    const root = path.resolve(import.meta.dirname, '..', '..');
-    const { stdout } = await run(process.execPath, [
-      path.join(root, 'node_modules/tsx/dist/cli.mjs'),
-      path.join(root, 'src/cli/main.ts'),
-      'contract',
-      fake.url,
-    ]);
+    const { stdout } = await contractCli(fake.url);
     expect(stdout).toMatch(/^\d+ passed, 0 failed$/m);
     expect(stdout).toContain('ok   a client-chosen prompt id is followed to completion');
+  });
+
+  it("a ComfyUI without one model's file: exit 3 naming that model, the others pass; switched off in MODELS_CONFIG, exit 0", async () => {
+    const { loadObjectInfoFixture } = await import('../../tools/fake-comfyui/fixture.ts');
+    const info = loadObjectInfoFixture();
+    const unet = info.UnetLoaderGGUF!.input.required!.unet_name!;
+    unet[0] = (unet[0] as string[]).filter((f) => f !== 'flux1-krea-dev-Q8_0.gguf');
+    const noKrea = await startFakeComfyUI({ port: 0, objectInfo: info });
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'contract-models-'));
+    try {
+      const lacking = await contractCli(noKrea.url).then(
+        () => expect.fail('exit 0 with a model file missing'),
+        (err: { code: number; stdout: string }) => err,
+      );
+      expect(lacking.code).toBe(3);
+      expect(lacking.stdout).toMatch(/^FAIL model file flux1-krea-dev-Q8_0\.gguf is missing: not in UnetLoaderGGUF\.unet_name; needed by imagegen-flux-krea$/m);
+      expect(lacking.stdout).toMatch(/^ok {3}imagegen-flux-dev: every node class/m);
+      expect(lacking.stdout).toMatch(/^unusable models on this ComfyUI: imagegen-flux-krea \(.*\{"imagegen-flux-krea":\{"enabled":false\}\}\)$/m);
+
+      const config = path.join(dir, 'models.json');
+      await writeFile(config, JSON.stringify({ 'imagegen-flux-krea': { enabled: false } }));
+      const { stdout } = await contractCli(noKrea.url, { MODELS_CONFIG: config });
+      expect(stdout).toContain('switched off in MODELS_CONFIG (not checked): imagegen-flux-krea');
+      expect(stdout).toMatch(/^\d+ passed, 0 failed$/m);
+      expect(stdout).not.toContain('imagegen-flux-krea:');
+
+      await writeFile(config, JSON.stringify({ 'imagegen-flux-krea': { enabled: 'no' } }));
+      const refused = await contractCli(noKrea.url, { MODELS_CONFIG: config }).then(
+        () => expect.fail('a bad MODELS_CONFIG was accepted'),
+        (err: { code: number; stderr: string }) => err,
+      );
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toEqual([
+        `model overrides file ${config}: imagegen-flux-krea.enabled: Invalid input: expected boolean, received string`,
+      ]);
+    } finally {
+      await noKrea.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

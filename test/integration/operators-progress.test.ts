@@ -3,6 +3,7 @@
  * runPrompt's heartbeat (step / steps) and the workflow's item / items, running + waiting renders in
  * `job_count`, and exactly all zeros when idle (SillyTavern polls until `job_count === 0`).
  */
+import { STAGE_ENDS } from '../../src/activities/item-progress.ts';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -110,8 +111,9 @@ it('reports the render on the GPU, the renders waiting for it, and all zeros onc
     expect(p.progress).toBeLessThan(1);
     expect(p.state.job_timestamp).toMatch(/^\d{14}$/);
     const items = p.state.job === ids[0] ? 2 : 1;
-    // Within an item, sampling is the first 85 % of an image's progress (decode and save follow: item-progress.ts).
-    expect(p.progress).toBeCloseTo((p.state.job_no + (0.85 * p.state.sampling_step) / 20) / items, 3);
+    // Within an item, sampling follows loading and text encoding; decode and save follow it (item-progress.ts).
+    const E = STAGE_ENDS.image;
+    expect(p.progress).toBeCloseTo((p.state.job_no + E.encoding + ((E.sampling - E.encoding) * p.state.sampling_step) / 20) / items, 3);
   }
   expect(sampling.some((p) => p.eta_relative > 0)).toBe(true);
   // The two-item render's second item reports at least half done.

@@ -34,7 +34,7 @@ let svc: TestService;
 let client: Client;
 
 /** Renders of the mix, by role. */
-const ids = { failedBefore: '', ok1: '', failed: [] as string[], cancelled: '', ok2: '', failedAfter: '' };
+const ids = { failedBefore: '', ok1: '', failed: [] as string[], cancelled: '', ok2: '', failedAfter: '', interrupted: '', skipped: '' };
 const seeds: Record<string, number> = {};
 const widths: Record<string, number> = {};
 let windowSince = '';
@@ -169,6 +169,11 @@ beforeAll(async () => {
   await tick();
   await faults({ executionError: { type: 'exception', count: 1, message: FAULT_MESSAGE } });
   ids.failedAfter = await failing({ ...base, prompt: 'failed after the window', seed: 107 });
+  // Stopped renders (after the window): one interrupted while sampling, one batch whose first item is skipped.
+  await faults({ slow: { stepMs: 600 } });
+  ids.interrupted = await stoppedBy('/sdapi/v1/interrupt', { ...base, prompt: 'interrupt me', seed: 108, steps: 8 });
+  ids.skipped = await stoppedBy('/sdapi/v1/skip', { ...base, prompt: 'skip my first', seed: 109, batch_size: 2, steps: 8 });
+  await faults({ slow: null });
   mark('mix');
 }, 120_000);
 
@@ -178,6 +183,19 @@ afterAll(async () => {
   await client?.connection.close();
   await temporal?.stop();
 });
+
+/** A render started, then stopped by `route` once it has sampled a step (so it has a partial image). */
+async function stoppedBy(route: string, body: Record<string, unknown>): Promise<string> {
+  const pending = txt2img(body);
+  await waitFor(async () => {
+    const p = (await http('GET', '/sdapi/v1/progress?skip_current_image=true')).json as { state: { sampling_step: number } };
+    return p.state.sampling_step >= 1 ? true : undefined;
+  });
+  expect((await http('POST', route)).status).toBe(200);
+  const r = await pending;
+  expect(r.status).toBe(200);
+  return r.renderId;
+}
 
 async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -238,6 +256,27 @@ describe('finding renders', () => {
     const injected = await http('GET', `/renders?model=${encodeURIComponent("x' OR 1=1")}`);
     expect(injected.status).toBe(400);
     expect(injected.json.field).toBe('model');
+  });
+
+  it('`renders list --outcome` and GET /renders?outcome= find interrupted, skipped and failed renders by what happened', async () => {
+    const byOutcome = async (outcome: string) => (await cliJson<RenderSummary[]>('list', '--outcome', outcome)).map((r) => r.id).sort();
+    expect(await byOutcome('interrupted')).toEqual([ids.interrupted]);
+    expect(await byOutcome('skipped')).toEqual([ids.skipped]);
+    expect(await byOutcome('failed:ComfyExecution')).toEqual(allFailed());
+    const partial = (await http('GET', '/renders?outcome=partial')).json as RenderPage;
+    expect(partial.renders.map((r) => r.id).sort()).toEqual([ids.interrupted, ids.skipped].sort());
+    const interrupted = partial.renders.find((r) => r.id === ids.interrupted)!;
+    expect(interrupted).toMatchObject({ status: 'completed', outcome: 'partial' });
+    expect(interrupted.outcomeSummary).toMatch(/^partial: interrupted at step \d+\/8$/);
+    expect(partial.renders.find((r) => r.id === ids.skipped)!.outcomeSummary).toMatch(/^partial: item 0 skipped at step \d+\/8$/);
+    // The table says it beside the status.
+    const table = await cli('list', '--outcome', 'partial');
+    expect(table.stdout).toMatch(new RegExp(`^${ids.interrupted}\\s+completed\\s+partial\\s`, 'm'));
+    const ok = (await http('GET', `/renders?outcome=completed&since=${encodeURIComponent(windowSince)}`)).json as RenderPage;
+    expect(ok.renders.map((r) => r.id).sort()).toEqual([ids.ok1, ids.ok2].sort());
+    const bad = await http('GET', '/renders?outcome=exploded');
+    expect(bad.status).toBe(400);
+    expect(bad.json.field).toBe('outcome');
   });
 
   it('`temporal workflow list --query "RenderModel=…"` finds renders by model', async () => {
@@ -304,6 +343,22 @@ describe('showing a render', () => {
     expect(ok.stages[1]!.attempts[0]!.steps?.map((t) => t.stage)).toContain('collectOutputs');
     expect(ok.stages.every((s) => s.outcome === 'completed' && s.attempts.length === 1)).toBe(true);
     expect(ok.prompts[0]?.outcome).toBe('completed');
+
+    // Stopped renders: completed as workflows, partial as renders; each output says what it is.
+    const interrupted = (await http('GET', `/renders/${ids.interrupted}`)).json as RenderTimeline;
+    expect(interrupted.status).toBe('completed');
+    expect(interrupted.outcome).toMatchObject({ outcome: 'partial', interrupted: true });
+    expect(interrupted.outputOutcomes).toEqual([expect.objectContaining({ index: 0, item: 0, outcome: 'partial', stoppedBy: 'interrupt', steps: 8 })]);
+    const skipped = (await http('GET', `/renders/${ids.skipped}`)).json as RenderTimeline;
+    expect(skipped.outputOutcomes?.map((o) => [o.item, o.outcome, o.stoppedBy])).toEqual([
+      [0, 'partial', 'skip'],
+      [1, 'completed', undefined],
+    ]);
+    const shown = await cli('show', ids.interrupted);
+    expect(shown.stdout).toContain('COMPLETED (PARTIAL)');
+    expect(shown.stdout).toMatch(/OUTCOME: partial: interrupted at step \d+\/8/);
+    expect(shown.stdout).toMatch(/PARTIAL \(interrupted at step \d+\/8\)/);
+    expect(ok.outcome).toEqual({ outcome: 'completed', summary: 'completed: 1 output(s)' });
 
     const cancelled = (await http('GET', `/renders/${ids.cancelled}`)).json as RenderTimeline;
     expect(cancelled.status).toBe('cancelled');
@@ -425,6 +480,8 @@ describe('replaying failed renders', () => {
         const page = await browser.newPage();
         await page.goto(`${svc.url}/`);
         await page.waitFor("document.body.dataset.loaded === 'true'");
+        // Thumbnails load lazily: those below the fold (the page holds more cards than 900 px show) only now.
+        await page.evaluate("document.querySelectorAll('.thumb img').forEach((i) => { i.loading = 'eager'; })");
         await page.waitFor("[...document.querySelectorAll('.thumb img')].every((i) => i.complete && i.naturalWidth > 0)");
         const cards = await page.evaluate<
           { id: string; status: string; thumb: number; reason: string; prompt: string; replay: boolean; ui: string | null; replayOf: string }[]
@@ -458,6 +515,17 @@ describe('replaying failed renders', () => {
         // User text is shown as text, never as markup.
         expect(byId.get(ids.failed[1]!)?.prompt).toBe('incident <b>two</b>');
         expect(byId.get(ids.cancelled)?.status).toBe('cancelled');
+        // What happened, beside the status: the stopped renders are marked partial, with the step reached.
+        const outcomes = await page.evaluate<{ id: string; badge: string; summary: string }[]>(`
+        [...document.querySelectorAll('.card')].map((c) => ({
+          id: c.dataset.renderId,
+          badge: c.querySelector('.badge.outcome')?.textContent ?? '',
+          summary: c.querySelector('.outcome-summary')?.textContent ?? '',
+        }))`);
+        const outcome = new Map(outcomes.map((o) => [o.id, o]));
+        expect(outcome.get(ids.interrupted)).toMatchObject({ badge: 'partial', summary: expect.stringMatching(/^partial: interrupted at step \d+\/8$/) });
+        expect(outcome.get(ids.skipped)).toMatchObject({ badge: 'partial', summary: expect.stringMatching(/^partial: item 0 skipped/) });
+        expect(outcome.get(ids.ok1)?.badge).toBe('');
         expect(page.errors).toEqual([]);
         await page.screenshot(path.join(process.env.GALLERY_SCREENSHOT_DIR ?? os.tmpdir(), 'operators-gallery.png'));
       } finally {

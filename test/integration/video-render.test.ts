@@ -262,7 +262,11 @@ describe('async jobs', () => {
     });
     expect(created.status, created.body.toString()).toBe(200);
     expect(created.json).toMatchObject({ object: 'video', size: '1280x704' });
+    // The video object says so, when created and when read back (from the render's memo) after it completed.
+    const fitted = expect.stringMatching(/^size: 1280x720 .*: rendering 1280x704$/);
+    expect(created.json.warnings).toEqual(expect.arrayContaining([fitted]));
     await follow(created.json.id);
+    expect((await job(created.json.id)).json).toMatchObject({ status: 'completed', outcome: 'completed', warnings: expect.arrayContaining([fitted]) });
     const content = await call('GET', `/v1/videos/${created.json.id}/content`);
     expect(content.status).toBe(200);
     expect(videoStream(await probe(content.body, 'sdk-size.mp4'))).toMatchObject({ width: 1280, height: 704 });

@@ -12,7 +12,8 @@ import { InFlight } from '../../src/api/in-flight.ts';
 import { OptionsStore } from '../../src/api/options-store.ts';
 import { IdempotencyConflictError, RenderFailedError, type RenderService, type StartOptions, type StartedRender } from '../../src/renders/render-service.ts';
 import { buildServer } from '../../src/api/server.ts';
-import type { ComfyCatalog } from '../../src/api/comfy-catalog.ts';
+import { ComfyCatalog } from '../../src/api/comfy-catalog.ts';
+import type { ObjectInfo } from '../../src/comfyui/object-info.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -43,6 +44,8 @@ export interface TestFrontOptions {
   keyState?: (renderId: string) => 'attach' | 'new' | 'conflict';
   /** ComfyUI's LoRA file list, for requests with LoRA tags (default: no catalog, as when ComfyUI is down). */
   loras?: string[];
+  /** ComfyUI's whole `/object_info` (a real ComfyCatalog over it: model lists, LoRAs), or its failure. */
+  objectInfo?: () => Promise<ObjectInfo>;
   /** The GPU lease render-starting routes take (api/gpu-lease-hook.ts). */
   gpuLease?: { poke(waitMs: number): Promise<void> };
   /** Serve the Temporal UI proxy at /temporal (to an address nothing answers on, unless a test starts one). */
@@ -109,6 +112,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       probeComfy: async () => ({}),
     },
     waitingRenders: opts.waitingRenders ?? (async () => 0),
+    ...(opts.objectInfo ? { catalog: catalogOver(opts.objectInfo) } : {}),
     ...(opts.loras ? { catalog: { loras: async () => opts.loras!, upscaleModels: async () => [] } as unknown as ComfyCatalog } : {}),
     inFlight,
     ...(opts.gpuLease ? { gpuLease: opts.gpuLease } : {}),
@@ -117,4 +121,15 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
   await app.ready();
   Object.assign(front, { app, config, dataDir, blobDir: config.blobDir, inFlight: () => inFlight, close: () => app.close() });
   return front as TestFront;
+}
+
+/** The front's catalog over a ComfyUI that answers `/object_info` with `info()`. */
+function catalogOver(info: () => Promise<ObjectInfo>): ComfyCatalog {
+  return new ComfyCatalog({
+    objectInfo: async (cls) => (await info())[cls],
+    allObjectInfo: info,
+    systemStats: async () => {
+      throw new Error('no system stats in this test');
+    },
+  });
 }

@@ -339,17 +339,15 @@ describe('docker-compose.yml', () => {
     expect(healthText(service('comfyui'))).toContain(`127.0.0.1:${ports.comfyui}/system_stats`);
   });
 
-  it('registers exactly the app search attributes, as Keyword, in the app namespace', () => {
+  it('registers exactly the app search attributes, with their types, in the app namespace', () => {
     const setup = environmentOf(service('temporal-create-namespace'));
     const pairs = setup
       .SEARCH_ATTRIBUTES!.trim()
       .split(/\s+/)
       .map((p) => p.split('='));
     expect(pairs.map(([n]) => n).sort()).toEqual(SEARCH_ATTRIBUTES.map((k) => k.name).sort());
-    for (const [n, type] of pairs) {
-      expect(type, n).toBe('Keyword');
-      expect(SEARCH_ATTRIBUTES.find((k) => k.name === n)?.type, n).toBe('KEYWORD');
-    }
+    const composeType: Record<string, string> = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList' };
+    for (const [n, type] of pairs) expect(type, n).toBe(composeType[SEARCH_ATTRIBUTES.find((k) => k.name === n)!.type]);
     expect(setup.TEMPORAL_NAMESPACE).toBe(environmentOf(service('worker')).TEMPORAL_NAMESPACE);
     expect(setup.TEMPORAL_ADDRESS).toBe(environmentOf(service('worker')).TEMPORAL_ADDRESS);
     expect(environmentOf(service('temporal-ui')).TEMPORAL_DEFAULT_NAMESPACE).toBe(setup.TEMPORAL_NAMESPACE);
@@ -621,7 +619,7 @@ describe('setup scripts', () => {
     const names = SEARCH_ATTRIBUTES.map((k) => k.name);
     const create = r.log.filter((l) => l.startsWith('temporal operator search-attribute create'));
     expect(create).toEqual([
-      `temporal operator search-attribute create ${addr} --namespace default ${names.map((n) => `--name ${n} --type Keyword`).join(' ')}`,
+      `temporal operator search-attribute create ${addr} --namespace default ${names.map((n) => `--name ${n} --type ${n === 'RenderOutcome' ? 'KeywordList' : 'Keyword'}`).join(' ')}`,
     ]);
     expect(r.log.some((l) => l.startsWith('temporal operator search-attribute list'))).toBe(true);
   });

@@ -317,6 +317,71 @@ describe('refusals the resolver and the submitter make name the OpenAI field', (
   });
 });
 
+describe('what happened to the images, in the answer', () => {
+  /** The render's first output came back black (NaNs in the VAE), its second stopped by an interrupt at step 3/8. */
+  async function blackThenPartial(f: TestFront): Promise<void> {
+    const blobs = new FsBlobStore(f.blobDir);
+    f.outcome = async (started) => {
+      const request = f.starts.at(-1)!.request;
+      const black = await blobs.put(
+        makePng(request.width, request.height, () => [0, 0, 0, 255]),
+        { mime: 'image/png' },
+      );
+      const partial = await blobs.put(
+        makePng(request.width, request.height, () => [9, 90, 9, 255]),
+        { mime: 'image/png' },
+      );
+      const outputs = [{ ...black, blank: 'black' as const }, partial];
+      return {
+        renderId: started.renderId,
+        outputs,
+        seeds: [request.seed, request.seed + 1],
+        request,
+        backend: 'comfyui-0',
+        promptIds: [],
+        timings: [],
+        interrupted: true,
+        partial: [{ item: 1, step: 3, steps: 8 }],
+      } satisfies RenderResult;
+    };
+  }
+
+  it('/v1/images/edits and /v1/images/generations warn about a black image and a partial one, as the A1111 routes do', async () => {
+    const f = await startTestFront({ MAX_IMAGE_BYTES: String(256 * 1024) });
+    try {
+      await blackThenPartial(f);
+      const { payload, headers } = multipart([
+        { name: 'model', value: 'imagegen-flux-dev' },
+        { name: 'prompt', value: 'a red ball' },
+        { name: 'image', value: redSquare(64), filename: 'a.png' },
+        { name: 'n', value: '2' },
+      ]);
+      const edit = await f.app.inject({ method: 'POST', url: '/v1/images/edits', payload, headers });
+      expect(edit.statusCode, edit.body).toBe(200);
+      expect(edit.json().data).toHaveLength(2);
+      const warnings: string[] = edit.json().warnings;
+      expect(warnings).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^image 0 is uniformly black: the VAE most likely produced NaNs/),
+          expect.stringMatching(/^image 1 is partial: interrupted after 3\/8 sampling steps/),
+        ]),
+      );
+      const gen = await f.app.inject({
+        method: 'POST',
+        url: '/v1/images/generations',
+        payload: { model: 'imagegen-flux-dev', prompt: 'x', n: 2, size: '64x64' },
+      });
+      expect(gen.statusCode, gen.body).toBe(200);
+      expect(gen.json().warnings).toEqual(expect.arrayContaining([expect.stringMatching(/^image 0 is uniformly black/)]));
+      // The same words as the A1111 route's info.warnings.
+      const a1111 = await f.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'x', width: 64, height: 64, batch_size: 2 } });
+      expect(JSON.parse(a1111.json().info).warnings).toEqual(gen.json().warnings);
+    } finally {
+      await f.close();
+    }
+  });
+});
+
 describe('POST /v1/images/edits', () => {
   const transparentDisc = makePng(64, 64, (x, y) => ((x - 32) ** 2 + (y - 32) ** 2 < 256 ? [0, 0, 0, 0] : [0, 0, 0, 255]));
 

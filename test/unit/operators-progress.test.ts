@@ -9,6 +9,9 @@ import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { a1111Progress } from '../../src/api/a1111/discovery-routes.ts';
 import { LiveProgress } from '../../src/operators/progress.ts';
+import { ProgressMemory } from '../../src/operators/render-progress.ts';
+import { readJob } from '../../src/api/video/jobs.ts';
+import { textinfo } from '../../src/api/a1111/discovery-routes.ts';
 
 const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
@@ -36,9 +39,11 @@ interface StubRender {
   id: string;
   status?: string;
   startTime: number;
-  /** runPrompt pending state, heartbeat and start. */
-  gpu?: { state: number; beat?: object; startedAt?: number };
-  query?: { item: number; items: number };
+  /** runPrompt pending state, heartbeat, schedule and start. */
+  gpu?: { state: number; beat?: object; startedAt?: number; scheduledAt?: number };
+  query?: { item: number; items: number; stage?: string; interrupted?: boolean; promptIds?: string[]; attempts?: unknown[] };
+  /** A video render (GET /v1/videos/{id} reads it). */
+  video?: boolean;
   /** Still listed by visibility although describe() says it closed. */
   listedOnly?: boolean;
   /** Just started: describe() knows it, visibility does not yet. */
@@ -68,7 +73,12 @@ function stubClient(renders: StubRender[], calls: string[] = []): Client {
             workflowId: id,
             status: { name: r.status ?? 'RUNNING' },
             startTime: new Date(r.startTime),
-            memo: { images: r.query?.items ?? 1 },
+            memo: {
+              images: r.query?.items ?? 1,
+              ...(r.video ? { kind: 'video', frames: 17, fps: 16, size: '320x192', warnings: ['size: 320x200 fitted: rendering 320x192'] } : {}),
+            },
+            typedSearchAttributes: { get: () => 'videogen-wan22-5b' },
+            historyLength: 12,
             raw: {
               pendingActivities: r.gpu
                 ? [
@@ -76,6 +86,7 @@ function stubClient(renders: StubRender[], calls: string[] = []): Client {
                       activityType: { name: 'runPrompt' },
                       state: r.gpu.state,
                       ...(r.gpu.startedAt ? { lastStartedTime: msNumberToTs(r.gpu.startedAt) } : {}),
+                      ...(r.gpu.scheduledAt ? { scheduledTime: msNumberToTs(r.gpu.scheduledAt) } : {}),
                       ...(r.gpu.beat ? { heartbeatDetails: { payloads: [defaultPayloadConverter.toPayload(r.gpu.beat)] } } : {}),
                     },
                   ]
@@ -118,10 +129,11 @@ describe('A1111 progress body', () => {
   });
 });
 
-describe('LiveProgress', () => {
-  const live = (renders: StubRender[], calls?: string[]) =>
-    new LiveProgress({ client: stubClient(renders, calls), namespace: 'default', taskQueue: 'renders', now: () => NOW, cacheMs: 0 });
+/** A front's progress over `renders`, remembering what it showed in `memory` (a fresh one per test by default). */
+const live = (renders: StubRender[], calls?: string[], memory = new ProgressMemory()) =>
+  new LiveProgress({ client: stubClient(renders, calls), namespace: 'default', taskQueue: 'renders', now: () => NOW, cacheMs: 0, memory });
 
+describe('LiveProgress', () => {
   it('no running render: job_count 0 and nothing else', async () => {
     const calls: string[] = [];
     expect(await live([], calls).snapshot()).toEqual({ jobCount: 0 });
@@ -191,5 +203,66 @@ describe('LiveProgress', () => {
     t += 2;
     await p.snapshot();
     expect(calls).toHaveLength(2);
+  });
+});
+
+describe('one progress for a render, on every route, that never goes back', () => {
+  // One front: both routes share what it has shown.
+  const memory = new ProgressMemory();
+  const front = (renders: StubRender[]) => live(renders, undefined, memory);
+  const videoJob = async (renders: StubRender[], id: string) => (await readJob(stubClient(renders), id, undefined, memory)).job;
+  const decoding = { backend: 'b', promptId: 'p', node: 'decode', value: 0, max: 1, lastEventAt: NOW, fraction: 0.7342, phase: 'decoding', item: 0, items: 1 };
+
+  it('/v1/videos and /sdapi/v1/progress show the same number for the same video (×100, rounded down), and its stage', async () => {
+    const renders: StubRender[] = [
+      { id: 'video-same', video: true, startTime: NOW - 60_000, gpu: { state: STARTED, startedAt: NOW - 50_000, beat: decoding } },
+    ];
+    const snap = await front(renders).snapshot();
+    expect(a1111Progress(snap).progress).toBe(0.7342);
+    expect(textinfo(snap)).toBe('Decoding (VAE) image 1/1');
+    const job = await videoJob(renders, 'video-same');
+    expect(job).toMatchObject({ status: 'in_progress', progress: 73, stage: 'decoding' });
+    // The video object lists what was changed from the request.
+    expect(job.warnings).toEqual(['size: 320x200 fitted: rendering 320x192']);
+  });
+
+  it('an interrupt: while the stopped prompt winds down, neither route drops to 0 or claims to wait for a GPU', async () => {
+    const running: StubRender = { id: 'video-stop', video: true, startTime: NOW - 60_000, gpu: { state: STARTED, startedAt: NOW - 50_000, beat: decoding } };
+    expect((await front([running]).snapshot()).current?.progress).toBe(0.7342);
+    // The attempt has ended (the prompt stopped); the workflow has not returned yet.
+    const stopping: StubRender = { ...running, gpu: undefined, query: { item: 0, items: 1, stage: 'waiting', interrupted: true, promptIds: [], attempts: [] } };
+    const snap = await front([stopping]).snapshot();
+    expect(snap).toMatchObject({ pending: 'stopping', pendingProgress: 0.7342 });
+    expect(a1111Progress(snap).progress).toBe(0.7342);
+    expect(textinfo(snap)).toBe('Stopping (interrupted)');
+    expect((await videoJob([stopping], 'video-stop')).progress).toBe(73);
+  });
+
+  it('a skip: the next item being handed to a GPU says so (not "Waiting for a GPU"), and progress stays where the skipped item was', async () => {
+    const first: StubRender = {
+      id: 'batch-skip',
+      startTime: NOW - 20_000,
+      query: { item: 0, items: 2, stage: 'waiting', promptIds: [], attempts: [] },
+      gpu: { state: STARTED, startedAt: NOW - 10_000, beat: { ...decoding, fraction: 0.9, phase: 'sampling', item: 0, items: 2 } },
+    };
+    expect((await front([first]).snapshot()).current?.progress).toBe(0.45);
+    const next: StubRender = {
+      ...first,
+      query: { item: 1, items: 2, stage: 'waiting', promptIds: ['p0'], attempts: [] },
+      gpu: { state: SCHEDULED, scheduledAt: NOW - 1_000 },
+    };
+    const snap = await front([next]).snapshot();
+    expect(snap).toMatchObject({ pending: 'starting', pendingProgress: 0.5 });
+    expect(textinfo(snap)).toBe('Starting image 2/2');
+    // Not picked up for longer than a hand-over takes: then it does wait for a GPU.
+    const waiting = await front([{ ...next, id: 'batch-wait', gpu: { state: SCHEDULED, scheduledAt: NOW - 30_000 } }]).snapshot();
+    expect(textinfo(waiting)).toBe('Waiting for a GPU');
+  });
+
+  it('a retry starting the item afresh does not take the shown progress back', async () => {
+    const r: StubRender = { id: 'retry', startTime: NOW - 20_000, gpu: { state: STARTED, startedAt: NOW - 10_000, beat: { ...decoding, fraction: 0.6 } } };
+    expect((await front([r]).snapshot()).current?.progress).toBe(0.6);
+    const again = await front([{ ...r, gpu: { state: STARTED, startedAt: NOW - 1_000, beat: { ...decoding, fraction: 0.05, phase: 'encoding' } } }]).snapshot();
+    expect(again.current).toMatchObject({ progress: 0.6, phase: 'encoding' });
   });
 });

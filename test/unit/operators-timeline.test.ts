@@ -113,6 +113,46 @@ describe('timeline of recorded histories', () => {
   });
 });
 
+describe('what happened, beyond the status', () => {
+  /** The success history whose result says what a stopped or NaN render returns (the shape renders record). */
+  function completedWith(change: (result: Record<string, any>) => void) {
+    const history = historyFromJSON(JSON.parse(readFileSync(path.join(dir, 'success.json'), 'utf8')));
+    const done = history.events!.find((e) => e.workflowExecutionCompletedEventAttributes)!.workflowExecutionCompletedEventAttributes!;
+    const result = defaultPayloadConverter.fromPayload<Record<string, any>>(done.result!.payloads![0]!);
+    change(result);
+    done.result = { payloads: [defaultPayloadConverter.toPayload(result)] };
+    return buildTimeline('render-x', history, defaultPayloadConverter);
+  }
+
+  it('a completed render that was interrupted is partial, its output marked with the step it reached', () => {
+    const tl = completedWith((r) => Object.assign(r, { interrupted: true, partial: [{ item: 0, step: 2, steps: 4 }] }));
+    expect(tl.status).toBe('completed');
+    expect(tl.outcome).toMatchObject({ outcome: 'partial', interrupted: true, summary: 'partial: interrupted at step 2/4' });
+    expect(tl.outputOutcomes).toEqual([{ index: 0, item: 0, outcome: 'partial', stoppedBy: 'interrupt', step: 2, steps: 4 }]);
+    const text = formatTimeline(tl);
+    expect(text).toMatch(/^render-x {2}COMPLETED \(PARTIAL\)/);
+    expect(text).toContain('OUTCOME: partial: interrupted at step 2/4');
+    expect(text).toMatch(/^ {2}0 {2}sha256 \S+ .* PARTIAL \(interrupted at step 2\/4\)$/m);
+    expect(text).toMatch(/^ {2}item 0 .* completed \(interrupted at step 2\/4\)$/m);
+  });
+
+  it('a skipped item and a black output', () => {
+    const skipped = completedWith((r) => Object.assign(r, { skipped: [0], partial: [{ item: 0, step: 1, steps: 4 }] }));
+    expect(skipped.outcome).toMatchObject({ outcome: 'partial', skipped: [0], summary: 'partial: item 0 skipped at step 1/4' });
+    expect(skipped.outputOutcomes![0]).toMatchObject({ outcome: 'partial', stoppedBy: 'skip' });
+    const black = completedWith((r) => (r.outputs[0].blank = 'black'));
+    expect(black.outcome).toMatchObject({ outcome: 'blank', blank: [0], summary: 'blank: output 0 is black (NaN in the VAE)' });
+    expect(black.outputOutcomes).toEqual([{ index: 0, item: 0, outcome: 'completed', blank: 'black' }]);
+    expect(formatTimeline(black)).toMatch(/BLANK \(black: NaN in the VAE\)$/m);
+  });
+
+  it('the recorded histories: completed, failed with its class, cancelled', () => {
+    expect(timeline('success').outcome).toEqual({ outcome: 'completed', summary: 'completed: 1 output(s)' });
+    expect(timeline('failure').outcome).toMatchObject({ outcome: 'failed', failureClass: 'ComfyExecution' });
+    expect(timeline('cancel').outcome).toEqual({ outcome: 'cancelled', summary: 'cancelled' });
+  });
+});
+
 describe('live state of a running render', () => {
   const { temporal } = proto;
   /** The success history cut right after runPrompt was scheduled: the render is on the GPU now. */

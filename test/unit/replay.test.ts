@@ -69,6 +69,25 @@ describe('recorded render histories replay against the current workflow code', (
     results = await replayAll(WORKFLOWS_PATH);
   }, 60_000);
 
+  it('renders recorded since the render-outcome-search-attribute patch carry its marker and their RenderOutcome; the older ones neither', () => {
+    const upserted = (f: string): string[] =>
+      (load(f).events ?? []).flatMap((e) => {
+        const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {};
+        const outcome = fields.RenderOutcome;
+        return outcome ? [defaultPayloadConverter.fromPayload<string[]>(outcome).join(',')] : [];
+      });
+    const marked = (f: string): boolean => (load(f).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+    for (const s of ['success', 'stall-retry', 'failure']) expect(marked(`render-outcome-search-attribute-${s}.json`), s).toBe(true);
+    expect(upserted('render-outcome-search-attribute-success.json')).toEqual(['completed']);
+    expect(upserted('render-outcome-search-attribute-failure.json')).toEqual(['failed,failed:ComfyExecution']);
+    // A cancelled render's status says it all: no outcome upsert (and so no marker).
+    expect(upserted('render-outcome-search-attribute-cancel.json')).toEqual([]);
+    for (const old of SCENARIOS) {
+      expect(marked(old), old).toBe(false);
+      expect(upserted(old), old).toEqual([]);
+    }
+  });
+
   it('has a history for each scenario of the one shape: success, retry after a stall, failure, cancel', () => {
     expect(files).toEqual(expect.arrayContaining(SCENARIOS));
     // The stall scenario really holds a retried prompt: a stalled attempt, then one that rendered.

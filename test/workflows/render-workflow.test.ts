@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltRender, RenderActivities, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/activities/types.ts';
 import type { PromptRun, RenderRequest } from '../../src/render/types.ts';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
-import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
+import { RENDER_OUTCOME, SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
 import { GaveUpFailureType } from '../../src/workflows/failure-types.ts';
 import { gpuTaskQueue } from '../../src/workflows/queues.ts';
@@ -98,6 +98,11 @@ function rendered(input: RunPromptInput, backend = 'gpu-a'): PromptRun {
     outputs: [{ sha256, size: 1, mime: 'image/png' }],
     timings: [{ stage: 'prompt', ms: 1 }],
   };
+}
+
+/** The render's RenderOutcome search attribute (what `renders list --outcome` filters on). */
+async function outcomeTags(renderId: string): Promise<string[] | undefined> {
+  return (await env.client.workflow.getHandle(renderId).describe()).typedSearchAttributes.get(RENDER_OUTCOME);
 }
 
 const failure = (type: string, details: Record<string, unknown> = {}, nonRetryable = false): ApplicationFailure =>
@@ -211,6 +216,19 @@ describe('render workflow', () => {
     const status = await handle.query(renderStatusQuery);
     expect(status).toMatchObject({ stage: 'done', items: 2, promptIds: ['prompt-0-1', 'prompt-1-1'] });
     expect(status.attempts.map((a) => a.outcome)).toEqual(['completed', 'completed']);
+    expect(await outcomeTags(handle.workflowId)).toEqual(['completed']);
+  });
+
+  it('an output of one colour tags the render blank', async () => {
+    const handle = await start(
+      async (input) => {
+        const run = rendered(input);
+        return input.item === 1 ? { ...run, outputs: [{ ...run.outputs[0]!, blank: 'black' as const }] } : run;
+      },
+      { items: 2 },
+    );
+    expect((await handle.result()).outputs.map((o) => o.blank)).toEqual([undefined, 'black']);
+    expect(await outcomeTags(handle.workflowId)).toEqual(['blank']);
   });
 
   it('retries a retryable failure with exponential backoff (or the delay the failure asks for), telling each attempt where earlier ones ran', async () => {
@@ -246,6 +264,8 @@ describe('render workflow', () => {
     expect(callsOf(handle.workflowId)).toHaveLength(4);
     expect(await timerDurations(handle.workflowId)).toEqual([10, 20, 25]);
     expect(stops.get(handle.workflowId)).toEqual([{ attemptBackends: ['gpu-1', 'gpu-2', 'gpu-3', 'gpu-4'], item: 0, attempts: 4 }]);
+    // The class is the last attempt's, not the wrapper's.
+    expect(await outcomeTags(handle.workflowId)).toEqual(['failed', 'failed:ComfyStall']);
   });
 
   it('a non-retryable failure ends the render at once, with nothing to stop', async () => {
@@ -254,6 +274,7 @@ describe('render workflow', () => {
     });
     const err = await failureOf(handle.result());
     expect(err.cause?.cause).toMatchObject({ type: 'ComfyExecution' });
+    expect(await outcomeTags(handle.workflowId)).toEqual(['failed', 'failed:ComfyExecution']);
     expect(callsOf(handle.workflowId)).toHaveLength(1);
     expect(stops.get(handle.workflowId)).toBeUndefined();
   });
@@ -286,6 +307,7 @@ describe('render workflow', () => {
     expect(seen.map((c) => c.input.item)).toEqual([0, 1]);
     expect(seen[1]!.cancelled).toBe(true);
     expect(stops.get(handle.workflowId)).toBeUndefined();
+    expect(await outcomeTags(handle.workflowId)).toEqual(['partial', 'interrupted']);
   });
 
   it('skip ends the running item and goes on with the next', async () => {
@@ -296,6 +318,7 @@ describe('render workflow', () => {
     expect(result).toMatchObject({ skipped: [0], seeds: [101], promptIds: ['prompt-1-1'] });
     expect(result.interrupted).toBeUndefined();
     expect(callsOf(handle.workflowId)[0]!.cancelled).toBe(true);
+    expect(await outcomeTags(handle.workflowId)).toEqual(['partial', 'skipped']);
   });
 
   it('a cancelled render cancels its running attempt, waits for it, stops its prompts and ends cancelled', async () => {

@@ -29,16 +29,20 @@ const doc = (summary: string, response: Record<number, z.ZodType>) => ({ schema:
 
 export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext): void {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.get('/sdapi/v1/sd-models', doc('Models (profiles) this service renders', { 200: sdModelsSchema }), async () =>
-    listImageProfiles().map((p) => ({
-      title: p.title,
-      model_name: p.id,
-      hash: null,
-      sha256: null,
-      filename: p.files.unet ?? p.id,
-      config: null,
-    })),
-  );
+  // Models the ComfyUI lacks a file or node for are not offered (GET /health says why).
+  app.get('/sdapi/v1/sd-models', doc('Models (profiles) this service renders on its ComfyUI', { 200: sdModelsSchema }), async () => {
+    const unusable = (await ctx.catalog?.unusableModels()) ?? new Set<string>();
+    return listImageProfiles()
+      .filter((p) => !unusable.has(p.id))
+      .map((p) => ({
+        title: p.title,
+        model_name: p.id,
+        hash: null,
+        sha256: null,
+        filename: p.files.unet ?? p.id,
+        config: null,
+      }));
+  });
 
   app.get('/sdapi/v1/options', doc('Current settings (sd_model_checkpoint, samples_format, …)', { 200: optionsSchema }), async () => ({
     samples_format: 'png',
@@ -212,11 +216,13 @@ export function textinfo(s: ProgressSnapshot): string | null {
     if (s.jobCount === 0) return null;
     if (s.pending === 'stopping') return 'Stopping (interrupted)';
     if (s.pending === 'done') return 'Finishing';
+    if (s.pending === 'starting') return s.pendingItem ? `Starting image ${s.pendingItem.item}/${s.pendingItem.items}` : 'Starting';
     return 'Waiting for a GPU';
   }
   const image = `image ${c.item + 1}/${c.items}`;
   if (c.phase === 'saving') return `Saving ${image}`;
   if (c.phase === 'decoding') return `Decoding (VAE) ${image}`;
+  if (c.phase === 'encoding') return `Encoding the prompt, ${image}`;
   if (c.phase === 'sampling' || (c.phase === undefined && c.max > 0)) return `Sampling step ${c.value}/${c.max}, ${image}`;
   return c.node ? `Running node ${c.node}, ${image}` : `Starting ${image}`;
 }

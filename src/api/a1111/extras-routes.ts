@@ -9,6 +9,7 @@ import { imageRouteLimits } from '../body-limits.ts';
 import { normalizeExtrasOffLoop } from './extras.ts';
 import { readPngInfo } from './png-info.ts';
 import type { CatalogLists } from '../../request/upscalers.ts';
+import { outcomeWarnings } from '../../render/outcome.ts';
 import { infotextFor } from '../../render/infotext.ts';
 import { resolveModel } from '../../models/registry.ts';
 import type { ApiContext } from '../context.ts';
@@ -50,8 +51,8 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const finished = await startAndWait(ctx, req, reply, `sdapi.extras-${route}`, normalized);
     if (!('result' in finished)) return finished;
     const images = await outputImages(ctx, finished.result);
-    // A1111 shows the postprocessing parameters as html_info; warnings follow them.
-    const html = [infotextFor(finished.result.request, 0), ...normalized.warnings].join('<br>');
+    // A1111 shows the postprocessing parameters as html_info; warnings follow them (a blank output included).
+    const html = [infotextFor(finished.result.request, 0), ...normalized.warnings, ...outcomeWarnings(finished.result.request, finished.result)].join('<br>');
     return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
   };
   // The body schemas are the ones normalizeExtras validates with.

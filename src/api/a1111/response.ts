@@ -3,6 +3,7 @@
  * as A1111 returns it) and per-image infotexts (also embedded as the PNG `parameters` text chunk).
  */
 import { infotextFor } from '../../render/infotext.ts';
+import { outcomeWarnings } from '../../render/outcome.ts';
 import type { RenderRequest, RenderResult } from '../../render/types.ts';
 import { schemaFor, type A1111Route } from './schema.ts';
 
@@ -84,34 +85,10 @@ export function buildInfo(
   };
   if (result?.interrupted) info.interrupted = true;
   if (result?.skipped && result.skipped.length > 0) info.skipped = result.skipped;
-  const warnings = [...(opts.warnings ?? []), ...partialWarnings(request, result), ...blankWarnings(result?.outputs)];
+  const warnings = [...(opts.warnings ?? []), ...outcomeWarnings(request, result)];
   if (result?.partial && result.partial.length > 0) info.partial = result.partial.map((p) => p.item);
   if (warnings.length > 0) info.warnings = warnings;
   return JSON.stringify(info);
-}
-
-/** Outputs of one colour are no silent success: a black one is what a VAE producing NaNs decodes to. */
-function blankWarnings(outputs: RenderResult['outputs'] | undefined): string[] {
-  return (outputs ?? []).flatMap((o, i) =>
-    o.blank === 'black'
-      ? [
-          `image ${i} is uniformly black: the VAE most likely produced NaNs (A1111: "A tensor with all NaNs was produced in VAE"); try another seed, fewer steps or a different VAE`,
-        ]
-      : o.blank === 'uniform'
-        ? [`image ${i} is a single uniform colour: the render most likely failed numerically`]
-        : [],
-  );
-}
-
-/** One line per item that answers with a partial image, saying what that image is. */
-function partialWarnings(request: RenderRequest, result: Pick<RenderResult, 'skipped' | 'partial'> | undefined): string[] {
-  const w = request.hires?.width ?? request.width;
-  const h = request.hires?.height ?? request.height;
-  return (result?.partial ?? []).map((p) => {
-    const how = result?.skipped?.includes(p.item) ? 'skipped' : 'interrupted';
-    const at = p.step !== undefined && p.steps !== undefined ? ` after ${p.step}/${p.steps} sampling steps` : '';
-    return `image ${p.item} is partial: ${how}${at}; it is the sampler's last preview (a low-resolution approximation of the latent) resized to ${w}x${h}, not a finished image`;
-  });
 }
 
 /** A1111 API defaults of the fields every route shares (docs/a1111-contract.md). */

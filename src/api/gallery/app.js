@@ -1,5 +1,6 @@
-// The render gallery: recent renders from GET /renders as cards (thumbnail, status, model, timings,
-// failure reason, Temporal UI link, replay button for failed ones). Plain DOM, no framework, no build.
+// The render gallery: recent renders from GET /renders as cards (thumbnail, status, what happened — partial
+// after an interrupt or skip, blank —, model, timings, failure reason, Temporal UI link, replay button for
+// failed ones). Plain DOM, no framework, no build.
 // Every value from the server goes through textContent or a checked attribute, never innerHTML: prompts
 // are user input.
 'use strict';
@@ -116,12 +117,21 @@
 
     const body = el('div', 'body');
     const head = el('div', 'head');
-    head.append(el('span', `badge ${r.status}`, r.status), el('span', 'model', r.model || '?'));
+    head.append(el('span', `badge ${r.status}`, r.status));
+    // What happened beyond the status: an interrupted or skipped render is partial, a black output blank.
+    if (r.outcome === 'partial' || r.outcome === 'blank') {
+      const o = el('span', `badge outcome ${r.outcome}`, r.outcome);
+      o.title = r.outcomeSummary || r.outcome;
+      head.append(o);
+      c.dataset.outcome = r.outcome;
+    }
+    head.append(el('span', 'model', r.model || '?'));
     if (r.kind) head.append(el('span', 'kind', r.kind));
     body.append(head);
 
     if (r.prompt) body.append(el('p', 'prompt', r.prompt));
     if (r.reason) body.append(el('p', 'reason', r.reason));
+    else if (r.outcomeSummary && r.outcome !== 'completed') body.append(el('p', `outcome-summary ${r.outcome}`, r.outcomeSummary));
 
     const dl = el('dl', 'facts');
     fact(dl, 'started', when(r.startedAt));
@@ -212,7 +222,7 @@
   function query(cursor) {
     const p = new URLSearchParams();
     const f = new FormData(filters);
-    for (const k of ['status', 'model', 'since']) {
+    for (const k of ['status', 'outcome', 'model', 'since']) {
       const v = f.get(k);
       if (v) p.set(k, String(v));
     }

@@ -2,7 +2,7 @@
  * The OpenAI image API on durable renders:
  *   POST /v1/images/generations  JSON → {created, data: [{b64_json | url, revised_prompt?, seed}], …}
  *   POST /v1/images/edits        multipart (`image` / `image[]`, `mask`) or JSON → the same answer
- *   GET  /v1/models, /v1/models/{id}  every registered profile (image and video) in OpenAI's list shape
+ *   GET  /v1/models, /v1/models/{id}  every served profile (image and video) the ComfyUI can render, in OpenAI's list shape
  * A request is mapped once into the neutral request (to-neutral.ts) and resolved by the one resolver
  * (src/request/resolve.ts), then started and awaited like every render (api/render-wait.ts: blob storage,
  * Idempotency-Key, X-Priority, admission, interrupt). Errors are answered in OpenAI's envelope by this
@@ -56,7 +56,11 @@ async function openAiPlugin(plainScope: FastifyInstance, ctx: ApiContext): Promi
   app.setErrorHandler(openAiErrorHandler);
 
   const listDoc = { summary: 'OpenAI: every model this service renders (image and video)', tags: ['OpenAI images'], response: { 200: modelListSchema } };
-  app.get('/v1/models', { schema: listDoc }, async () => ({ object: 'list' as const, data: listProfiles().map((p) => modelObject(p.id, startedAt)) }));
+  // Models the ComfyUI lacks a file or node for are not offered (GET /health says why).
+  app.get('/v1/models', { schema: listDoc }, async () => {
+    const unusable = (await ctx.catalog?.unusableModels()) ?? new Set<string>();
+    return { object: 'list' as const, data: listProfiles().flatMap((p) => (unusable.has(p.id) ? [] : [modelObject(p.id, startedAt)])) };
+  });
   const modelDoc = {
     summary: 'OpenAI: one model (by id, title or alias)',
     tags: ['OpenAI images'],

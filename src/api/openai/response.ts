@@ -1,11 +1,13 @@
 /**
  * The OpenAI images answer: `{created, data: [{b64_json | url, revised_prompt?, seed}], output_format, size}`,
- * plus `warnings` when something was accepted but not applied. `revised_prompt` appears only when the
+ * plus `warnings` when something was accepted but not applied, or an image is partial (interrupted) or blank
+ * (a black one: NaNs in the VAE), as the A1111 routes say in `info.warnings`. `revised_prompt` appears only when the
  * prompt rendered differs from the one sent (LoRA tags are taken out of it); `seed` (not OpenAI's, ignored by
  * its SDKs) is the seed each image rendered with, so a client can render it again.
  */
 import { trimTrailingSlashes } from '../../text/trim.ts';
 import type { FastifyRequest } from 'fastify';
+import { outcomeWarnings } from '../../render/outcome.ts';
 import type { RenderResult } from '../../render/types.ts';
 
 export interface OpenAiImage {
@@ -35,6 +37,8 @@ export function imagesResponse(opts: {
   now?: number;
 }): OpenAiImagesResponse {
   const { result, renderId } = opts;
+  // What was adjusted in the request, then what happened to the images (partial after an interrupt, black).
+  const warnings = [...opts.warnings, ...outcomeWarnings(result.request, result)];
   const revised = result.request.prompt !== opts.sentPrompt ? result.request.prompt : undefined;
   const data = result.outputs.map((o, i): OpenAiImage => {
     const seed = result.seeds[i] ?? result.request.seed + i;
@@ -50,7 +54,7 @@ export function imagesResponse(opts: {
     output_format: FORMAT_BY_MIME[result.outputs[0]?.mime ?? 'image/png'] ?? 'png',
     size: `${result.request.width}x${result.request.height}`,
     render_id: renderId,
-    ...(opts.warnings.length > 0 ? { warnings: opts.warnings } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
 }
 

@@ -7,6 +7,29 @@ import { z } from 'zod';
 import { RENDER_STATUSES } from '../../operators/types.ts';
 
 const status = z.enum([...RENDER_STATUSES, 'continued-as-new', 'unknown']);
+const outcomeName = z.enum(['completed', 'partial', 'blank', 'failed', 'cancelled', 'timed-out', 'terminated']);
+
+const partialItemSchema = z.object({ item: z.number(), step: z.number().optional(), steps: z.number().optional() });
+const outcomeSchema = z
+  .object({
+    outcome: outcomeName,
+    summary: z.string(),
+    failureClass: z.string().optional(),
+    interrupted: z.boolean().optional(),
+    skipped: z.array(z.number()).optional(),
+    partial: z.array(partialItemSchema).optional().describe('items answered with their partial image, and the sampling step reached'),
+    blank: z.array(z.number()).optional().describe('indexes of outputs of one colour'),
+  })
+  .describe('What happened to the render');
+const outputOutcomeSchema = z.object({
+  index: z.number(),
+  item: z.number().optional(),
+  outcome: z.enum(['completed', 'partial']),
+  stoppedBy: z.enum(['interrupt', 'skip']).optional(),
+  step: z.number().optional(),
+  steps: z.number().optional(),
+  blank: z.enum(['black', 'uniform']).optional(),
+});
 
 const renderSummarySchema = z.object({
   id: z.string(),
@@ -29,6 +52,11 @@ const renderSummarySchema = z.object({
   priority: z.number().optional().describe('1 most urgent … 5'),
   outputs: z.number().optional().describe('output images of a completed render'),
   reason: z.string().optional().describe('why a failed, timed-out or terminated render ended'),
+  outcome: outcomeName
+    .optional()
+    .describe('what happened to a closed render: completed, partial (interrupt, skip), blank (an output of one colour), failed, …'),
+  outcomeSummary: z.string().optional().describe('one line: "partial: interrupted at step 7/20", "blank: output 0 is black (NaN in the VAE)"'),
+  failureClass: z.string().optional().describe('failed renders: ComfyExecution, ComfyStall, Timeout, …'),
 });
 
 export const renderPageSchema = z
@@ -66,6 +94,8 @@ export const renderTimelineSchema = z
     graphs: z.array(z.unknown()).describe('the ComfyUI graph of each output item'),
     prompts: z.array(z.unknown()).describe('ComfyUI prompts: item, promptId, attempt, times, outcome'),
     outputs: z.array(blobRefSchema),
+    outputOutcomes: z.array(outputOutcomeSchema).optional().describe('what happened to each output: completed, or partial (stopped at a step); blank'),
+    outcome: outcomeSchema.optional(),
     stages: z.array(z.unknown()).describe('buildGraph, runPrompt[i], stopPrompts: outcome, attempts, errors'),
     timings: z.array(z.unknown()).optional(),
     reason: z.string().optional(),

@@ -1,6 +1,6 @@
 /**
  * Operator routes over HTTP — the same operations as `comfy-durable renders …` (src/operators):
- *   GET  /renders                      list (status, model, kind, since, until, replayOf, limit, cursor)
+ *   GET  /renders                      list (status, outcome, model, kind, since, until, replayOf, limit, cursor)
  *   GET  /renders/{id}                 timeline (stages, attempts, request, graphs, prompts, outputs, reason)
  *   GET  /renders/{id}/outputs/{n}     output image n (0-based) from the blob store
  *   POST /renders/{id}/replay          {newSeed?: boolean} → 202 the new render, linked to the original
@@ -32,8 +32,13 @@ const galleryDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..',
 const listQuerySchema = renderFiltersSchema.extend({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: cursorSchema.optional(),
-  /** `0` skips reading the outcome (reason, outputs) of closed renders: a faster, visibility-only list. */
-  outcome: z.enum(['0', '1']).default('1'),
+  /** `0` skips reading the outcome (reason, outputs, what happened) of closed renders: a faster, visibility-only list. */
+  details: z.enum(['0', '1']).default('1'),
+  /**
+   * Renders by what happened (completed, partial, interrupted, skipped, blank, failed, failed:<class>). The
+   * earlier `outcome=0|1` (now `details`) is still read as such.
+   */
+  outcome: z.union([z.enum(['0', '1']), renderFiltersSchema.shape.outcome.unwrap()]).optional(),
 });
 // Temporal accepts any workflow id; ours are `render-…`. Bound the length and refuse control characters.
 // eslint-disable-next-line no-control-regex -- refusing control characters is what this regex is for
@@ -106,9 +111,12 @@ export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void
     response: { 200: renderPageSchema, 400: a1111ErrorSchema.describe('A filter or the cursor is not valid (field names it)') },
   });
   app.get('/renders', listDoc, async (req) => {
-    const { limit, cursor, outcome, ...filters } = req.query;
+    const { limit, cursor, details, outcome, ...rest } = req.query;
+    const legacyFlag = outcome === '0' || outcome === '1' ? outcome : undefined;
+    const filters = { ...rest, ...(outcome !== undefined && legacyFlag === undefined ? { outcome } : {}) };
+    const withOutcome = (legacyFlag ?? details) === '1';
     try {
-      return await ops.list(filters, { pageSize: limit, cursor, withOutcome: outcome === '1', viewer: viewerOf(req) });
+      return await ops.list(filters, { pageSize: limit, cursor, withOutcome, viewer: viewerOf(req) });
     } catch (err) {
       // A cursor of the right alphabet that Temporal cannot read (`AAAA`) fails as INVALID_ARGUMENT or even
       // UNKNOWN: when the same list without it works, the cursor was the problem, and the client's fault.

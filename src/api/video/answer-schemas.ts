@@ -11,7 +11,11 @@ export const videoJobSchema = z
     model: z.string(),
     prompt: z.string(),
     status: z.enum(['queued', 'in_progress', 'completed', 'failed']),
-    progress: z.number().describe('0..100'),
+    progress: z.number().describe('0..100, the same number as /sdapi/v1/progress (×100, rounded down)'),
+    stage: z
+      .enum(['starting', 'encoding', 'sampling', 'decoding', 'saving'])
+      .optional()
+      .describe('while in progress: what the GPU does (text encoding, sampling, the VAE decode, saving)'),
     size: z.string().nullable(),
     seconds: z.string(),
     num_frames: z.number().optional(),
@@ -25,6 +29,8 @@ export const videoJobSchema = z
     media_type: z.literal('video/mp4'),
     file_name: z.string().nullable(),
     inference_time_s: z.number().nullable(),
+    warnings: z.array(z.string()).optional().describe('what was changed from the request, e.g. a size fitted to the model grid (1280x720 → 1280x704)'),
+    outcome: z.enum(['completed', 'partial', 'blank']).optional().describe('completed jobs: partial when interrupted or skipped'),
   })
   .describe('The video job');
 

@@ -5,7 +5,11 @@
  * - status: a running workflow is `queued` until its GPU activity has started, then `in_progress`;
  *   completed → `completed`; failed / timed out / terminated → `failed` with `error {code, message}`;
  *   cancelled (DELETE) → deleted.
- * - progress: from the GPU activity's live heartbeat (sampler step / steps), rising 0 → 100.
+ * - progress: the render's progress as `/sdapi/v1/progress` reads it (src/operators/render-progress.ts:
+ *   the GPU attempt's heartbeat — text encoding, sampling, the decode timed against its measured rate —
+ *   never going back), in percent; `stage` names what the GPU does.
+ * - warnings: what the front changed in the request (a size fitted to the grid, frames snapped), kept in the
+ *   render's memo.
  */
 import { canSee, EVERYONE, listOwnerFilter, ownerOf, type Viewer } from '../../renders/owner.ts';
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
@@ -17,6 +21,9 @@ import type { render } from '../../workflows/render.ts';
 import { classifyFailure } from '../../renders/render-service.ts';
 import { secondsLabel } from '../../models/video.ts';
 import { progressAfterSampler } from '../../models/video-tasks.ts';
+import type { PromptHeartbeat } from '../../activities/types.ts';
+import { itemFraction, percent, type ProgressMemory, progressMemory, renderFraction } from '../../operators/render-progress.ts';
+import { outcomeOf, type ResultOutcome } from '../../render/outcome.ts';
 
 const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
@@ -25,6 +32,7 @@ const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STAT
 const BOOKKEEPING = new Set(['stopPrompts']);
 
 export type VideoStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
+export type VideoStage = NonNullable<PromptHeartbeat['phase']>;
 
 export interface VideoJob {
   id: string;
@@ -46,6 +54,12 @@ export interface VideoJob {
   media_type: 'video/mp4';
   file_name: string | null;
   inference_time_s: number | null;
+  /** While in progress: what the GPU does. */
+  stage?: VideoStage;
+  /** What the front changed in the request (size fitted to the grid, frames snapped). */
+  warnings?: string[];
+  /** Completed jobs: what happened (partial after an interrupt or a skip). */
+  outcome?: ResultOutcome;
 }
 
 export class VideoNotFoundError extends Error {
@@ -63,35 +77,36 @@ export interface JobView {
 
 const secs = (d: Date | undefined): number | null => (d ? Math.floor(d.getTime() / 1000) : null);
 
-function gpuProgress(d: WorkflowExecutionDescription, client: Client, model: string): { started: boolean; progress: number } {
+function gpuProgress(
+  d: WorkflowExecutionDescription,
+  client: Client,
+  model: string,
+  memory: ProgressMemory,
+): { started: boolean; progress: number; stage?: VideoStage } {
   const pending = d.raw.pendingActivities ?? [];
   const converter = client.options.loadedDataConverter.payloadConverter;
-  let started = false;
-  let progress = 0;
   // Nothing pending once the render has started: its GPU attempt has just returned (the workflow is about
-  // to complete) or it waits between attempts. The very first workflow task (history: started, task
-  // scheduled, task started) is the only moment before the first attempt is scheduled.
-  if (pending.length === 0) return d.historyLength > 4 ? { started: true, progress: 96 } : { started: false, progress: 0 };
+  // to complete) or it waits between attempts; what was shown before stands. The very first workflow task
+  // (history: started, task scheduled, task started) is the only moment before the first attempt is scheduled.
+  if (pending.length === 0) {
+    const shown = memory.get(d.workflowId);
+    return d.historyLength > 4 ? { started: true, progress: percent(shown ?? 0) } : { started: false, progress: 0 };
+  }
   for (const a of pending) {
     const name = a.activityType?.name ?? '';
     if (BOOKKEEPING.has(name) || a.state !== STARTED) continue;
-    started = true;
-    const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as { value?: unknown; max?: unknown; node?: unknown; fraction?: unknown };
-    if (typeof beat.fraction === 'number') {
-      // The attempt's rising fraction: sampling, then the (long) video decode and the save as stages.
-      progress = Math.max(progress, 1 + Math.floor(95 * Math.min(1, Math.max(0, beat.fraction))));
-      continue;
-    }
-    const value = typeof beat.value === 'number' ? beat.value : 0;
-    const max = typeof beat.max === 'number' && beat.max > 0 ? beat.max : 0;
-    // The model's family says where its nodes after the sampler sit (their own 0/1 progress must not take
-    // the job back from 89 to 1).
-    const after = typeof beat.node === 'string' ? progressAfterSampler(model, beat.node) : undefined;
-    // Sampling is most of a video's time: 1..89 follows the sampler's steps, the nodes after it 90..96.
-    const p = after ?? (max > 1 ? 1 + Math.floor(88 * Math.min(1, value / max)) : 1);
-    progress = Math.max(progress, p);
+    const beat = (decodeFirst(converter, a.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
+    // Older heartbeats carry no fraction: the model's family places the nodes after its sampler (90..99).
+    const after = beat.fraction === undefined && typeof beat.node === 'string' ? progressAfterSampler(model, beat.node) : undefined;
+    const fraction = itemFraction(beat, after !== undefined ? after / 100 : undefined);
+    const item = typeof beat.item === 'number' ? beat.item : 0;
+    const items = typeof beat.items === 'number' ? beat.items : 1;
+    const progress = percent(memory.raise(d.workflowId, renderFraction(item, items, fraction)));
+    return { started: true, progress, ...(beat.phase ? { stage: beat.phase } : {}) };
   }
-  return { started, progress };
+  // Scheduled, not started: queued for a GPU (or between attempts: what was shown before stands).
+  const shown = memory.get(d.workflowId);
+  return shown !== undefined ? { started: true, progress: percent(shown) } : { started: false, progress: 0 };
 }
 
 /** A job object in its queued state; what follows (status, progress, error, times) is set by the caller. */
@@ -103,6 +118,7 @@ export function queuedJob(f: {
   frames: number | undefined;
   fps: number | undefined;
   createdAt: number;
+  warnings?: readonly string[] | undefined;
 }): VideoJob {
   return {
     id: f.id,
@@ -124,6 +140,7 @@ export function queuedJob(f: {
     media_type: 'video/mp4',
     file_name: null,
     inference_time_s: null,
+    ...(f.warnings && f.warnings.length > 0 ? { warnings: [...f.warnings] } : {}),
   };
 }
 
@@ -132,7 +149,7 @@ export function isVideoRender(d: WorkflowExecutionDescription): boolean {
 }
 
 /** The job behind render `id`; VideoNotFoundError when there is none (or it is not a video render). */
-export async function readJob(client: Client, id: string, viewer: Viewer = EVERYONE): Promise<JobView> {
+export async function readJob(client: Client, id: string, viewer: Viewer = EVERYONE, memory: ProgressMemory = progressMemory): Promise<JobView> {
   const handle: WorkflowHandle<typeof render> = client.workflow.getHandle<typeof render>(id);
   let d: WorkflowExecutionDescription;
   try {
@@ -154,12 +171,14 @@ export async function readJob(client: Client, id: string, viewer: Viewer = EVERY
     frames,
     fps,
     createdAt: secs(d.startTime) ?? 0,
+    warnings: Array.isArray(memo.warnings) ? memo.warnings.filter((w): w is string => typeof w === 'string') : undefined,
   });
   const status = d.status.name;
   if (status === 'RUNNING') {
-    const p = gpuProgress(d, client, job.model);
+    const p = gpuProgress(d, client, job.model, memory);
     job.status = p.started ? 'in_progress' : 'queued';
     job.progress = p.progress;
+    if (p.stage) job.stage = p.stage;
     return { job, cancelled: false };
   }
   job.completed_at = secs(d.closeTime);
@@ -169,6 +188,7 @@ export async function readJob(client: Client, id: string, viewer: Viewer = EVERY
     job.progress = 100;
     job.file_name = `${id}.mp4`;
     job.inference_time_s = inferenceSeconds(result);
+    job.outcome = outcomeOf(result).outcome;
     return { job, result, cancelled: false };
   }
   if (status === 'CANCELLED') return { job, cancelled: true };

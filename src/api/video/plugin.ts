@@ -152,6 +152,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
           event: 'video',
           resultPath: (id) => `/v1/videos/${encodeURIComponent(id)}/content`,
         },
+        warnings: normalized.warnings,
       });
       normalized.images.length = 0;
       req.log.info(
@@ -405,5 +406,6 @@ function newJob(renderId: string, n: NormalizedVideo): VideoJob {
     frames: v.frames,
     fps: v.fps,
     createdAt: Math.floor(Date.now() / 1000),
+    warnings: n.warnings,
   });
 }
