@@ -43,7 +43,7 @@ export interface TestFrontOptions {
   keyState?: (renderId: string) => 'attach' | 'new' | 'conflict';
   /** ComfyUI's LoRA file list, for requests with LoRA tags (default: no catalog, as when ComfyUI is down). */
   loras?: string[];
-  /** The GPU lease render-starting routes take (api/gpu-lease-hook.ts). */
+  /** The GPU lease a render start takes once the request passed every check (renders/submit.ts). */
   gpuLease?: { poke(waitMs: number): Promise<void> };
   /** Serve the Temporal UI proxy at /temporal (to an address nothing answers on, unless a test starts one). */
   temporalUi?: { upstream: string };

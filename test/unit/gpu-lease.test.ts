@@ -173,6 +173,22 @@ describe('routes and the lease', () => {
     expect(pokes).toHaveLength(1);
   });
 
+  it('a refused request takes no lease: a 400 must not evict the model another group runs', async () => {
+    const pokes: string[] = [];
+    const front = await startTestFront({}, { gpuLease: { poke: async () => void pokes.push('poke') } });
+    cleanups.push(() => front.close());
+    const bad = await front.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/txt2img',
+      payload: { prompt: 'x', steps: 1, width: 64, height: 64, sampler_name: 'no such sampler' },
+    });
+    expect(bad.statusCode).toBe(400);
+    const noModel = await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'x', model: 'no-such-model' } });
+    expect(noModel.statusCode).toBeGreaterThanOrEqual(400);
+    expect(front.starts).toHaveLength(0);
+    expect(pokes).toHaveLength(0);
+  });
+
   it('/ready does not need ComfyUI', async () => {
     const front = await startTestFront();
     cleanups.push(() => front.close());
