@@ -72,7 +72,10 @@ export class GpuLeaseHolder {
    * busy (or is starting it for us), so a request for another group sent right after queues behind the render.
    */
   async poke(waitMs: number): Promise<void> {
-    if (this.stopped || !this.canRun) return;
+    if (this.stopped) return;
+    // No lease for a render no ComfyUI can run now (down, wedged): it waits in Temporal, the GPU stays with others.
+    if (this.opts.usable) this.canRun = await this.opts.usable().catch(() => false);
+    if (!this.canRun) return;
     this.pokedUntil = Date.now() + POKE_HOLD_MS;
     this.wanted = true;
     if (this.established) return;

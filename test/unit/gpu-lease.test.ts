@@ -2,6 +2,7 @@
  * The two halves of the GPU lease without a proxy in between: the GPU entry's lease server and gate, the front's
  * lease holder, and which routes take the lease. Waits are on the gate's change events and HTTP answers.
  */
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
 import { LeaseGate, gatedHealth, startLeaseServer, type LeaseServer } from '../../src/gpu/lease-server.ts';
@@ -156,6 +157,64 @@ describe('front lease holder', () => {
     await holder.poke(5_000);
     expect(holder.held()).toBe(true);
     expect(s.gate.held()).toBe(true);
+  });
+});
+
+describe('no hold without the token, bounded holds with it', () => {
+  it('answers a request with an unread slow body at once and closes its connection (the proxy stops counting it)', async () => {
+    const s = await server();
+    s.setReady(true);
+    const sock = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    let answer = '';
+    sock.on('data', (d: Buffer) => (answer += d.toString()));
+    const closed = new Promise<void>((r) => sock.once('close', () => r()));
+    // The issue's attack: 100000 bytes announced, one sent; the answer and the close come without the rest.
+    sock.write('POST /gpu/ready HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{');
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    expect(s.gate.held()).toBe(false);
+  });
+
+  it('a lease is ended after its slice once no prompt runs; the holder asks again at once and gets it', async () => {
+    const s = await startLeaseServer({ host: '127.0.0.1', port: 0, logger, token: TOKEN, sliceMs: 100 });
+    cleanups.push(() => s.close());
+    s.setReady(true);
+    let busy = true;
+    s.setBusyProbe(() => busy);
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 1, pollMs: 60_000, logger, token: TOKEN });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await nextChange(s.gate, true);
+    // The slice is over: no new prompt may start, but the running one keeps the lease until it ends.
+    await nextChange(s.gate, false);
+    expect(s.gate.count()).toBe(1);
+    busy = false;
+    // Yielded and granted again (the holder did not wait for its next count, 60 s away).
+    await new Promise<void>((resolve) => {
+      const off = s.gate.onChange((held) => {
+        if (!held) return;
+        off();
+        resolve();
+      });
+    });
+    // The gate opened as the new lease was granted, just before its answer reached the holder.
+    await holder.poke(5_000);
+    expect(holder.held()).toBe(true);
+  });
+
+  it('takes no lease while no ComfyUI can run a prompt, and takes it once one can', async () => {
+    const s = await server();
+    s.setReady(true);
+    let usable = false;
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 1, pollMs: 30, logger, token: TOKEN, usable: async () => usable });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await holder.poke(200);
+    expect(s.gate.count()).toBe(0);
+    usable = true;
+    await nextChange(s.gate, true);
   });
 });
 
