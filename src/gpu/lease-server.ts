@@ -122,13 +122,23 @@ const YIELD_CHECK_MS = 200;
 export const LEASE_TOKEN_HEADER = 'x-gpu-lease-token';
 
 /**
- * Every answer but a granted lease closes its connection and reads none of the body. The proxy counts a request
- * in flight until the upstream is done with it, so an unauthenticated caller trickling a long body to
- * `/gpu/ready` would otherwise hold the GPU from every other group for as long as the body lasts.
+ * Every answer but a granted lease is a complete response of known length that reads none of the body, and
+ * closes its connection. A proxy built on Go's ReverseProxy (llama-swap) counts a request in flight until its
+ * handler returns; it flushes a response of unknown length inside the handler, and Go's server first drains up
+ * to 256 KB of an unread request body there, so an unauthenticated caller trickling a body to `/gpu/ready` kept
+ * the GPU from every other group for as long as the body lasted. With a Content-Length the handler returns
+ * once the answer is copied, and the drain happens after the proxy stopped counting the request.
  */
 function answerAndClose(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', connection: 'close', ...headers });
-  res.end(JSON.stringify(body), () => req.socket.destroy());
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-store',
+    connection: 'close',
+    ...headers,
+  });
+  res.end(text);
 }
 
 export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseServer> {

@@ -161,7 +161,7 @@ describe('front lease holder', () => {
 });
 
 describe('no hold without the token, bounded holds with it', () => {
-  it('answers a request with an unread slow body at once and closes its connection (the proxy stops counting it)', async () => {
+  it('answers a request with an unread slow body at once, with its length, and closes (the proxy stops counting it)', async () => {
     const s = await server();
     s.setReady(true);
     const sock = net.connect(Number(new URL(s.url).port), '127.0.0.1');
@@ -174,6 +174,9 @@ describe('no hold without the token, bounded holds with it', () => {
     await closed;
     expect(answer).toMatch(/^HTTP\/1\.1 200/);
     expect(answer.toLowerCase()).toContain('connection: close');
+    // A length, not chunks: Go's ReverseProxy then returns without flushing, before its server drains the body.
+    expect(answer.toLowerCase()).toMatch(/content-length: \d+/);
+    expect(answer.toLowerCase()).not.toContain('transfer-encoding');
     expect(s.gate.held()).toBe(false);
   });
 
