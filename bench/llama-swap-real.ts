@@ -24,7 +24,9 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), 'cd-ls-real-'));
 const dataDir = path.join(tmp, 'data');
 const SLICE_MS = Number(process.env.SLICE_MS ?? 8_000);
 const GRACE_MS = Number(process.env.GRACE_MS ?? 5_000);
-const TOKEN = 'real-run-lease-secret-0123456789';
+/** The secrets the guide puts in llama-swap's environment (never in its config, never printed). */
+const SECRETS = { GPU_LEASE_TOKEN: 'real-run-lease-secret-0123456789', LLAMA_SWAP_API_KEY: 'sk-real-run-key', API_TOKEN: 'sk-real-run-key' };
+const AUTH = { authorization: `Bearer ${SECRETS.LLAMA_SWAP_API_KEY}` };
 
 interface Ports {
   ls: number;
@@ -47,7 +49,6 @@ function writeConfig(p: Ports, fakeUrl: string): string {
     front_port: p.front,
     gpu_port: p.gpu,
     temporal_port: p.temporal,
-    lease_token: TOKEN,
   });
   const llm = path.join(tmp, 'dummy-llm.mjs');
   writeFileSync(
@@ -73,14 +74,19 @@ let lsProc: ChildProcess | undefined;
 let lsLog = '';
 
 async function startLlamaSwap(p: Ports, config: string): Promise<void> {
-  lsProc = spawn(bin, ['-config', config, '-listen', `127.0.0.1:${p.ls}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  lsProc = spawn(bin, ['-config', config, '-listen', `127.0.0.1:${p.ls}`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...SECRETS } });
   lsProc.stdout!.on('data', (d: Buffer) => (lsLog += d.toString()));
   lsProc.stderr!.on('data', (d: Buffer) => (lsLog += d.toString()));
-  await waitFor('the front ready behind llama-swap', async () => (await fetch(`http://127.0.0.1:${p.ls}/upstream/imagegen-flux-dev/ready`).catch(() => undefined))?.ok, 240_000, 500);
+  await waitFor(
+    'the front ready behind llama-swap',
+    async () => (await fetch(`http://127.0.0.1:${p.ls}/upstream/imagegen-flux-dev/ready`, { headers: AUTH }).catch(() => undefined))?.ok,
+    240_000,
+    500,
+  );
 }
 
 async function running(p: Ports): Promise<string[]> {
-  const body = (await (await fetch(`http://127.0.0.1:${p.ls}/running`)).json()) as { running: Array<{ model: string; state: string }> };
+  const body = (await (await fetch(`http://127.0.0.1:${p.ls}/running`, { headers: AUTH })).json()) as { running: Array<{ model: string; state: string }> };
   return body.running.filter((r) => r.state === 'ready').map((r) => r.model);
 }
 
@@ -93,34 +99,41 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
 const chat = (p: Ports): Promise<number> =>
   fetch(`http://127.0.0.1:${p.ls}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...AUTH },
     body: JSON.stringify({ model: 'llm', messages: [{ role: 'user', content: 'hi' }] }),
   }).then(async (r) => (await r.text(), r.status));
 
 function txt2img(p: Ports, seed: number, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return fetch(`http://127.0.0.1:${p.ls}/sdapi/v1/txt2img`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', ...AUTH, ...headers },
     body: JSON.stringify({ model: 'imagegen-flux-schnell', prompt: 'a fox', steps: 2, width: 64, height: 64, seed, ...extra }),
   }).then(async (r) => ({ status: r.status, body: await r.text() }));
 }
 
-/** The issue's attack: a body announced as 100000 bytes, trickled a byte a second to the open readiness route. */
+/**
+ * The issue's attack: a body announced as 100000 bytes, trickled a byte a second to the readiness route. Sent
+ * with the key (as a key holder could): without it llama-swap's apiKeys answer 401 before anything is started.
+ */
 async function slowBody(p: Ports): Promise<void> {
+  const anon = await fetch(`http://127.0.0.1:${p.ls}/upstream/comfy-gpu/gpu/ready`);
+  say(`slow-body: without the key llama-swap answers ${anon.status}; running ${JSON.stringify(await running(p))}`);
   const trickleMs = 30_000;
   const sock = net.connect(p.ls, '127.0.0.1');
   await new Promise((r) => sock.once('connect', r));
   const opened = Date.now();
-  let answeredAt: number | undefined;
-  sock.on('data', () => (answeredAt ??= Date.now()));
   sock.on('error', () => undefined);
-  sock.write(`POST /upstream/comfy-gpu/gpu/ready HTTP/1.1\r\nHost: 127.0.0.1:${p.ls}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+  sock.write(
+    `POST /upstream/comfy-gpu/gpu/ready HTTP/1.1\r\nHost: 127.0.0.1:${p.ls}\r\nAuthorization: Bearer ${SECRETS.LLAMA_SWAP_API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+  );
   const trickle = setInterval(() => sock.write(' '), 1_000);
-  // Once the GPU entry has answered (it was started for this request), ask for the LLM.
-  await waitFor('the GPU entry answered the trickled request', async () => answeredAt, 120_000, 100);
+  // The request starts the GPU entry; once it runs, ask for the LLM (which must evict it).
+  await waitFor('comfy-gpu started for the trickled request', async () => (await running(p)).includes('comfy-gpu'), 240_000, 200);
+  const readyAt = Date.now() - opened;
+  await new Promise((r) => setTimeout(r, 1_000));
   const llm = await timed(() => chat(p));
   say(
-    `slow-body: trickled request answered after ${answeredAt! - opened} ms (cold start of comfy-gpu included); LLM request sent then: ${llm.value} in ${llm.ms} ms (the trickle goes on for ${trickleMs / 1000} s)`,
+    `slow-body: comfy-gpu ready ${readyAt} ms into a ${trickleMs / 1000} s trickle; an LLM request sent 1 s later: ${llm.value} in ${llm.ms} ms (swap included)`,
   );
   await new Promise((r) => setTimeout(r, Math.max(0, trickleMs - (Date.now() - opened))));
   clearInterval(trickle);
@@ -137,7 +150,7 @@ async function refused(p: Ports): Promise<void> {
 }
 
 async function comfyDown(p: Ports, fake: FakeComfyUI): Promise<FakeComfyUI> {
-  await fetch(`http://127.0.0.1:${p.ls}/api/models/unload/llm`, { method: 'POST' });
+  await fetch(`http://127.0.0.1:${p.ls}/api/models/unload/llm`, { method: 'POST', headers: AUTH });
   await fake.close();
   const render = txt2img(p, 7);
   await new Promise((r) => setTimeout(r, 3_000));
@@ -218,7 +231,12 @@ async function main(): Promise<void> {
   const p: Ports = { ls, front, gpu, temporal, llm, comfy };
   let fake = await startFakeComfyUI({ port: comfy, stepMs: 50 });
   const config = writeConfig(p, fake.url);
-  say(`llama-swap ${bin}; logs and config in ${tmp}`);
+  say(
+    `llama-swap ${bin}; logs and config in ${tmp}; load ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   try {
     await startLlamaSwap(p, config);
     if (all || wanted.includes('slow-body')) await slowBody(p);
@@ -226,6 +244,11 @@ async function main(): Promise<void> {
     if (all || wanted.includes('comfy-down')) fake = await comfyDown(p, fake);
     if (all || wanted.includes('mix')) await mix(p, fake);
     if (all || wanted.includes('sigterm')) await sigterm(p, fake, config);
+    // The secrets are in llama-swap's environment, not in an entry's `env:`: /logs never shows them.
+    const logs = await (await fetch(`http://127.0.0.1:${p.ls}/logs`, { headers: AUTH })).text();
+    say(
+      `logs: /logs is ${logs.length} bytes; GPU_LEASE_TOKEN in it: ${logs.includes(SECRETS.GPU_LEASE_TOKEN)}, API key in it: ${logs.includes(SECRETS.LLAMA_SWAP_API_KEY)}`,
+    );
   } finally {
     writeFileSync(path.join(tmp, 'llama-swap.log'), lsLog);
     if (lsProc && lsProc.exitCode === null) {

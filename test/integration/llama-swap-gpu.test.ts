@@ -21,6 +21,7 @@ const TTL_S = 3;
 /** Every image and video graph decodes with VAEDecode: the prompt is held there, mid-render, until released. */
 const HOLD = [{ nodeClass: 'VAEDecode' }];
 const GRACE_MS = 2_000;
+const LEASE_TOKEN = 'stand-in-lease-secret';
 
 let fake: FakeComfyUI;
 let ls: LlamaSwapStandin;
@@ -80,11 +81,11 @@ http.createServer((req, res) => {
       front_port: String(frontPort),
       gpu_port: String(gpuPort),
       temporal_port: String(temporalPort),
-      lease_token: 'stand-in-lease-secret',
     },
     overrides: {
-      'comfy-gpu': { ttl: TTL_S, env: [`SHUTDOWN_GRACE_MS=${GRACE_MS}`, 'LOG_LEVEL=info'] },
-      'imagegen-flux-dev': { env: ['LOG_LEVEL=info', 'TEMPORAL_TASK_QUEUE=renders'] },
+      // GPU_LEASE_TOKEN comes from llama-swap's own environment in the guide (never printed): given here per entry.
+      'comfy-gpu': { ttl: TTL_S, env: [`SHUTDOWN_GRACE_MS=${GRACE_MS}`, 'LOG_LEVEL=info', `GPU_LEASE_TOKEN=${LEASE_TOKEN}`] },
+      'imagegen-flux-dev': { env: ['LOG_LEVEL=info', 'TEMPORAL_TASK_QUEUE=renders', `GPU_LEASE_TOKEN=${LEASE_TOKEN}`] },
       llm: { cmd: `${process.execPath} ${llm} ${llmPort}`, proxy: `http://127.0.0.1:${llmPort}`, checkEndpoint: '/health' },
     },
   });

@@ -2,7 +2,12 @@
  * The two halves of the GPU lease without a proxy in between: the GPU entry's lease server and gate, the front's
  * lease holder, and which routes take the lease. Waits are on the gate's change events and HTTP answers.
  */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { listProfiles } from '../../src/models/registry.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
 import { LeaseGate, gatedHealth, startLeaseServer, type LeaseServer } from '../../src/gpu/lease-server.ts';
@@ -257,5 +262,20 @@ describe('routes and the lease', () => {
     const res = await front.app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(200);
     expect(res.json().checks.map((c: { name: string }) => c.name)).not.toContain('comfyui:comfyui-0');
+  });
+});
+
+describe("the guide's llama-swap config (docs/llama-swap.example.yaml)", () => {
+  it('routes every model the registry has to the front (a model added to the registry must be added there too)', () => {
+    const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs', 'llama-swap.example.yaml');
+    const doc = parseYaml(readFileSync(file, 'utf8')) as { models: Record<string, { aliases?: string[]; cmd: string }> };
+    const fronts = Object.entries(doc.models).filter(([, m]) => / start$/.test(m.cmd));
+    expect(fronts).toHaveLength(1);
+    const [entryId, entry] = fronts[0]!;
+    const routed = new Set([entryId, ...(entry.aliases ?? [])]);
+    const missing = listProfiles()
+      .map((p) => p.id)
+      .filter((id) => !routed.has(id));
+    expect(missing, `add these to the aliases of ${entryId} in docs/llama-swap.example.yaml`).toEqual([]);
   });
 });
