@@ -10,7 +10,8 @@ import { parse as parseYaml } from 'yaml';
 import { listProfiles } from '../../src/models/registry.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
-import { LeaseGate, gatedHealth, startLeaseServer, type LeaseServer } from '../../src/gpu/lease-server.ts';
+import { LeaseGate, gatedHealth, startLeaseServer, watchProxy, type LeaseServer } from '../../src/gpu/lease-server.ts';
+import { RenderFailedError, RenderService, type StartedRender } from '../../src/renders/render-service.ts';
 import { startGpuEntryServer } from '../../src/gpu/gpu-entry.ts';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -277,5 +278,44 @@ describe("the guide's llama-swap config (docs/llama-swap.example.yaml)", () => {
       .map((p) => p.id)
       .filter((id) => !routed.has(id));
     expect(missing, `add these to the aliases of ${entryId} in docs/llama-swap.example.yaml`).toEqual([]);
+  });
+});
+
+describe('llama-swap stopping', () => {
+  it('is seen when the address the leases came through refuses connections after having accepted them', async () => {
+    const proxy = net.createServer((sock) => sock.destroy());
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const { port } = proxy.address() as net.AddressInfo;
+    let stopping = false;
+    const fired = new Promise<void>((resolve) => {
+      const watch = watchProxy(
+        `127.0.0.1:${port}`,
+        () => {
+          stopping = true;
+          resolve();
+        },
+        logger,
+      );
+      cleanups.push(() => watch.stop());
+    });
+    // Accepted at least once before it stops listening (as llama-swap does on SIGTERM).
+    await new Promise<void>((r) => proxy.once('connection', () => r()));
+    expect(stopping).toBe(false);
+    await new Promise<void>((r) => proxy.close(() => r()));
+    await fired;
+    expect(stopping).toBe(true);
+  });
+
+  it('ends every wait on a render with a retryable 503; the render itself is left alone', async () => {
+    const service = new RenderService({} as never, 'renders');
+    const started = { renderId: 'render-1', handle: { result: () => new Promise(() => undefined) }, attached: false } as unknown as StartedRender;
+    const waiting = service.wait(started);
+    service.abortWaits('the proxy in front of this service is stopping');
+    const err = (await waiting.catch((e: unknown) => e)) as RenderFailedError;
+    expect(err).toBeInstanceOf(RenderFailedError);
+    expect(err.status).toBe(503);
+    expect(err.message).toMatch(/Idempotency-Key/);
+    // A wait that starts afterwards ends the same way at once.
+    await expect(service.wait(started)).rejects.toMatchObject({ status: 503 });
   });
 });
