@@ -40,7 +40,14 @@ interface Ports {
 const say = (line: string): void => void process.stdout.write(`${new Date().toISOString().slice(11, 23)} ${line}\n`);
 
 function writeConfig(p: Ports, fakeUrl: string): string {
-  const doc = parseYaml(readFileSync(path.join(root, 'docs', 'llama-swap.example.yaml'), 'utf8')) as any;
+  interface ConfigEntry {
+    env: string[];
+    [k: string]: unknown;
+  }
+  const doc = parseYaml(readFileSync(path.join(root, 'docs', 'llama-swap.example.yaml'), 'utf8')) as {
+    macros: Record<string, unknown>;
+    models: Record<string, ConfigEntry>;
+  };
   Object.assign(doc.macros, {
     comfy_durable: root,
     data_dir: dataDir,
@@ -61,10 +68,10 @@ http.createServer((req, res) => {
 }).listen(Number(process.argv[2]), '127.0.0.1');
 `,
   );
-  doc.models.llm = { cmd: `${process.execPath} ${llm} ${p.llm}`, proxy: `http://127.0.0.1:${p.llm}`, checkEndpoint: '/health', ttl: 600 };
-  doc.models['comfy-gpu'].env.push(`GPU_LEASE_SLICE_MS=${SLICE_MS}`, 'LOG_LEVEL=info');
-  doc.models['comfy-gpu'].env = doc.models['comfy-gpu'].env.map((e: string) => (e.startsWith('SHUTDOWN_GRACE_MS=') ? `SHUTDOWN_GRACE_MS=${GRACE_MS}` : e));
-  doc.models['imagegen-flux-dev'].env.push('LOG_LEVEL=info', 'TEMPORAL_UI=false');
+  doc.models.llm = { env: [], cmd: `${process.execPath} ${llm} ${p.llm}`, proxy: `http://127.0.0.1:${p.llm}`, checkEndpoint: '/health', ttl: 600 };
+  doc.models['comfy-gpu']!.env.push(`GPU_LEASE_SLICE_MS=${SLICE_MS}`, 'LOG_LEVEL=info');
+  doc.models['comfy-gpu']!.env = doc.models['comfy-gpu']!.env.map((e: string) => (e.startsWith('SHUTDOWN_GRACE_MS=') ? `SHUTDOWN_GRACE_MS=${GRACE_MS}` : e));
+  doc.models['imagegen-flux-dev']!.env.push('LOG_LEVEL=info', 'TEMPORAL_UI=false');
   const file = path.join(tmp, 'config.yaml');
   writeFileSync(file, stringifyYaml(doc));
   return file;
@@ -211,7 +218,7 @@ async function sigterm(p: Ports, fake: FakeComfyUI, config: string): Promise<voi
   const st = await fakeStats(fake.url);
   say(
     `sigterm: client answered ${answer.status} after ${answeredMs} ms (${answer.body.slice(0, 120)}); llama-swap exited after ${exitMs} ms; ` +
-      `processes of ours left: ${left.length}${left.length ? ` ${JSON.stringify(left)}` : ''}; ComfyUI running ${JSON.stringify((st as any).queue?.running ?? [])}, ` +
+      `processes of ours left: ${left.length}${left.length ? ` ${JSON.stringify(left)}` : ''}; ComfyUI running ${JSON.stringify(st.queue.running)}, ` +
       `models loaded ${JSON.stringify(st.loadedModels)}, interrupts ${st.interrupts}, unload requests ${st.unloadModelsRequests}`,
   );
   await startLlamaSwap(p, config);
