@@ -229,6 +229,17 @@ describe("comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
   }, 300_000);
 
+  it('a render request refused with a 400 takes no lease: the LLM stays loaded and the GPU entry is not started', async () => {
+    const chat = { model: 'llm', messages: [{ role: 'user', content: 'hi' }] };
+    expect((await post('/v1/chat/completions', chat)).status).toBe(200);
+    const mark = ls.events.length;
+    const bad = await post('/sdapi/v1/txt2img', { ...IMAGE, sampler_name: 'no such sampler' });
+    expect(bad.status, JSON.stringify(bad.json).slice(0, 300)).toBe(400);
+    expect((await post('/v1/chat/completions', chat)).status).toBe(200);
+    expect(since(mark, 'spawn', 'comfy-gpu')).toHaveLength(0);
+    expect(since(mark, 'stop', 'llm')).toHaveLength(0);
+  }, 120_000);
+
   it("llama-swap's process-group SIGTERM drains the front: Temporal outlives the worker, the waiting client gets its image, exit 0", async () => {
     await resetFake(fake.url);
     await setFaults(fake.url, { hold: HOLD });
