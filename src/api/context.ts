@@ -3,7 +3,7 @@
  * the routes and the server that registers them do not import each other.
  */
 import type { BlobStore } from '../blobs/store.ts';
-import type { GpuLease } from './gpu-lease-hook.ts';
+import type { GpuLease } from '../renders/submit.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import type { RenderService } from '../renders/render-service.ts';

@@ -30,7 +30,6 @@ import { originAllowed, registerCors } from './cors.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, registerOpenApi } from './openapi.ts';
 import { registerHttpTracing } from '../tracing/http.ts';
 import { registerTemporalUiProxy } from './temporal-ui-proxy.ts';
-import { registerGpuLeaseHook } from './gpu-lease-hook.ts';
 import { useZodRouteSchemas, validationRequestError } from './route-schemas.ts';
 import { isLoopbackHost, normalizeHostName } from '../config/loopback.ts';
 
@@ -127,6 +126,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     blobs: deps.blobs,
     logger: deps.logger,
     ...(deps.waitingRenders ? { waitingRenders: deps.waitingRenders } : {}),
+    ...(deps.gpuLease ? { gpuLease: deps.gpuLease } : {}),
   });
   const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), submitter };
 
@@ -243,7 +243,6 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // FastAPI's own 404 body, which clients (and A1111's API tests) compare against.
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send({ detail: 'Not Found' }));
 
-  if (deps.gpuLease) registerGpuLeaseHook(app, deps.gpuLease);
   await registerOpenApi(app);
   registerA1111(app, ctx);
   registerOps(app, ctx);

@@ -28,8 +28,9 @@ import { ensureRetentionSchedule } from '../temporal/retention-schedule.ts';
 import { Client, Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
-import { freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
-import { gatedHealth } from '../gpu/lease-server.ts';
+import type { RenderService as RenderServiceT } from '../renders/render-service.ts';
+import { anyBackendUsable, freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
+import { gatedHealth, watchProxy } from '../gpu/lease-server.ts';
 import { startWorkerProcess, type WorkerProcess } from './worker-process.ts';
 
 /** `gpu`: the GPU worker inside a model-swapping proxy's GPU entry (docs/llama-swap.md). */
@@ -154,6 +155,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
     const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
+    leaseServer?.gate.onChange(() => pool.recheck());
+    leaseServer?.setBusyProbe(() => pool.busy());
     const activities = createActivities(
       {
         config,
@@ -201,7 +204,17 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let apiUrl: string | undefined;
   let uiUrl: string | undefined;
   let uiWarning: string | undefined;
-  const leaseHolder = mode === 'start' || mode === 'api' ? startLeaseHolder(config, client, logger) : undefined;
+  const leaseHolder =
+    mode === 'start' || mode === 'api'
+      ? startLeaseHolder(
+          config,
+          client,
+          logger,
+          anyBackendUsable(backends, clients, () => health.unhealthy(backends)),
+        )
+      : undefined;
+  let proxyWatch: { stop(): void } | undefined;
+  let renders: RenderServiceT | undefined;
   if (mode === 'start' || mode === 'api') {
     const [{ buildServer }, { OptionsStore }, { ComfyCatalog }, { RenderService }] = await Promise.all([
       import('../api/server.ts'),
@@ -210,23 +223,24 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       import('../renders/render-service.ts'),
     ]);
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
+    renders = workers
+      ? new RenderService(
+          client,
+          config.TEMPORAL_TASK_QUEUE,
+          new Client({
+            connection: workers.connection,
+            namespace: config.TEMPORAL_NAMESPACE,
+            ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}),
+          }),
+        )
+      : new RenderService(client, config.TEMPORAL_TASK_QUEUE);
     api = await buildServer({
       config,
       logger,
       blobs,
       // Workers in this process (tests): renders start eagerly on the worker's connection (RenderService).
       // Every front builds the graphs itself (renders/submit.ts), with the configuration it shares with its workers.
-      renders: workers
-        ? new RenderService(
-            client,
-            config.TEMPORAL_TASK_QUEUE,
-            new Client({
-              connection: workers.connection,
-              namespace: config.TEMPORAL_NAMESPACE,
-              ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}),
-            }),
-          )
-        : new RenderService(client, config.TEMPORAL_TASK_QUEUE),
+      renders,
       tracing: tracing !== undefined,
       options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
         sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
@@ -259,6 +273,19 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       }
     }
     apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
+    if (leaseHolder && config.GPU_LEASE_URL) {
+      // The proxy stopping (llama-swap closes its listener, waits 30 s for the requests in flight, then SIGKILLs):
+      // release the lease and answer every waiting client now, so its wait ends early and it stops us with SIGTERM.
+      const waiting = renders;
+      proxyWatch = watchProxy(
+        new URL(config.GPU_LEASE_URL).host,
+        () => {
+          void leaseHolder.stop();
+          waiting.abortWaits('the proxy in front of this service is stopping');
+        },
+        logger,
+      );
+    }
     if (devServer?.uiUrl) {
       uiUrl = `${apiUrl}${TEMPORAL_UI_PATH}/`;
       uiWarning = temporalUiWarning(config, devServer.uiUrl);
@@ -275,7 +302,12 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     stop: async () => {
       // Order matters: stop taking requests, drain workers (in-flight activities get the grace time and
       // are retried elsewhere if cut), then stop the embedded server.
+      proxyWatch?.stop();
+      // Behind a proxy that stops us, the GPU entry is being stopped too: a client still waiting after the grace
+      // gets a retryable 503 rather than being cut off by the proxy's SIGKILL.
+      const giveUp = leaseHolder ? setTimeout(() => renders?.abortWaits('the service is stopping'), Math.min(config.SHUTDOWN_GRACE_MS, 20_000)) : undefined;
       if (api) await closeFront(api);
+      clearTimeout(giveUp);
       await leaseHolder?.stop();
       // The GPU entry: no new prompts from here on (the gate closes with the leases).
       await leaseServer?.close();

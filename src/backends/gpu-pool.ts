@@ -49,6 +49,16 @@ export class GpuPool {
     return this.backends.filter((b) => !this.health.get(b)).length;
   }
 
+  /** Whether an attempt holds a backend now (a prompt runs or is about to). */
+  busy(): boolean {
+    return this.free.size < this.backends.length;
+  }
+
+  /** Health changed (a lease was granted): look again now rather than at the next recheck. */
+  recheck(): void {
+    this.wake();
+  }
+
   private wake(): void {
     const ws = [...this.waiters];
     this.waiters.clear();

@@ -147,6 +147,13 @@ const envSchema = z.object({
    * GPU_LEASE_URL and in `gpu` mode. Its own header, so the proxy's API key can still use `Authorization`.
    */
   GPU_LEASE_TOKEN: optionalString,
+  /**
+   * GPU entry: how long leases may keep the GPU while another group may be waiting (ms). At the end of a slice no new
+   * prompt starts, the running one ends, and every lease is ended at once and asked again: a request for another
+   * group queued in the proxy meanwhile gets the GPU first. An LLM request so waits at most the slice plus the
+   * running prompt (docs/llama-swap.md, "How long each side waits").
+   */
+  GPU_LEASE_SLICE_MS: positiveInt.default(30_000),
   /** Most images per request (batch_size × n_iter). Open WebUI sends up to n=10. */
   MAX_BATCH: positiveInt.default(16),
   /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */

@@ -18,7 +18,15 @@ export async function startGpuEntryServer(config: Config, logger: Logger): Promi
       "invalid configuration:\n  GPU_LEASE_TOKEN: required in `gpu` mode (the front's lease presents it; without it anyone who reaches the proxy could hold the GPU)",
     );
   }
-  return startLeaseServer({ host: config.HOST, port: config.PORT, token: config.GPU_LEASE_TOKEN, logger: logger.child({ component: 'gpu-lease' }) });
+  return startLeaseServer({
+    host: config.HOST,
+    port: config.PORT,
+    token: config.GPU_LEASE_TOKEN,
+    sliceMs: config.GPU_LEASE_SLICE_MS,
+    logger: logger.child({ component: 'gpu-lease' }),
+    // The same path as the proxy's own SIGTERM (drain, stop the prompt in ComfyUI, /free), started early enough.
+    onProxyStopping: () => process.kill(process.pid, 'SIGTERM'),
+  });
 }
 
 /**
@@ -39,15 +47,44 @@ export async function freeVram(backends: Backend[], clients: Map<string, ComfyCl
   );
 }
 
+/**
+ * Whether some ComfyUI could run a prompt: it answers `/system_stats` within 2 s and no prompt of it is marked
+ * wedged (backends/health.ts). A hung ComfyUI that still answers HTTP is caught by the mark its stall sets.
+ */
+export function anyBackendUsable(
+  backends: readonly Backend[],
+  clients: Map<string, ComfyClient>,
+  unhealthy: () => Map<string, string>,
+): () => Promise<boolean> {
+  return async () => {
+    const marked = unhealthy();
+    const candidates = backends.filter((b) => !marked.has(b.id));
+    const answers = await Promise.all(
+      candidates.map((b) =>
+        clients
+          .get(b.id)!
+          .systemStats({ timeoutMs: 2_000 })
+          .then(
+            () => true,
+            () => false,
+          ),
+      ),
+    );
+    return answers.includes(true);
+  };
+}
+
 /** The front's lease holder, counting running renders on the task queue in Temporal (every front's). */
-export function startLeaseHolder(config: Config, client: Client, logger: Logger): GpuLeaseHolder | undefined {
+export function startLeaseHolder(config: Config, client: Client, logger: Logger, usable?: () => Promise<boolean>): GpuLeaseHolder | undefined {
   if (!config.GPU_LEASE_URL || !config.GPU_LEASE_TOKEN) return undefined;
   const holder = new GpuLeaseHolder({
     url: config.GPU_LEASE_URL,
     token: config.GPU_LEASE_TOKEN,
     pollMs: config.GPU_LEASE_POLL_MS,
-    ...(config.GPU_LEASE_AUTHORIZATION ? { authorization: config.GPU_LEASE_AUTHORIZATION } : {}),
+    // Behind llama-swap's apiKeys the guide makes API_TOKEN the same key: the lease presents it by default.
+    ...(config.GPU_LEASE_AUTHORIZATION || config.API_TOKEN ? { authorization: config.GPU_LEASE_AUTHORIZATION ?? `Bearer ${config.API_TOKEN}` } : {}),
     pending: async () => (await client.workflow.count(waitingRendersQuery(config.TEMPORAL_TASK_QUEUE))).count,
+    ...(usable ? { usable } : {}),
     logger: logger.child({ component: 'gpu-lease' }),
   });
   holder.start();

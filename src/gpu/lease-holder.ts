@@ -26,6 +26,11 @@ export interface LeaseHolderOptions {
   authorization?: string;
   /** GPU_LEASE_TOKEN, which the GPU entry asks of every lease. */
   token: string;
+  /**
+   * Whether any backend could run a prompt now (ComfyUI answers and is not marked wedged). While none can, no
+   * lease is held whatever waits: it would keep the GPU from the other groups for the whole outage, for nothing.
+   */
+  usable?: () => Promise<boolean>;
   logger: Logger;
 }
 
@@ -46,6 +51,8 @@ export class GpuLeaseHolder {
   private ticking = false;
   private stopped = false;
   private waiters = new Set<() => void>();
+  /** The last answer of `usable` (true until asked). */
+  private canRun = true;
 
   constructor(private readonly opts: LeaseHolderOptions) {}
 
@@ -66,6 +73,9 @@ export class GpuLeaseHolder {
    */
   async poke(waitMs: number): Promise<void> {
     if (this.stopped) return;
+    // No lease for a render no ComfyUI can run now (down, wedged): it waits in Temporal, the GPU stays with others.
+    if (this.opts.usable) this.canRun = await this.opts.usable().catch(() => false);
+    if (!this.canRun) return;
     this.pokedUntil = Date.now() + POKE_HOLD_MS;
     this.wanted = true;
     if (this.established) return;
@@ -108,6 +118,17 @@ export class GpuLeaseHolder {
         this.opts.logger.warn({ err: (err as Error).message }, 'GPU lease: could not count pending renders');
       }
       if (count !== undefined) this.wanted = count > 0 || Date.now() < this.pokedUntil;
+      if (this.wanted && this.opts.usable) {
+        const could = this.canRun;
+        this.canRun = await this.opts.usable().catch(() => false);
+        if (could !== this.canRun) {
+          this.opts.logger.warn(
+            { usable: this.canRun },
+            this.canRun ? 'GPU lease: ComfyUI can run prompts again' : 'GPU lease: no ComfyUI can run a prompt; the GPU is left to the other groups meanwhile',
+          );
+        }
+        if (!this.canRun) this.wanted = false;
+      }
       if (this.wanted) this.ensureOpen();
       else this.release();
     } finally {
@@ -158,7 +179,20 @@ export class GpuLeaseHolder {
       this.failures = 0;
       this.opts.logger.info({ waitedMs: Date.now() - opened }, 'GPU lease held');
       for (const w of [...this.waiters]) w();
-      res.on('data', () => undefined);
+      let yielded = false;
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        // The GPU entry ended a slice: ask again at once, behind whatever request for another group is queued.
+        if (chunk.includes('event: yield')) yielded = true;
+      });
+      res.on('end', () => {
+        if (yielded && this.request === req) {
+          this.request = undefined;
+          this.established = false;
+          this.opts.logger.info('GPU lease: slice over, asking again');
+          if (this.wanted) this.ensureOpen();
+        }
+      });
       res.on('end', () => ended('the GPU entry ended the lease'));
       res.on('error', (err) => ended(err.message));
       res.on('close', () => ended('lease connection closed'));

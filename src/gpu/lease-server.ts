@@ -14,17 +14,21 @@
  * holder learns from the headers that the proxy has counted it, and a proxy flushes such a body as it comes.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { sameSecret } from '../auth/api-token.ts';
 import type { Logger } from '../log.ts';
 
-/** Whether any front holds a lease now; GpuPool hands out prompt slots only then (gatedHealth). */
+/**
+ * Whether prompts may start now: some front holds a lease and the leases are not yielding the GPU (end of a
+ * slice, see startLeaseServer). GpuPool hands out prompt slots only then (gatedHealth).
+ */
 export class LeaseGate {
   private open = 0;
+  private yielding = false;
   private listeners = new Set<(held: boolean) => void>();
 
   held(): boolean {
-    return this.open > 0;
+    return this.open > 0 && !this.yielding;
   }
 
   count(): number {
@@ -32,15 +36,28 @@ export class LeaseGate {
   }
 
   acquire(): () => void {
-    this.open++;
-    if (this.open === 1) this.emit();
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.open--;
-      if (this.open === 0) this.emit();
-    };
+    return this.change(
+      () => this.open++,
+      () => {
+        let released = false;
+        return () => {
+          if (released) return;
+          released = true;
+          this.change(
+            () => this.open--,
+            () => undefined,
+          );
+        };
+      },
+    );
+  }
+
+  /** While yielding, no prompt starts though leases are open (the running one ends, then the leases do). */
+  setYielding(yielding: boolean): void {
+    this.change(
+      () => (this.yielding = yielding),
+      () => undefined,
+    );
   }
 
   onChange(fn: (held: boolean) => void): () => void {
@@ -48,8 +65,11 @@ export class LeaseGate {
     return () => this.listeners.delete(fn);
   }
 
-  private emit(): void {
-    for (const fn of [...this.listeners]) fn(this.held());
+  private change<T>(mutate: () => unknown, then: () => T): T {
+    const before = this.held();
+    mutate();
+    if (this.held() !== before) for (const fn of [...this.listeners]) fn(this.held());
+    return then();
   }
 }
 
@@ -66,65 +86,106 @@ export interface LeaseServer {
   gate: LeaseGate;
   /** Readiness: set once the GPU worker is polling. */
   setReady(ready: boolean): void;
+  /** Whether a prompt runs now (the pool): a slice ends only once it has. */
+  setBusyProbe(busy: () => boolean): void;
   /** Ends every open lease and stops listening. */
   close(): Promise<void>;
 }
 
+export interface LeaseServerOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+  /**
+   * The secret a lease request must present. Through the proxy anyone who reaches it reaches this route, and an
+   * open lease keeps the GPU from every other group, so only the front (which knows it) may hold one.
+   */
+  token: string;
+  gate?: LeaseGate;
+  /**
+   * How long the leases may keep the GPU before yielding it once (GPU_LEASE_SLICE_MS): then no new prompt starts,
+   * the running one ends, every lease ends with `event: yield` and its holder asks again at once. A request for
+   * another group queued in the proxy meanwhile is ahead of the new lease; with none, the new lease is granted
+   * at once and nothing is swapped.
+   */
+  sliceMs?: number;
+  /** The proxy stops (it no longer accepts connections while leases were coming through it): see watchProxy. */
+  onProxyStopping?: () => void;
+}
+
 /** Comment lines on an open lease: keep intermediaries from thinking the stream died. */
 const LEASE_KEEPALIVE_MS = 15_000;
+/** While a slice ends, how often the running prompt is looked at. */
+const YIELD_CHECK_MS = 200;
 
 /** The header that carries GPU_LEASE_TOKEN (not `Authorization`: the proxy's API key may need that one). */
 export const LEASE_TOKEN_HEADER = 'x-gpu-lease-token';
 
 /**
- * `token`: the secret a lease request must present. Through the proxy anyone who reaches it reaches this
- * route, and an open lease keeps the GPU from every other group, so only the front (which knows it) may hold one.
+ * Every answer but a granted lease is a complete response of known length that reads none of the body, and
+ * closes its connection. A proxy built on Go's ReverseProxy (llama-swap) counts a request in flight until its
+ * handler returns; it flushes a response of unknown length inside the handler, and Go's server first drains up
+ * to 256 KB of an unread request body there, so an unauthenticated caller trickling a body to `/gpu/ready` kept
+ * the GPU from every other group for as long as the body lasted. With a Content-Length the handler returns
+ * once the answer is copied, and the drain happens after the proxy stopped counting the request.
  */
-export async function startLeaseServer(opts: { host: string; port: number; logger: Logger; token: string; gate?: LeaseGate }): Promise<LeaseServer> {
+function answerAndClose(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-store',
+    connection: 'close',
+    ...headers,
+  });
+  res.end(text);
+}
+
+export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseServer> {
   const gate = opts.gate ?? new LeaseGate();
   let ready = false;
-  const open = new Set<http.ServerResponse>();
+  let busy: () => boolean = () => false;
+  /** Open leases and how each is released (at once when a slice ends, before its connection closes). */
+  const open = new Map<http.ServerResponse, () => void>();
+  const slices = sliceTimer(opts, gate, open, () => busy());
+  let proxyWatch: ProxyWatch | undefined;
   const server = http.createServer((req, res) => {
     const route = (req.url ?? '').split('?')[0];
     if (route === '/gpu/ready' || route === '/health') {
-      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-      res.end(JSON.stringify({ ready, leases: gate.count() }));
-      return;
+      return answerAndClose(req, res, ready ? 200 : 503, { ready, leases: gate.count(), prompts: gate.held() ? 'taken' : 'not taken (no lease)' });
     }
-    if (route === '/gpu/lease') {
-      const given = req.headers[LEASE_TOKEN_HEADER];
-      if (typeof given !== 'string' || !sameSecret(given, opts.token)) {
-        opts.logger.warn({ remote: req.socket.remoteAddress, presented: given !== undefined }, 'GPU lease refused: wrong or missing X-GPU-Lease-Token');
-        res.writeHead(401, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `the GPU lease needs the ${LEASE_TOKEN_HEADER} header with GPU_LEASE_TOKEN` } }));
-        return;
-      }
-      if (!ready) {
-        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-        res.end(JSON.stringify({ error: 'the GPU worker is not connected yet' }));
-        return;
-      }
-      const release = gate.acquire();
-      open.add(res);
-      opts.logger.info({ leases: gate.count() }, 'GPU lease taken');
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
-      res.write(': lease held\n\n');
-      const keepalive = setInterval(() => res.write(': held\n\n'), LEASE_KEEPALIVE_MS);
-      const end = (): void => {
-        clearInterval(keepalive);
-        open.delete(res);
-        release();
-        opts.logger.info({ leases: gate.count() }, 'GPU lease released');
-      };
-      res.once('close', end);
-      req.resume();
-      return;
+    if (route !== '/gpu/lease') {
+      return answerAndClose(req, res, 404, { error: { message: `${route} is not served by the GPU entry (its routes: /gpu/ready, /gpu/lease)` } });
     }
-    res.writeHead(404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message: `${route} is not served by the GPU entry (its routes: /gpu/ready, /gpu/lease)` } }));
+    const given = req.headers[LEASE_TOKEN_HEADER];
+    if (typeof given !== 'string' || !sameSecret(given, opts.token)) {
+      opts.logger.warn({ remote: req.socket.remoteAddress, presented: given !== undefined }, 'GPU lease refused: wrong or missing X-GPU-Lease-Token');
+      return answerAndClose(req, res, 401, { error: { message: `the GPU lease needs the ${LEASE_TOKEN_HEADER} header with GPU_LEASE_TOKEN` } });
+    }
+    if (!ready || slices.yielding()) {
+      const why = ready ? 'the GPU entry is yielding the GPU once (end of a slice)' : 'the GPU worker is not connected yet';
+      return answerAndClose(req, res, 503, { error: why }, { 'retry-after': '1' });
+    }
+    // The proxy forwards the client's Host unchanged: the address the front reached the proxy at.
+    if (opts.onProxyStopping && req.headers.host) proxyWatch ??= watchProxy(req.headers.host, opts.onProxyStopping, opts.logger);
+    const release = gate.acquire();
+    open.set(res, release);
+    slices.leaseOpened();
+    opts.logger.info({ leases: gate.count() }, 'GPU lease taken');
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+    res.write(': lease held\n\n');
+    const keepalive = setInterval(() => res.write(': held\n\n'), LEASE_KEEPALIVE_MS);
+    res.once('close', () => {
+      clearInterval(keepalive);
+      open.delete(res);
+      release();
+      opts.logger.info({ leases: gate.count() }, 'GPU lease released');
+    });
+    req.resume();
   });
-  // A lease may last hours; only the request itself is bounded.
-  server.requestTimeout = 60_000;
+  // A lease may last hours; only the request itself is bounded, its headers first.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -137,12 +198,106 @@ export async function startLeaseServer(opts: { host: string; port: number; logge
     setReady: (r) => {
       ready = r;
     },
+    setBusyProbe: (probe) => {
+      busy = probe;
+    },
     close: async () => {
       ready = false;
-      for (const res of open) res.end();
+      slices.stop();
+      proxyWatch?.stop();
+      for (const res of open.keys()) res.end();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await closed;
     },
   };
+}
+
+/**
+ * The slices: `sliceMs` after leases were first granted, the gate stops new prompts; once no prompt runs, every
+ * lease is released and ended with `event: yield` (its holder asks again at once), and the gate opens again for
+ * the next lease.
+ */
+function sliceTimer(opts: LeaseServerOptions, gate: LeaseGate, open: Map<http.ServerResponse, () => void>, busy: () => boolean) {
+  let timer: NodeJS.Timeout | undefined;
+  let yielding = false;
+  const finish = (): void => {
+    timer = undefined;
+    if (busy()) {
+      timer = setTimeout(finish, YIELD_CHECK_MS);
+      return;
+    }
+    const ended = open.size;
+    for (const [res, release] of open) {
+      release();
+      open.delete(res);
+      res.end('event: yield\ndata: {}\n\n');
+    }
+    yielding = false;
+    gate.setYielding(false);
+    opts.logger.info({ leases: ended }, 'GPU lease slice over: leases ended so that a request queued for another group gets the GPU');
+  };
+  return {
+    yielding: () => yielding,
+    leaseOpened: (): void => {
+      if (timer || !opts.sliceMs || gate.count() !== 1) return;
+      timer = setTimeout(() => {
+        if (gate.count() === 0) {
+          timer = undefined;
+          return;
+        }
+        yielding = true;
+        gate.setYielding(true);
+        finish();
+      }, opts.sliceMs);
+    },
+    stop: (): void => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
+interface ProxyWatch {
+  stop(): void;
+}
+
+/** How often the proxy's listening port is tried, and how many refusals in a row mean it is stopping. */
+const PROXY_CHECK_MS = 1_000;
+const PROXY_REFUSALS = 2;
+
+/**
+ * A stopping llama-swap closes its listener at once, then waits up to 30 s for the requests in flight (a lease
+ * is one, for as long as renders wait) and SIGKILLs its upstreams. So a refused connection to the address the
+ * leases came through is the one early sign: the entry then stops by itself, in time to stop its prompt in
+ * ComfyUI and unload the models before the SIGKILL.
+ */
+export function watchProxy(host: string, onStopping: () => void, logger: Logger): ProxyWatch {
+  const url = new URL(`http://${host}`);
+  const port = Number(url.port || 80);
+  const hostname = url.hostname.replace(/^\[|\]$/g, '');
+  let refusals = 0;
+  let fired = false;
+  /** Only a proxy that was seen listening can be seen stopping (not one that is simply not there yet). */
+  let seen = false;
+  const timer = setInterval(() => {
+    const socket = net.connect({ host: hostname, port });
+    socket.setTimeout(PROXY_CHECK_MS);
+    socket.once('connect', () => {
+      refusals = 0;
+      seen = true;
+      socket.destroy();
+    });
+    socket.once('timeout', () => socket.destroy());
+    socket.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ECONNREFUSED' || fired || !seen) return;
+      if (++refusals < PROXY_REFUSALS) return;
+      fired = true;
+      clearInterval(timer);
+      logger.warn({ proxy: host }, 'the proxy refuses connections (it is stopping or reloading): stopping the GPU entry before it is killed');
+      onStopping();
+    });
+  }, PROXY_CHECK_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

@@ -227,7 +227,34 @@ export class RenderService {
    * The render's result. Temporal being briefly unreachable (restarted, network blip) is not the render's
    * failure: keep waiting, since the workflow goes on on the server, for up to `transientBudgetMs`.
    */
+  /** Set by abortWaits: every wait ends with this (a retryable 503), the renders go on in Temporal. */
+  private readonly stopping = new AbortController();
+
+  /**
+   * The front is going away while its GPU goes away too (the model-swapping proxy stops): a client waiting on a
+   * render would be cut off without an answer. Each gets a 503 instead; its render stays in Temporal and a retry
+   * with the same Idempotency-Key attaches to it (or to its result).
+   */
+  abortWaits(why: string): void {
+    this.stopping.abort(why);
+  }
+
   async wait(started: StartedRender, opts: { transientBudgetMs?: number } = {}): Promise<RenderResult> {
+    const signal = this.stopping.signal;
+    if (signal.aborted) throw stoppingError(started.renderId, signal);
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_resolve, reject) => {
+      onAbort = () => reject(stoppingError(started.renderId, signal));
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([this.waitResult(started, opts), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  private async waitResult(started: StartedRender, opts: { transientBudgetMs?: number }): Promise<RenderResult> {
     const budget = opts.transientBudgetMs ?? TRANSIENT_WAIT_BUDGET_MS;
     let firstTransientAt: number | undefined;
     let delay = 250;
@@ -252,6 +279,15 @@ export class RenderService {
   handle(renderId: string): WorkflowHandle<typeof render> {
     return this.client.workflow.getHandle<typeof render>(renderId);
   }
+}
+
+function stoppingError(renderId: string, signal: AbortSignal): RenderFailedError {
+  return new RenderFailedError(
+    renderId,
+    503,
+    'ServiceStopping',
+    `${String(signal.reason)}: the render goes on; send the request again with the same Idempotency-Key to get its result`,
+  );
 }
 
 /** How long `wait` rides out Temporal being unreachable before answering 502. */

@@ -12,7 +12,8 @@
  *   3. admission: MAX_WAITING_RENDERS (AdmissionRefusedError, 503), skipped when the key attaches to its
  *      running or completed render;
  *   4. input images go to the blob store, only now that nothing above refused the request;
- *   5. start, with the priority, eagerly when the workers run in this process (RenderService).
+ *   5. the GPU lease, when a model-swapping proxy shares the GPU (only now: a refused request swaps nothing);
+ *   6. start, with the priority, eagerly when the workers run in this process (RenderService).
  * Nothing is stored or started when a step before 4 refuses. Waiting is `wait` (the route decides how long
  * and what a client going away means).
  *
@@ -82,7 +83,20 @@ export interface SubmitterDeps {
   admission?: Admission;
   /** Webhook settings; absent, a submission that asks for a webhook gets none. */
   webhooks?: WebhookConfig;
+  /**
+   * The GPU lease (gpu/lease-holder.ts), taken once nothing above refused the request: a request answered 4xx
+   * must not make the model-swapping proxy evict another group's model for nothing.
+   */
+  gpuLease?: GpuLease;
 }
+
+/** What a submission asks of the GPU lease: take it now, waiting up to `waitMs` for the proxy to grant it. */
+export interface GpuLease {
+  poke(waitMs: number): Promise<void>;
+}
+
+/** How long a render start waits for the lease before going on (a cold GPU entry takes longer). */
+const LEASE_POKE_WAIT_MS = 1_000;
 
 export class RenderSubmitter {
   constructor(private readonly deps: SubmitterDeps) {}
@@ -103,6 +117,9 @@ export class RenderSubmitter {
     // Stored on attach too: content-addressed, so a no-op when the render has them, and should the render
     // fail between the check and the start, the new one the start makes finds its inputs.
     if (s.images && s.images.length > 0) await storeImages(this.blobStore(), s.images);
+    // Last before the start, after every check that may refuse: an async 202 then comes once the proxy counts
+    // the GPU entry busy, so another group's request sent right after it queues behind the render.
+    if (!attach) await this.deps.gpuLease?.poke(LEASE_POKE_WAIT_MS);
     return this.deps.renders.start(s.request, {
       renderId,
       built,
@@ -149,6 +166,7 @@ export interface SubmitterOptions {
   /** Renders waiting or running, for admission; default Temporal's count of running renders on the queue. */
   waitingRenders?: () => Promise<number>;
   logger?: Logger;
+  gpuLease?: GpuLease;
 }
 
 /** The submitter every process builds: this configuration's graphs, admission counted by Temporal. */
@@ -166,6 +184,7 @@ export function createSubmitter(opts: SubmitterOptions): RenderSubmitter {
     admission,
     webhooks: config,
     ...(opts.blobs ? { blobs: opts.blobs } : {}),
+    ...(opts.gpuLease ? { gpuLease: opts.gpuLease } : {}),
   });
 }
 

@@ -11,6 +11,35 @@ import type { Logger } from '../log.ts';
 import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
 import { clearOrphanedServer, removeServerPidFile, writeServerPidFile } from './orphan.ts';
 
+/**
+ * The sitter: a POSIX shell that runs the server and holds the read end of a pipe whose write end is this
+ * process's. When this process is gone, however it ended (SIGKILL included, where no exit hook runs), the pipe
+ * reaches end-of-file and the sitter stops the server with SIGTERM. A SIGTERM to the sitter is passed on; it
+ * exits with the server's status.
+ */
+const SITTER = [
+  'exec 3<&0 0</dev/null',
+  '"$@" 3<&- &',
+  't=$!',
+  "trap 'kill -TERM $t 2>/dev/null' TERM INT HUP",
+  '{ read _ <&3; kill -TERM $t 2>/dev/null; } &',
+  'r=$!',
+  'exec 3<&-',
+  'wait $t; c=$?',
+  'while kill -0 $t 2>/dev/null; do wait $t; c=$?; done',
+  'kill $r 2>/dev/null',
+  'exit $c',
+].join('\n');
+
+/** The sitter and the server (its own process group: spawned detached). */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
 export interface DevServerOptions {
   binary: string;
   dbFile: string;
@@ -168,7 +197,9 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   // Its own session and process group: a supervisor that stops this service with a SIGTERM to the whole process
   // group (a model-swapping proxy does) must not kill Temporal before the worker has drained; this process
   // stops it last (`stop`), or kills it when it exits (`killChild`).
-  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // Through a sitter (SITTER): should this process die without stopping it (a proxy's SIGKILL), the server
+  // is stopped at once rather than left running until the next start.
+  const child = spawn('/bin/sh', ['-c', SITTER, 'temporal-sitter', opts.binary, ...args], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   if (child.pid !== undefined) writeServerPidFile(opts.dbFile, child.pid, opts.port);
   // The head says why it stopped (a panic's message comes first, then a long stack); the tail says where.
   let head = '';
@@ -193,9 +224,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   });
   // However this process ends (even process.exit on a second signal), do not leave an orphaned server
   // holding the port and the SQLite file.
-  const killChild = (): void => {
-    child.kill('SIGKILL');
-  };
+  const killChild = (): void => killGroup(child, 'SIGKILL');
   process.on('exit', killChild);
 
   const address = `${ip}:${opts.port}`;
@@ -219,7 +248,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
       continue;
     } catch (err) {
       if (Date.now() > deadline) {
-        child.kill('SIGKILL');
+        killGroup(child, 'SIGKILL');
         throw new Error(`temporal dev server at ${address} not ready: ${String(err)}\n${output()}`, { cause: err });
       }
       await new Promise((r) => setTimeout(r, 200));
@@ -237,7 +266,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
         if (exited !== undefined) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+        setTimeout(() => killGroup(child, 'SIGKILL'), 10_000).unref();
       }),
   };
 }

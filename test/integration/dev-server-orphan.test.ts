@@ -26,21 +26,29 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
   for (const pid of pids) {
     try {
-      process.kill(pid, 'SIGKILL');
+      // The sitters pass SIGTERM on to their server (a SIGKILL would orphan it); the pipe holders just end.
+      process.kill(pid, 'SIGTERM');
     } catch {
       // already gone
     }
   }
 });
 
-/** A process that starts an embedded server on `dbFile`/`port`, says its pid, and is then SIGKILLed. */
-async function crashLeavingServer(dbFile: string, port: number): Promise<number> {
+/**
+ * A process that starts an embedded server on `dbFile`/`port`, says its pid, and is then SIGKILLed. With
+ * `keepPipe`, a child of it (outliving it) holds the sitter's pipe open, so the server is orphaned as when the
+ * service's process lingers unkillable; without, the sitter sees the service die and stops the server.
+ */
+async function crashLeavingServer(dbFile: string, port: number, keepPipe = true): Promise<number> {
   const script = path.join(path.dirname(dbFile), 'crashing-service.mts');
   writeFileSync(
     script,
     `import { startDevServer } from ${JSON.stringify(path.join(root, 'src/temporal/dev-server.ts'))};\n` +
       `import { createLogger } from ${JSON.stringify(path.join(root, 'src/log.ts'))};\n` +
       `const s = await startDevServer({ binary: ${JSON.stringify(binary)}, dbFile: ${JSON.stringify(dbFile)}, port: ${port}, ui: false, namespace: 'default', logger: createLogger('silent') });\n` +
+      (keepPipe
+        ? `import { spawn } from 'node:child_process';\nconst holder = spawn('sleep', ['600'], { stdio: [s.process.stdin, 'ignore', 'ignore'], detached: true });\nprocess.stdout.write('holder ' + holder.pid + '\\n');\n`
+        : '') +
       `process.stdout.write('ready ' + s.process.pid + '\\n');\nsetInterval(() => {}, 1000);\n`,
   );
   const child = spawn(process.execPath, ['--import', tsxLoader, script], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -48,6 +56,8 @@ async function crashLeavingServer(dbFile: string, port: number): Promise<number>
     let out = '';
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
+      const h = /holder (\d+)/.exec(out);
+      if (h && !pids.includes(Number(h[1]))) pids.push(Number(h[1]));
       const m = /ready (\d+)/.exec(out);
       if (m) resolve(Number(m[1]));
     });
@@ -88,5 +98,18 @@ describe('an embedded Temporal orphaned by a crash', () => {
     expect(own.process.pid).not.toBe(orphan);
     expect(alive(orphan)).toBe(false);
     expect(own.process.exitCode).toBeNull();
+  }, 120_000);
+
+  it('a service SIGKILLed (a proxy running out of patience) leaves no server behind: the sitter stops it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-orphan-c-'));
+    const sitter = await crashLeavingServer(path.join(dir, 'temporal.db'), await freePort(), false);
+    await new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (alive(sitter)) return;
+        clearInterval(check);
+        resolve();
+      }, 100);
+    });
+    expect(alive(sitter)).toBe(false);
   }, 120_000);
 });

@@ -21,6 +21,7 @@ const TTL_S = 3;
 /** Every image and video graph decodes with VAEDecode: the prompt is held there, mid-render, until released. */
 const HOLD = [{ nodeClass: 'VAEDecode' }];
 const GRACE_MS = 2_000;
+const LEASE_TOKEN = 'stand-in-lease-secret';
 
 let fake: FakeComfyUI;
 let ls: LlamaSwapStandin;
@@ -80,11 +81,11 @@ http.createServer((req, res) => {
       front_port: String(frontPort),
       gpu_port: String(gpuPort),
       temporal_port: String(temporalPort),
-      lease_token: 'stand-in-lease-secret',
     },
     overrides: {
-      'comfy-gpu': { ttl: TTL_S, env: [`SHUTDOWN_GRACE_MS=${GRACE_MS}`, 'LOG_LEVEL=info'] },
-      'imagegen-flux-dev': { env: ['LOG_LEVEL=info', 'TEMPORAL_TASK_QUEUE=renders'] },
+      // GPU_LEASE_TOKEN comes from llama-swap's own environment in the guide (never printed): given here per entry.
+      'comfy-gpu': { ttl: TTL_S, env: [`SHUTDOWN_GRACE_MS=${GRACE_MS}`, 'LOG_LEVEL=info', `GPU_LEASE_TOKEN=${LEASE_TOKEN}`] },
+      'imagegen-flux-dev': { env: ['LOG_LEVEL=info', 'TEMPORAL_TASK_QUEUE=renders', `GPU_LEASE_TOKEN=${LEASE_TOKEN}`] },
       llm: { cmd: `${process.execPath} ${llm} ${llmPort}`, proxy: `http://127.0.0.1:${llmPort}`, checkEndpoint: '/health' },
     },
   });
@@ -255,6 +256,17 @@ describe("comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     expect(await videoStatus(second.json.id)).toBe('completed');
     expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
   }, 300_000);
+
+  it('a render request refused with a 400 takes no lease: the LLM stays loaded and the GPU entry is not started', async () => {
+    const chat = { model: 'llm', messages: [{ role: 'user', content: 'hi' }] };
+    expect((await post('/v1/chat/completions', chat)).status).toBe(200);
+    const mark = ls.events.length;
+    const bad = await post('/sdapi/v1/txt2img', { ...IMAGE, sampler_name: 'no such sampler' });
+    expect(bad.status, JSON.stringify(bad.json).slice(0, 300)).toBe(400);
+    expect((await post('/v1/chat/completions', chat)).status).toBe(200);
+    expect(since(mark, 'spawn', 'comfy-gpu')).toHaveLength(0);
+    expect(since(mark, 'stop', 'llm')).toHaveLength(0);
+  }, 120_000);
 
   it("llama-swap's process-group SIGTERM drains the front: Temporal outlives the worker, the waiting client gets its image, exit 0", async () => {
     await resetFake(fake.url);

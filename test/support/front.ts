@@ -46,7 +46,7 @@ export interface TestFrontOptions {
   loras?: string[];
   /** ComfyUI's whole `/object_info` (a real ComfyCatalog over it: model lists, LoRAs), or its failure. */
   objectInfo?: () => Promise<ObjectInfo>;
-  /** The GPU lease render-starting routes take (api/gpu-lease-hook.ts). */
+  /** The GPU lease a render start takes once the request passed every check (renders/submit.ts). */
   gpuLease?: { poke(waitMs: number): Promise<void> };
   /** Serve the Temporal UI proxy at /temporal (to an address nothing answers on, unless a test starts one). */
   temporalUi?: { upstream: string };

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { readImageHeader, readTextChunks } from '../../tools/fake-comfyui/png.ts';
 import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import type { FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
@@ -326,6 +326,17 @@ describe('caching and rendered files', () => {
     const stats = (await http.get<{ nodesExecuted: Record<string, number>; freeMemory: number }>('/__fake/stats')).json;
     expect(stats.nodesExecuted[b.prompt_id]).toBe(7);
     expect(stats.freeMemory).toBe(1);
+  });
+
+  it('reports the model files its loaders hold until POST /free {unload_models:true} (what GPU sharing checks)', async () => {
+    const a = await http.submit(sdGraph({ prefix: 'loaded', seed: 21 }));
+    await http.waitForHistory(a.prompt_id);
+    const loaded = async (): Promise<string[]> => (await http.get<{ loadedModels: string[] }>('/__fake/stats')).json.loadedModels;
+    const before = await loaded();
+    expect(before.length).toBeGreaterThan(0);
+    expect(before.every((f) => /\.(safetensors|ckpt|sft|gguf|pt|pth|bin)$/.test(f))).toBe(true);
+    await http.post('/free', { unload_models: true });
+    await vi.waitFor(async () => expect(await loaded()).toEqual([]), { timeout: 10_000, interval: 20 });
   });
 
   it('image size follows the latent; batch_size gives that many files; V3 latent nodes too', async () => {

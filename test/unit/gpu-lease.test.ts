@@ -2,9 +2,16 @@
  * The two halves of the GPU lease without a proxy in between: the GPU entry's lease server and gate, the front's
  * lease holder, and which routes take the lease. Waits are on the gate's change events and HTTP answers.
  */
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { listProfiles } from '../../src/models/registry.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
-import { LeaseGate, gatedHealth, startLeaseServer, type LeaseServer } from '../../src/gpu/lease-server.ts';
+import { LeaseGate, gatedHealth, startLeaseServer, watchProxy, type LeaseServer } from '../../src/gpu/lease-server.ts';
+import { RenderFailedError, RenderService, type StartedRender } from '../../src/renders/render-service.ts';
 import { startGpuEntryServer } from '../../src/gpu/gpu-entry.ts';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -159,6 +166,67 @@ describe('front lease holder', () => {
   });
 });
 
+describe('no hold without the token, bounded holds with it', () => {
+  it('answers a request with an unread slow body at once, with its length, and closes (the proxy stops counting it)', async () => {
+    const s = await server();
+    s.setReady(true);
+    const sock = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    let answer = '';
+    sock.on('data', (d: Buffer) => (answer += d.toString()));
+    const closed = new Promise<void>((r) => sock.once('close', () => r()));
+    // The issue's attack: 100000 bytes announced, one sent; the answer and the close come without the rest.
+    sock.write('POST /gpu/ready HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{');
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    // A length, not chunks: Go's ReverseProxy then returns without flushing, before its server drains the body.
+    expect(answer.toLowerCase()).toMatch(/content-length: \d+/);
+    expect(answer.toLowerCase()).not.toContain('transfer-encoding');
+    expect(s.gate.held()).toBe(false);
+  });
+
+  it('a lease is ended after its slice once no prompt runs; the holder asks again at once and gets it', async () => {
+    const s = await startLeaseServer({ host: '127.0.0.1', port: 0, logger, token: TOKEN, sliceMs: 100 });
+    cleanups.push(() => s.close());
+    s.setReady(true);
+    let busy = true;
+    s.setBusyProbe(() => busy);
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 1, pollMs: 60_000, logger, token: TOKEN });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await nextChange(s.gate, true);
+    // The slice is over: no new prompt may start, but the running one keeps the lease until it ends.
+    await nextChange(s.gate, false);
+    expect(s.gate.count()).toBe(1);
+    busy = false;
+    // Yielded and granted again (the holder did not wait for its next count, 60 s away).
+    await new Promise<void>((resolve) => {
+      const off = s.gate.onChange((held) => {
+        if (!held) return;
+        off();
+        resolve();
+      });
+    });
+    // The gate opened as the new lease was granted, just before its answer reached the holder.
+    await holder.poke(5_000);
+    expect(holder.held()).toBe(true);
+  });
+
+  it('takes no lease while no ComfyUI can run a prompt, and takes it once one can', async () => {
+    const s = await server();
+    s.setReady(true);
+    let usable = false;
+    const holder = new GpuLeaseHolder({ url: `${s.url}/gpu/lease`, pending: async () => 1, pollMs: 30, logger, token: TOKEN, usable: async () => usable });
+    holder.start();
+    cleanups.push(() => holder.stop());
+    await holder.poke(200);
+    expect(s.gate.count()).toBe(0);
+    usable = true;
+    await nextChange(s.gate, true);
+  });
+});
+
 describe('routes and the lease', () => {
   it('render-starting routes take the lease; status polls and discovery never do', async () => {
     const pokes: string[] = [];
@@ -173,11 +241,81 @@ describe('routes and the lease', () => {
     expect(pokes).toHaveLength(1);
   });
 
+  it('a refused request takes no lease: a 400 must not evict the model another group runs', async () => {
+    const pokes: string[] = [];
+    const front = await startTestFront({}, { gpuLease: { poke: async () => void pokes.push('poke') } });
+    cleanups.push(() => front.close());
+    const bad = await front.app.inject({
+      method: 'POST',
+      url: '/sdapi/v1/txt2img',
+      payload: { prompt: 'x', steps: 1, width: 64, height: 64, sampler_name: 'no such sampler' },
+    });
+    expect(bad.statusCode).toBe(400);
+    const noModel = await front.app.inject({ method: 'POST', url: '/sdapi/v1/txt2img', payload: { prompt: 'x', model: 'no-such-model' } });
+    expect(noModel.statusCode).toBeGreaterThanOrEqual(400);
+    expect(front.starts).toHaveLength(0);
+    expect(pokes).toHaveLength(0);
+  });
+
   it('/ready does not need ComfyUI', async () => {
     const front = await startTestFront();
     cleanups.push(() => front.close());
     const res = await front.app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(200);
     expect(res.json().checks.map((c: { name: string }) => c.name)).not.toContain('comfyui:comfyui-0');
+  });
+});
+
+describe("the guide's llama-swap config (docs/llama-swap.example.yaml)", () => {
+  it('routes every model the registry has to the front (a model added to the registry must be added there too)', () => {
+    const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs', 'llama-swap.example.yaml');
+    const doc = parseYaml(readFileSync(file, 'utf8')) as { models: Record<string, { aliases?: string[]; cmd: string }> };
+    const fronts = Object.entries(doc.models).filter(([, m]) => / start$/.test(m.cmd));
+    expect(fronts).toHaveLength(1);
+    const [entryId, entry] = fronts[0]!;
+    const routed = new Set([entryId, ...(entry.aliases ?? [])]);
+    const missing = listProfiles()
+      .map((p) => p.id)
+      .filter((id) => !routed.has(id));
+    expect(missing, `add these to the aliases of ${entryId} in docs/llama-swap.example.yaml`).toEqual([]);
+  });
+});
+
+describe('llama-swap stopping', () => {
+  it('is seen when the address the leases came through refuses connections after having accepted them', async () => {
+    const proxy = net.createServer((sock) => sock.destroy());
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const { port } = proxy.address() as net.AddressInfo;
+    let stopping = false;
+    const fired = new Promise<void>((resolve) => {
+      const watch = watchProxy(
+        `127.0.0.1:${port}`,
+        () => {
+          stopping = true;
+          resolve();
+        },
+        logger,
+      );
+      cleanups.push(() => watch.stop());
+    });
+    // Accepted at least once before it stops listening (as llama-swap does on SIGTERM).
+    await new Promise<void>((r) => proxy.once('connection', () => r()));
+    expect(stopping).toBe(false);
+    await new Promise<void>((r) => proxy.close(() => r()));
+    await fired;
+    expect(stopping).toBe(true);
+  });
+
+  it('ends every wait on a render with a retryable 503; the render itself is left alone', async () => {
+    const service = new RenderService({} as never, 'renders');
+    const started = { renderId: 'render-1', handle: { result: () => new Promise(() => undefined) }, attached: false } as unknown as StartedRender;
+    const waiting = service.wait(started);
+    service.abortWaits('the proxy in front of this service is stopping');
+    const err = (await waiting.catch((e: unknown) => e)) as RenderFailedError;
+    expect(err).toBeInstanceOf(RenderFailedError);
+    expect(err.status).toBe(503);
+    expect(err.message).toMatch(/Idempotency-Key/);
+    // A wait that starts afterwards ends the same way at once.
+    await expect(service.wait(started)).rejects.toMatchObject({ status: 503 });
   });
 });

@@ -63,6 +63,19 @@ export interface FakeStats {
    * the cluster test checks from these that no GPU sat idle while renders waited, across several fakes.
    */
   runs: Array<{ promptId: string; startedAt: number; endedAt: number | null }>;
+  /**
+   * Model files loaders have loaded and no `/free` with `unload_models` has unloaded since (what ComfyUI would
+   * hold in VRAM): GPU-sharing tests check it is empty before another group gets the GPU.
+   */
+  loadedModels: string[];
+}
+
+/** A loader node's model files (its string inputs naming a weights file) are in VRAM from now on. */
+function noteLoadedModels(stats: FakeStats, node: Node): void {
+  if (!node.class_type.includes('Loader')) return;
+  for (const v of Object.values(node.inputs ?? {})) {
+    if (typeof v === 'string' && /\.(safetensors|sft|gguf|ckpt|pt|pth|bin)$/i.test(v) && !stats.loadedModels.includes(v)) stats.loadedModels.push(v);
+  }
 }
 
 export function emptyStats(): FakeStats {
@@ -76,6 +89,7 @@ export function emptyStats(): FakeStats {
     unloadModelsRequests: 0,
     outcomes: {},
     runs: [],
+    loadedModels: [],
   };
 }
 
@@ -271,6 +285,7 @@ export class Executor {
     }
     try {
       control.check();
+      noteLoadedModels(stats, node);
       const ctx = this.nodeCtx(run, id, node, nodeInfo, sig, outputsOf);
       // An input asked for before and still missing (an out-of-range slot) is not asked for again.
       const needed = lazyInputsNeeded(ctx).filter((input) => !run.askedLazy.has(`${id}\0${input}`));

@@ -68,6 +68,7 @@ export class Worker {
           if (hub.clientId !== null) hub.send('executing', { node: null, prompt_id: item.promptId }, hub.clientId);
         }
         const flags = queue.takeFlags();
+        if (flags.unload_models) stats.loadedModels.length = 0;
         if (flags.free_memory) {
           executor.reset();
           stats.freeMemory++;
