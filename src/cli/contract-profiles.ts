@@ -17,7 +17,9 @@ import { planRender } from '../models/plan.ts';
 import { defaultVideoSpec } from '../models/video.ts';
 import { videoTasksOf } from '../models/video-tasks.ts';
 import type { ModelProfile } from '../models/profile.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import type { BlobRef, ControlUnit, RenderRequest } from '../render/types.ts';
+import { UNION_CONTROL_TYPES } from '../render/types.ts';
+import { controlUnsupported } from '../models/families/controls.ts';
 
 import { engineFileNeeds, pluginCheck } from './contract-engines.ts';
 
@@ -99,7 +101,29 @@ export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
       requests.push(sampleRequest(profile, { kind }));
     }
   }
+  // One txt2img per control unit the profile's files allow, so each ControlNet / patch / Redux file is checked.
+  if (profile.kinds.includes('txt2img')) {
+    for (const unit of sampleControlUnits()) {
+      if (controlUnsupported(profile, unit) === undefined) requests.push(sampleRequest(profile, { kind: 'txt2img', controls: [unit] }));
+    }
+  }
   return requests.map((r) => planRender(r, { renderId: 'render-contract' }).items[0]!.graph);
+}
+
+/** A unit of every control type and an image prompt: the families pick the ones their files cover. */
+function sampleControlUnits(): ControlUnit[] {
+  return [
+    { kind: 'image-prompt', image: ref(20), strength: 1 },
+    ...UNION_CONTROL_TYPES.map((controlType): ControlUnit => ({
+      kind: 'controlnet',
+      image: ref(21),
+      preprocessor: 'none',
+      controlType,
+      strength: 1,
+      start: 0,
+      end: 1,
+    })),
+  ];
 }
 
 /** Images are never read by these checks: LoadImage's file is ComfyUI's to validate at submit time. */

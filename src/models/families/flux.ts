@@ -5,6 +5,7 @@
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import { GraphBuilder, applyLoras, loadUnet, loadVae, requireFile, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
+import { applyFluxControls, FLUX_CONTROL_ROLES } from './controls.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
 export const FLUX_TEXT_FILES = {
@@ -14,6 +15,17 @@ export const FLUX_TEXT_FILES = {
 } as const;
 
 export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
+
+/**
+ * Control files of the FLUX.1-dev models (they carry a guidance embedding, so schnell cannot use them): the
+ * InstantX Union Pro ControlNet, the Redux style model and the SigLIP encoder Redux reads (ComfyUI's template
+ * names). A ComfyUI without them: `npm run contract` names each; a request with such a unit gets a 4xx.
+ */
+export const FLUX_DEV_CONTROL_FILES = {
+  controlnet: 'flux1-dev-controlnet-union-pro.safetensors',
+  redux: 'flux1-redux-dev.safetensors',
+  clipVision: 'sigclip_vision_patch14_384.safetensors',
+} as const;
 
 /** Loaders and text conditioning shared with the Kontext builder. */
 export function fluxBase(g: GraphBuilder, input: BuildInput) {
@@ -41,14 +53,15 @@ export function fluxBase(g: GraphBuilder, input: BuildInput) {
 
 export const fluxBuilder: FamilyBuilder = {
   family: 'flux',
-  fileRoles: FLUX_FILE_ROLES,
+  fileRoles: [...FLUX_FILE_ROLES, ...FLUX_CONTROL_ROLES],
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
     const g = new GraphBuilder();
-    const { model, vae, text, negative } = fluxBase(g, input);
+    const { model, vae, text, negative: zeroed } = fluxBase(g, input);
     const guidance = input.request.guidance;
     // Schnell has no guidance embedding (guidance undefined): no FluxGuidance node, as in its template.
-    const positive = guidance === undefined ? text : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
+    const guided = guidance === undefined ? text : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
+    const { positive, negative } = applyFluxControls(g, input, { positive: guided, negative: zeroed, vae });
     const latent = sourceLatent(g, input, vae);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();
