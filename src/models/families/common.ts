@@ -21,6 +21,8 @@ export interface FamilyBuilder {
   readonly family: ModelFamily;
   /** `files` roles the builder reads; overrides may only name these. */
   readonly fileRoles: readonly string[];
+  /** Roles among `fileRoles` a profile may leave unset: the features they serve (control units) are then off. */
+  readonly optionalFileRoles?: readonly string[];
   readonly kinds: readonly RenderKind[];
   /** Video families: the tasks they render and their progress stages. */
   readonly video?: VideoFamily;

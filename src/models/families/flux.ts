@@ -54,6 +54,7 @@ export function fluxBase(g: GraphBuilder, input: BuildInput) {
 export const fluxBuilder: FamilyBuilder = {
   family: 'flux',
   fileRoles: [...FLUX_FILE_ROLES, ...FLUX_CONTROL_ROLES],
+  optionalFileRoles: FLUX_CONTROL_ROLES,
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
     const g = new GraphBuilder();

@@ -43,6 +43,7 @@ export function qwenBase(g: GraphBuilder, input: BuildInput) {
 export const qwenBuilder: FamilyBuilder = {
   family: 'qwen',
   fileRoles: [...QWEN_FILE_ROLES, ...new Set(Object.values(QWEN_PATCH_ROLES))],
+  optionalFileRoles: [...new Set(Object.values(QWEN_PATCH_ROLES))],
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
     const { request } = input;
