@@ -5,7 +5,7 @@
  * order, what is cached from the previous prompt, progress_state around every node, the sampler's steps) and
  * the same output shape; and, as on the real server, a unit changes the sampler's output.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,5 +108,30 @@ describe('ControlNet and Redux executions, as recorded on the real server', () =
     const baseline = pixels.get('flux-dev-baseline')!;
     for (const name of FLUX_UNITS) expect(pixels.get(name)!.equals(baseline), `${name} output equals the baseline's`).toBe(false);
     await new CaptureHttp(fake.url).drain();
+  });
+
+  it("runs the service's own golden graph (canny ControlNet + image prompt) as the real server did, from an empty cache", async () => {
+    const rec = recording('golden-flux-dev-canny-ip-adapter');
+    for (const node of Object.values(rec.graph)) {
+      if (node.class_type !== 'LoadImage') continue;
+      const full = path.join(fake.dataDir, 'input', node.inputs.image as string);
+      mkdirSync(path.dirname(full), { recursive: true });
+      writeFileSync(full, renderPng({ width: 64, height: 64, contentKey: full }));
+    }
+    await fetch(`${fake.url}/free`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ free_memory: true }) });
+    await new CaptureHttp(fake.url).drain();
+    // 20 steps, the real ones seconds apart: every step passes the progress throttle.
+    await fetch(`${fake.url}/__fake/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slow: { stepMs: 120 } }),
+    });
+    try {
+      const { frames } = await run(rec.graph);
+      const recorded = rec.ws_messages.slice(1).map((m): Frame => ({ t: 0, kind: 'text', type: m.type, data: m.data }));
+      expect(frames.map(frameLine)).toEqual(recorded.map(frameLine));
+    } finally {
+      await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slow: null }) });
+    }
   });
 });
