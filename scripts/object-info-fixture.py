@@ -51,6 +51,16 @@ ADDED = [
     ('upscale_models',
      ['4x-UltraSharp.pth'],  # the hires / extras golden graphs' upscale model, likewise
      ['UpscaleModelLoader.model_name']),
+    # The ControlNet / image-prompt / background-removal files of tools/tiny-models/write_control_models.py, loaded
+    # by the executions recorded on the same kind of server (test/fixtures/real-comfyui/execution-controlnet-*.json);
+    # the inputs listing each folder are the ones the live /object_info showed with them installed.
+    ('controlnet',
+     ['flux1-dev-controlnet-union-pro.safetensors', 'flux-canny-controlnet-v3.safetensors'],
+     ['ControlNetLoader.control_net_name', 'DiffControlNetLoader.control_net_name']),
+    ('style_models', ['flux1-redux-dev.safetensors'], ['StyleModelLoader.style_model_name']),
+    ('clip_vision', ['sigclip_vision_patch14_384.safetensors'], ['CLIPVisionLoader.clip_name']),
+    ('model_patches', ['qwen_image_canny_diffsynth_controlnet.safetensors'], ['ModelPatchLoader.name']),
+    ('background_removal', ['birefnet.safetensors'], ['LoadBackgroundRemovalModel.bg_removal_name']),
 ]
 
 # VAELoader appends these after the sorted file list (nodes.py `vae_list`).

@@ -58,6 +58,7 @@ export function formatNeeds(profiles: readonly ModelProfile[], needs: readonly P
       detail: `not in ${[...n.where].join(', ')}; needed by ${[...n.profiles].join(', ')}`,
     });
   }
+  results.push(...controlNeedLines(needs));
   const lacking = new Set(unusableProfiles(needs));
   for (const profile of profiles) {
     if (lacking.has(profile.id)) continue;
@@ -68,4 +69,21 @@ export function formatNeeds(profiles: readonly ModelProfile[], needs: readonly P
     });
   }
   return results;
+}
+
+/** What only control units need, one line each: the model renders, a unit that needs it gets a 4xx naming it. */
+function controlNeedLines(needs: readonly ProfileNeeds[]): ContractResult[] {
+  const lines = new Map<string, { profiles: Set<string>; detail: string }>();
+  const add = (name: string, profile: string, detail: string): void => {
+    const l = lines.get(name) ?? { profiles: new Set<string>(), detail };
+    l.profiles.add(profile);
+    lines.set(name, l);
+  };
+  for (const n of needs) {
+    for (const cls of n.missingControl.nodes) add(`node class ${cls} for control units is not installed`, n.id, cls);
+    for (const f of n.missingControl.files) add(`control file ${f.file} is missing`, n.id, `not in ${f.where}`);
+  }
+  return [...lines]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, l]) => ({ name, ok: false, optional: true, detail: `${l.detail}; control units of ${[...l.profiles].join(', ')} that need it are refused` }));
 }

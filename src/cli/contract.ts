@@ -93,11 +93,13 @@ export async function runContract(args: string[]): Promise<number> {
   if (off.length > 0) write(`switched off in MODELS_CONFIG (not checked): ${off.join(', ')}`);
   const { results, unusable, unusableWorkflows, protocolOk } = await runAllContractChecks(url);
   let failed = 0;
+  let missing = 0;
   for (const r of results) {
-    if (!r.ok) failed++;
-    write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}`);
+    if (!r.ok && r.optional) missing++;
+    else if (!r.ok) failed++;
+    write(`${r.ok ? 'ok  ' : r.optional ? 'miss' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}`);
   }
-  write(`${results.length - failed} passed, ${failed} failed`);
+  write(`${results.length - failed - missing} passed, ${failed} failed${missing > 0 ? `, ${missing} optional missing` : ''}`);
   if (unusable.length > 0) {
     const example = JSON.stringify(Object.fromEntries(unusable.map((id) => [id, { enabled: false }])));
     write(`unusable models on this ComfyUI: ${unusable.join(', ')} (install what they lack, or switch them off with MODELS_CONFIG: ${example})`);

@@ -20,6 +20,8 @@ export interface ContractResult {
   name: string;
   ok: boolean;
   detail?: string;
+  /** Missing but not required: printed `miss`, not counted as a failure (a control file: only its units are refused). */
+  optional?: boolean;
 }
 
 function testPng(width: number, height: number, seed: number): Buffer {

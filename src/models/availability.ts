@@ -10,7 +10,8 @@ import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { comboOptions, inputSpec } from '../comfyui/object-info.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
 import { engineFiles, engineOf } from './families/engine.ts';
-import { sampleGraphs } from './sample-graphs.ts';
+import { controlSampleGraphs, sampleGraphs } from './sample-graphs.ts';
+import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { ModelProfile } from './profile.ts';
 
 /** What one profile lacks on a ComfyUI: node classes, and model files with where they were looked for. */
@@ -19,6 +20,8 @@ export interface ProfileNeeds {
   graphs: number;
   missingNodes: string[];
   missingFiles: Array<{ file: string; where: string }>;
+  /** What only its control units need (ControlNet, model patch, Redux): the model renders, such units get a 4xx. */
+  missingControl: { nodes: string[]; files: Array<{ file: string; where: string }> };
 }
 
 export const SGLD_LOADER = 'SGLDUNETLoader';
@@ -41,13 +44,29 @@ export function profileNeeds(profiles: readonly ModelProfile[], info: ObjectInfo
       for (const p of missingModelFiles(graph, info)) addFile(p.value as string, `${p.classType}.${p.input}`);
     }
     for (const f of engineFileNeeds(profile, info)) addFile(f.file, f.where);
+    const control = graphNeeds(controlSampleGraphs(profile), info);
     return {
       id: profile.id,
       graphs: graphs.length,
       missingNodes: [...nodes].sort(),
       missingFiles: [...files].sort(([a], [b]) => a.localeCompare(b)).flatMap(([file, where]) => [...where].map((w) => ({ file, where: w }))),
+      missingControl: {
+        nodes: control.nodes.filter((n) => !nodes.has(n)),
+        files: control.files.filter((f) => !files.has(f.file)),
+      },
     };
   });
+}
+
+function graphNeeds(graphs: readonly ComfyGraph[], info: ObjectInfo): { nodes: string[]; files: Array<{ file: string; where: string }> } {
+  const nodes = new Set<string>();
+  const files = new Map<string, { file: string; where: string }>();
+  for (const graph of graphs) {
+    for (const p of missingNodeClasses(graph, info)) nodes.add(p.classType ?? `(node ${p.nodeId} without class_type)`);
+    for (const p of missingModelFiles(graph, info))
+      files.set(`${p.value as string} ${p.classType}.${p.input}`, { file: p.value as string, where: `${p.classType}.${p.input}` });
+  }
+  return { nodes: [...nodes].sort(), files: [...files.values()].sort((a, b) => a.file.localeCompare(b.file)) };
 }
 
 /** One line saying why a model cannot render on this ComfyUI; undefined when it can. */

@@ -54,6 +54,7 @@ export function planRender(req: RenderRequest, opts: { renderId: string }): Rend
     refs: (req.video?.references ?? req.extraImages).map(nameOf),
     ...(req.video?.firstFrame ? { first: nameOf(req.video.firstFrame) } : {}),
     ...(req.video?.lastFrame ? { last: nameOf(req.video.lastFrame) } : {}),
+    ...(req.controls?.length ? { controls: req.controls.map((unit) => nameOf(unit.image)) } : {}),
   };
 
   const count = req.batchSize * req.nIter;

@@ -4,7 +4,9 @@
  * ComfyUI and by the fake ComfyUI, whose loader lists get every file these graphs name.
  */
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import type { BlobRef, ControlUnit, RenderRequest } from '../render/types.ts';
+import { UNION_CONTROL_TYPES } from '../render/types.ts';
+import { controlUnsupported } from './families/controls.ts';
 import { planRender } from './plan.ts';
 import type { ModelProfile } from './profile.ts';
 import { defaultVideoSpec } from './video.ts';
@@ -57,7 +59,37 @@ export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
       requests.push(sampleRequest(profile, { kind }));
     }
   }
-  return requests.map((r) => planRender(r, { renderId: 'render-contract' }).items[0]!.graph);
+  return requests.map(graphOf);
+}
+
+/**
+ * One txt2img per control unit the profile's files allow, so each ControlNet / model patch / Redux file is
+ * checked. Apart from sampleGraphs: a ComfyUI without a control file still renders the model, only the units
+ * that need the file are refused.
+ */
+export function controlSampleGraphs(profile: ModelProfile): ComfyGraph[] {
+  if (!profile.kinds.includes('txt2img')) return [];
+  return sampleControlUnits()
+    .filter((unit) => controlUnsupported(profile, unit) === undefined)
+    .map((unit) => graphOf(sampleRequest(profile, { kind: 'txt2img', controls: [unit] })));
+}
+
+const graphOf = (r: RenderRequest): ComfyGraph => planRender(r, { renderId: 'render-contract' }).items[0]!.graph;
+
+/** A unit of every control type and an image prompt: the families pick the ones their files cover. */
+function sampleControlUnits(): ControlUnit[] {
+  return [
+    { kind: 'image-prompt', image: ref(20), strength: 1 },
+    ...UNION_CONTROL_TYPES.map((controlType): ControlUnit => ({
+      kind: 'controlnet',
+      image: ref(21),
+      preprocessor: 'none',
+      controlType,
+      strength: 1,
+      start: 0,
+      end: 1,
+    })),
+  ];
 }
 
 /** Images are never read by these checks: LoadImage's file is ComfyUI's to validate at submit time. */

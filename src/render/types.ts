@@ -128,6 +128,50 @@ export interface RenderRequest {
   video?: VideoSpec;
   /** Present exactly when `kind` is `prompt`. */
   graph?: GraphSpec;
+  /** ControlNet and image-prompt units, applied in order (the front maps a protocol's units to these). */
+  controls?: ControlUnit[];
+}
+
+/** A control unit, protocol-neutral: what the family builders turn into ControlNet / model-patch / Redux nodes. */
+export type ControlUnit = ControlNetUnit | ImagePromptUnit;
+
+/** How a ControlNet's image becomes its hint: as sent, ComfyUI's core Canny, or inverted (white-on-black lines). */
+export type ControlPreprocessor = 'none' | 'canny' | 'invert';
+
+/** SetUnionControlNetType's types (ComfyUI 0.33.0), `auto` = the union model decides from the image. */
+export const UNION_CONTROL_TYPES = [
+  'auto',
+  'openpose',
+  'depth',
+  'hed/pidi/scribble/ted',
+  'canny/lineart/anime_lineart/mlsd',
+  'normal',
+  'segment',
+  'tile',
+  'repaint',
+] as const;
+export type UnionControlType = (typeof UNION_CONTROL_TYPES)[number];
+
+export interface ControlNetUnit {
+  kind: 'controlnet';
+  image: BlobRef;
+  preprocessor: ControlPreprocessor;
+  /** Canny thresholds (0..1, ComfyUI's scale); only with `preprocessor: 'canny'`. */
+  canny?: { low: number; high: number };
+  /** What the hint shows: picks the union ControlNet's mode or the family's per-type model patch. */
+  controlType: UnionControlType;
+  /** Weight of the unit (ControlNetApplyAdvanced `strength`). */
+  strength: number;
+  /** Share of the sampling steps the unit is active in, 0..1 (start < end). */
+  start: number;
+  end: number;
+}
+
+/** An image prompt (A1111's IP-Adapter units): the image's style and content steer the prompt (Flux Redux). */
+export interface ImagePromptUnit {
+  kind: 'image-prompt';
+  image: BlobRef;
+  strength: number;
 }
 
 /** A sigma schedule node feeding SamplerCustomAdvanced (instead of KSampler's scheduler enum). */

@@ -45,6 +45,9 @@ describe('model profiles', () => {
       t5: 't5xxl_fp8_e4m3fn.safetensors',
       clipL: 'clip_l.safetensors',
       vae: 'ae.safetensors',
+      controlnet: 'flux1-dev-controlnet-union-pro.safetensors',
+      redux: 'flux1-redux-dev.safetensors',
+      clipVision: 'sigclip_vision_patch14_384.safetensors',
     });
   });
 
@@ -70,6 +73,9 @@ describe('model profiles', () => {
       unet: 'qwen-image-Q8_0.gguf',
       textEncoder: 'qwen_2.5_vl_7b_fp8_scaled.safetensors',
       vae: 'qwen_image_vae.safetensors',
+      diffsynthCanny: 'qwen_image_canny_diffsynth_controlnet.safetensors',
+      diffsynthDepth: 'qwen_image_depth_diffsynth_controlnet.safetensors',
+      diffsynthInpaint: 'qwen_image_inpaint_diffsynth_controlnet.safetensors',
     });
   });
 
@@ -91,7 +97,14 @@ describe('model profiles', () => {
       expect(p.deadlineMs).toBeGreaterThan(p.stallTimeoutMs);
       const b = familyBuilder(p.family);
       for (const k of p.kinds) expect(b.kinds).toContain(k);
-      expect(Object.keys(p.files).sort()).toEqual([...b.fileRoles].sort());
+      // Every file is a role the builder reads; every role but the optional ones (control files) is set.
+      for (const role of Object.keys(p.files)) expect(b.fileRoles).toContain(role);
+      const required = b.fileRoles.filter((r) => !(b.optionalFileRoles ?? []).includes(r));
+      expect(
+        Object.keys(p.files)
+          .filter((r) => required.includes(r))
+          .sort(),
+      ).toEqual([...required].sort());
     }
   });
 

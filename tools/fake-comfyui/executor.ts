@@ -26,6 +26,7 @@ import type { RunControl } from './run-control.ts';
 import type { WsHub } from './ws-hub.ts';
 import './save-nodes.ts';
 import './video.ts';
+import './control-nodes.ts';
 
 export { Aborted, RunControl } from './run-control.ts';
 

@@ -5,7 +5,7 @@
  * The loaders' model-file lists also get every file a registered profile names (`withProfileFiles`).
  */
 import { readFileSync } from 'node:fs';
-import { sampleGraphs } from '../../src/models/sample-graphs.ts';
+import { controlSampleGraphs, sampleGraphs } from '../../src/models/sample-graphs.ts';
 import type { ObjectInfo } from '../../src/comfyui/object-info.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { missingModelFiles } from '../../src/comfyui/preflight.ts';
@@ -44,7 +44,7 @@ export function withProfileFiles(base: RawObjectInfo): RawObjectInfo {
   const info = structuredClone(base);
   const parsed = objectInfoSchema.parse(info);
   for (const profile of profiles) {
-    for (const graph of sampleGraphs(profile)) {
+    for (const graph of [...sampleGraphs(profile), ...controlSampleGraphs(profile)]) {
       for (const p of missingModelFiles(graph, parsed)) {
         if (p.classType && p.input) addToList(info, p.classType, p.input, p.value as string);
         if (p.classType && p.input) addToList(parsed, p.classType, p.input, p.value as string);

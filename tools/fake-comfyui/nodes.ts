@@ -16,7 +16,7 @@ import type { Graph } from './queue.ts';
 
 export type FakeValue =
   | { kind: 'latent'; sig: string; width: number; height: number; count: number }
-  | { kind: 'image'; sig: string; width: number; height: number; count: number }
+  | { kind: 'image'; sig: string; width: number; height: number; count: number; alpha?: boolean }
   | { kind: 'mask'; sig: string; width: number; height: number; count: number }
   | { kind: 'video'; sig: string; width: number; height: number; frames: number; fps: number; audio: boolean }
   | { kind: 'audio'; sig: string; seconds: number }

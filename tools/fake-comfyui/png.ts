@@ -16,6 +16,11 @@ export interface RenderSpec {
   text?: Record<string, string>;
   /** zlib level; ComfyUI uses 4 for SaveImage and 1 for previews. Lower is faster. */
   deflateLevel?: number;
+  /**
+   * An RGBA PNG (SaveImage of a 4-channel image, e.g. JoinImageWithAlpha's cut-out): opaque inside a centred
+   * ellipse, transparent outside, like a foreground cut out of its background.
+   */
+  alpha?: boolean;
 }
 
 export function renderPng(spec: RenderSpec): Buffer {
@@ -45,16 +50,32 @@ export function renderPng(spec: RenderSpec): Buffer {
       data[i + 2] = ((base[2] as number) + ((x * (dx[2] as number)) >> 2) + oy2 + (on ? (accent[2] as number) : 0)) & 255;
     }
   }
-  const png = new PNG({ width, height, colorType: 2, inputColorType: 2, inputHasAlpha: false });
-  png.data = data;
+  const colorType = spec.alpha ? 6 : 2;
+  const png = new PNG({ width, height, colorType, inputColorType: colorType, inputHasAlpha: spec.alpha === true });
+  png.data = spec.alpha ? withEllipseAlpha(data, width, height) : data;
   const encoded = PNG.sync.write(png, {
-    colorType: 2,
-    inputColorType: 2,
-    inputHasAlpha: false,
+    colorType,
+    inputColorType: colorType,
+    inputHasAlpha: spec.alpha === true,
     deflateLevel: spec.deflateLevel ?? 1,
     filterType: 1,
   });
   return spec.text ? insertTextChunks(encoded, spec.text) : encoded;
+}
+
+/** RGB rows to RGBA: alpha 255 inside the ellipse inscribed in the image, 0 outside. */
+function withEllipseAlpha(rgb: Buffer, width: number, height: number): Buffer {
+  const out = Buffer.allocUnsafe(width * height * 4);
+  const [cx, cy] = [(width - 1) / 2, (height - 1) / 2];
+  const [rx, ry] = [Math.max(1, width / 2), Math.max(1, height / 2)];
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      rgb.copy(out, i * 4, i * 3, i * 3 + 3);
+      out[i * 4 + 3] = ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1 ? 255 : 0;
+    }
+  }
+  return out;
 }
 
 /** Inserts `tEXt` chunks right after IHDR. */

@@ -43,7 +43,7 @@ export async function saveImages(
   let counter = sp.counter;
   for (let b = 0; b < images.count; b++) {
     const file = `${sp.filename.replaceAll('%batch_num%', String(b))}_${String(counter).padStart(5, '0')}_.png`;
-    const png = renderPng({ width: images.width, height: images.height, contentKey: `${images.sig}#${b}`, text, deflateLevel });
+    const png = renderPng({ width: images.width, height: images.height, contentKey: `${images.sig}#${b}`, text, deflateLevel, alpha: images.alpha });
     await writeFile(path.join(sp.fullOutputFolder, file), png);
     results.push({ filename: file, subfolder: sp.subfolder, type });
     counter++;

@@ -22,6 +22,8 @@ export interface FamilyBuilder {
   readonly family: ModelFamily;
   /** `files` roles the builder reads; overrides may only name these. */
   readonly fileRoles: readonly string[];
+  /** Roles among `fileRoles` a profile may leave unset: the features they serve (control units) are then off. */
+  readonly optionalFileRoles?: readonly string[];
   readonly kinds: readonly RenderKind[];
   /** Prediction type, empty latent and custom sigma schedules of the family's models (sampling-facts.ts). */
   readonly sampling: FamilySampling;

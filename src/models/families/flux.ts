@@ -6,6 +6,7 @@
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import type { FamilySampling } from './sampling-facts.ts';
 import { GraphBuilder, applyLoras, loadUnet, loadVae, requireFile, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
+import { applyFluxControls, FLUX_CONTROL_ROLES } from './controls.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
 export const FLUX_TEXT_FILES = {
@@ -24,6 +25,17 @@ export const FLUX_SAMPLING: FamilySampling = {
   alignYourStepsNote:
     "ComfyUI's Align Your Steps/GITS tables are for SD1/SDXL/SVD noise levels; this flow-matching model runs OptimalStepsScheduler (FLUX), their flow-model counterpart",
 };
+
+/**
+ * Control files of the FLUX.1-dev models (they carry a guidance embedding, so schnell cannot use them): the
+ * InstantX Union Pro ControlNet, the Redux style model and the SigLIP encoder Redux reads (ComfyUI's template
+ * names). A ComfyUI without them: `npm run contract` names each; a request with such a unit gets a 4xx.
+ */
+export const FLUX_DEV_CONTROL_FILES = {
+  controlnet: 'flux1-dev-controlnet-union-pro.safetensors',
+  redux: 'flux1-redux-dev.safetensors',
+  clipVision: 'sigclip_vision_patch14_384.safetensors',
+} as const;
 
 /** Loaders and text conditioning shared with the Kontext builder. */
 export function fluxBase(g: GraphBuilder, input: BuildInput) {
@@ -51,15 +63,17 @@ export function fluxBase(g: GraphBuilder, input: BuildInput) {
 
 export const fluxBuilder: FamilyBuilder = {
   family: 'flux',
-  fileRoles: FLUX_FILE_ROLES,
+  fileRoles: [...FLUX_FILE_ROLES, ...FLUX_CONTROL_ROLES],
+  optionalFileRoles: FLUX_CONTROL_ROLES,
   sampling: FLUX_SAMPLING,
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
     const g = new GraphBuilder();
-    const { model, vae, text, negative } = fluxBase(g, input);
+    const { model, vae, text, negative: zeroed } = fluxBase(g, input);
     const guidance = input.request.guidance;
     // Schnell has no guidance embedding (guidance undefined): no FluxGuidance node, as in its template.
-    const positive = guidance === undefined ? text : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
+    const guided = guidance === undefined ? text : g.add('guidance', 'FluxGuidance', 'Flux guidance', { conditioning: text, guidance });
+    const { positive, negative } = applyFluxControls(g, input, { positive: guided, negative: zeroed, vae });
     const latent = sourceLatent(g, input, vae, FLUX_SAMPLING);
     sampleDecodeSave(g, input, { model, positive, negative, latent, vae });
     return g.graph();

@@ -16,9 +16,10 @@ export interface BuildInput {
   filenamePrefix: string;
   /**
    * LoadImage names (`subfolder/filename`) of the request's images, already uploaded. Video: `first` and
-   * `last` are the first/last frame (Wan's start image is `first`), `refs` the H3 reference images.
+   * `last` are the first/last frame (Wan's start image is `first`), `refs` the H3 reference images; `controls`
+   * the image of each `request.controls` unit, in the same order.
    */
-  images: { init?: string; mask?: string; refs: readonly string[]; first?: string; last?: string };
+  images: { init?: string; mask?: string; refs: readonly string[]; first?: string; last?: string; controls?: readonly string[] };
 }
 
 export class GraphBuilder {

@@ -6,6 +6,7 @@ import type { ComfyGraph } from '../../comfyui/graph.ts';
 import type { NodeLink } from '../../comfyui/graph.ts';
 import type { FamilySampling } from './sampling-facts.ts';
 import { GraphBuilder, loadSingleClip, applyLoras, loadUnet, loadVae, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
+import { applyQwenControls, QWEN_PATCH_ROLES } from './controls.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
 export const QWEN_SHARED_FILES = {
@@ -14,6 +15,13 @@ export const QWEN_SHARED_FILES = {
 } as const;
 
 export const QWEN_FILE_ROLES = ['unet', 'textEncoder', 'vae'] as const;
+
+/** Qwen-Image DiffSynth ControlNet model patches (the names of ComfyUI's Qwen-Image ControlNet templates). */
+export const QWEN_CONTROL_FILES = {
+  diffsynthCanny: 'qwen_image_canny_diffsynth_controlnet.safetensors',
+  diffsynthDepth: 'qwen_image_depth_diffsynth_controlnet.safetensors',
+  diffsynthInpaint: 'qwen_image_inpaint_diffsynth_controlnet.safetensors',
+} as const;
 
 /** Text encoder `type` for Qwen: core CLIPLoader and CLIPLoaderGGUF both take it (DualCLIPLoader has none). */
 export const QWEN_CLIP_TYPE = 'qwen_image';
@@ -44,13 +52,16 @@ export const QWEN_SAMPLING: FamilySampling = {
 
 export const qwenBuilder: FamilyBuilder = {
   family: 'qwen',
+  fileRoles: [...QWEN_FILE_ROLES, ...new Set(Object.values(QWEN_PATCH_ROLES))],
+  optionalFileRoles: [...new Set(Object.values(QWEN_PATCH_ROLES))],
   sampling: QWEN_SAMPLING,
-  fileRoles: QWEN_FILE_ROLES,
   kinds: ['txt2img', 'img2img'],
   build(input: BuildInput): ComfyGraph {
     const { request } = input;
     const g = new GraphBuilder();
-    const { model, clip, vae } = qwenBase(g, input);
+    const base = qwenBase(g, input);
+    const { clip, vae } = base;
+    const model = applyQwenControls(g, input, { model: base.model, vae });
     const positive: NodeLink = g.add('positive', 'CLIPTextEncode', 'Prompt', { text: request.prompt, clip });
     const negative = g.add('negative', 'CLIPTextEncode', 'Negative prompt', { text: request.negativePrompt, clip });
     const latent = sourceLatent(g, input, vae, QWEN_SAMPLING);

@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { FLUX_TEXT_FILES } from '../families/flux.ts';
+import { FLUX_DEV_CONTROL_FILES, FLUX_TEXT_FILES } from '../families/flux.ts';
 
 export const fluxDev: ModelProfile = {
   id: 'imagegen-flux-dev',
@@ -11,7 +11,7 @@ export const fluxDev: ModelProfile = {
   cfgMode: 'fixed-1',
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
-  files: { unet: 'flux1-dev-Q8_0.gguf', ...FLUX_TEXT_FILES },
+  files: { unet: 'flux1-dev-Q8_0.gguf', ...FLUX_TEXT_FILES, ...FLUX_DEV_CONTROL_FILES },
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
   sglang: { files: { unet: 'flux1-dev.safetensors' }, options: { model_type: 'flux' } },

@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { FLUX_TEXT_FILES } from '../families/flux.ts';
+import { FLUX_DEV_CONTROL_FILES, FLUX_TEXT_FILES } from '../families/flux.ts';
 
 /** FLUX.1-Krea-dev: a FLUX.1-dev fine-tune (same architecture, encoders and VAE); guidance 4.5 as its template. */
 const fluxKrea: ModelProfile = {
@@ -12,7 +12,7 @@ const fluxKrea: ModelProfile = {
   cfgMode: 'fixed-1',
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
-  files: { unet: 'flux1-krea-dev-Q8_0.gguf', ...FLUX_TEXT_FILES },
+  files: { unet: 'flux1-krea-dev-Q8_0.gguf', ...FLUX_TEXT_FILES, ...FLUX_DEV_CONTROL_FILES },
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,
   deadlineMs: 900_000,
 };

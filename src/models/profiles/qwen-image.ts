@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { QWEN_SHARED_FILES } from '../families/qwen.ts';
+import { QWEN_CONTROL_FILES, QWEN_SHARED_FILES } from '../families/qwen.ts';
 
 export const qwenImage: ModelProfile = {
   id: 'imagegen-qwen-image',
@@ -11,7 +11,7 @@ export const qwenImage: ModelProfile = {
   cfgMode: 'free',
   ...IMAGE_SIZE_LIMITS,
   maxExtraImages: 0,
-  files: { unet: 'qwen-image-Q8_0.gguf', ...QWEN_SHARED_FILES },
+  files: { unet: 'qwen-image-Q8_0.gguf', ...QWEN_SHARED_FILES, ...QWEN_CONTROL_FILES },
   sglang: { files: { unet: 'qwen_image_bf16.safetensors' }, options: { model_type: 'qwen_image' } },
   // A 20 GB unet plus a 7B text encoder load silently for a long time on a cold start.
   stallTimeoutMs: IMAGE_STALL_TIMEOUT_MS,

@@ -1,0 +1,46 @@
+/**
+ * `comfy-durable contract` and the control files the families declare (src/models/families/controls.ts): the
+ * ControlNet, Redux, CLIP-vision and DiffSynth files are profile roles, so a ComfyUI without one gets one line
+ * naming the file, the loader input that lists it and the profiles that need it.
+ */
+import { describe, expect, it } from 'vitest';
+import { profileChecks } from '../../src/cli/contract-profiles.ts';
+import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
+import { listProfiles } from '../../src/models/registry.ts';
+import { loadRawObjectInfo } from '../../tools/fake-comfyui/fixture.ts';
+
+/** The recorded /object_info of the real ComfyUI: it lists the tiny control files that were installed. */
+const recorded = () => loadRawObjectInfo();
+
+function missing(raw: Record<string, unknown>): string[] {
+  return profileChecks(listProfiles(), objectInfoSchema.parse(raw))
+    .filter((r) => !r.ok && r.name.startsWith('model file'))
+    .map((r) => `${r.name}: ${r.detail ?? ''}`);
+}
+
+describe('contract, control files', () => {
+  it('reports the control files the recorded server lacked, each with its loader input and the profiles needing it', () => {
+    const lines = missing(recorded());
+    expect(lines).toContain(
+      'model file qwen_image_depth_diffsynth_controlnet.safetensors is missing: not in ModelPatchLoader.name; needed by imagegen-qwen-image',
+    );
+    expect(lines).toContain(
+      'model file qwen_image_inpaint_diffsynth_controlnet.safetensors is missing: not in ModelPatchLoader.name; needed by imagegen-qwen-image',
+    );
+    // Installed there (the tiny files the executions were recorded with): not reported.
+    expect(lines.join('\n')).not.toMatch(/flux1-dev-controlnet-union-pro|flux1-redux-dev|sigclip_vision_patch14_384|qwen_image_canny_diffsynth/);
+  });
+
+  it('a ComfyUI without the union ControlNet or Redux: one line each, naming both Flux-dev models', () => {
+    const raw = recorded() as Record<string, { input: { required: Record<string, unknown[]> } }>;
+    raw.ControlNetLoader!.input.required.control_net_name = [[]];
+    raw.StyleModelLoader!.input.required.style_model_name = [[]];
+    const lines = missing(raw);
+    expect(lines).toContain(
+      'model file flux1-dev-controlnet-union-pro.safetensors is missing: not in ControlNetLoader.control_net_name; needed by imagegen-flux-dev, imagegen-flux-krea',
+    );
+    expect(lines).toContain(
+      'model file flux1-redux-dev.safetensors is missing: not in StyleModelLoader.style_model_name; needed by imagegen-flux-dev, imagegen-flux-krea',
+    );
+  });
+});
