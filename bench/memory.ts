@@ -1,7 +1,7 @@
 /**
  * 4. Memory: K concurrent img2img requests, each with its own ~2 MB PNG init image, held waiting while the
- * fake renders slowly; the RSS of the service's node process (front + worker, `mode start`) is sampled the
- * whole time (upload, waiting, drain) and compared with the idle figure measured just before.
+ * fake renders slowly; the RSS of the service (`mode start`: every node process it runs, summed) is sampled
+ * the whole time (upload, waiting, drain) and compared with the idle figure measured just before.
  */
 import { randomFillSync } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
@@ -10,9 +10,9 @@ import { crc32, deflateSync } from 'node:zlib';
 import type { BenchContext } from './lib/context.ts';
 import { MODEL } from './lib/context.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
-import { hwmBytes, rssBytes, serviceRssBytes, workerProcessPids } from './lib/proc.ts';
+import { hwmBytes, rssBytes, serviceNodePids, serviceRssBytes } from './lib/proc.ts';
 import { dist, fmtDist, log, mb, sleep, type BenchResult, BEFORE } from './lib/report.ts';
-import { ROOT, postJson, setFaults, startBenchService, startFake, tempDir } from './lib/stack.ts';
+import { ROOT, killTree, postJson, setFaults, startBenchService, startFake, tempDir } from './lib/stack.ts';
 
 export const BUDGET_BYTES = 300 * 1024 * 1024;
 
@@ -55,11 +55,32 @@ function img2imgBody(tag: string, seed: number, png: Buffer): string {
   });
 }
 
+export interface MemoryOptions {
+  /** The checkout whose build runs (default this one): `--against` runs another commit under this harness. */
+  root?: string;
+  /** Memoisation key of the stack (one fresh service per key). */
+  key?: string;
+  /** Stop the service once measured (`--against` runs several, one after the other). */
+  stopAfter?: boolean;
+}
+
+/** What one memory run measured, for the side-by-side table of `--against`. */
+export interface MemoryRun {
+  peak: number;
+  idle: number;
+  /** Each process's own kernel peak (VmHWM), summed: an upper bound of the peak together. */
+  hwm: number;
+  ok: number;
+  clients: number;
+  result: BenchResult;
+}
+
 /** A fresh service (its own process, so the RSS is this benchmark's) logging its memoryUsage(), and a fake. */
 export function prepareMemory(
   ctx: BenchContext,
+  opts: MemoryOptions = {},
 ): Promise<{ fake: Awaited<ReturnType<typeof startFake>>; svc: Awaited<ReturnType<typeof startBenchService>>; memLog: string }> {
-  return ctx.lazy('memory', async () => {
+  return ctx.lazy(opts.key ?? 'memory', async () => {
     const { temporal } = await ctx.temporal();
     const fake = await startFake(ctx.cleanups);
     // The service logs its own process.memoryUsage() (heap vs ArrayBuffers) every 250 ms: see bench/lib/mem-log.cjs.
@@ -69,16 +90,21 @@ export function prepareMemory(
       temporalAddress: temporal.address,
       comfyUrl: fake.url,
       env: { NODE_OPTIONS: `--require ${path.join(ROOT, 'bench', 'lib', 'mem-log.cjs')}`, BENCH_MEM_LOG: memLog },
+      ...(opts.root ? { root: opts.root } : {}),
     });
     return { fake, svc, memLog };
   });
 }
 
 export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
+  return (await runMemory(ctx)).result;
+}
+
+export async function runMemory(ctx: BenchContext, opts: MemoryOptions = {}): Promise<MemoryRun> {
   // --quick: fewer clients, so the figure is indicative only (the budget is stated for 100).
   const clients = ctx.smoke ? 4 : ctx.quick ? 30 : 100;
   const holdMs = ctx.quick ? 2_000 : 3_000; // per render while the clients pile up; cleared once all are waiting
-  const { fake, svc, memLog } = await prepareMemory(ctx);
+  const { fake, svc, memLog } = await prepareMemory(ctx, opts);
   const { client: temporalClient } = await ctx.temporal();
   // Renders bind their GPU late (inputs reach ComfyUI only when a prompt starts there), so "every client's
   // images are in and its render waits" is counted in Temporal: renders of this service started since `since`.
@@ -156,8 +182,9 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
 
   const peakOf = (p?: string): number => Math.max(0, ...samples.filter((s) => !p || s.phase === p).map((s) => s.rss));
   const peak = peakOf();
-  // Each process's own peak, added: an upper bound of the two processes' peak together.
-  const hwm = [svc.nodePid, ...workerProcessPids(svc.nodePid)].reduce((a, p) => a + hwmBytes(p), 0);
+  // Each process's own peak, added: an upper bound of their peak together.
+  const pids = serviceNodePids(svc.nodePid);
+  const hwm = pids.reduce((a, p) => a + hwmBytes(p), 0);
   const wrapperRss = rssBytes(svc.child.pid!);
   const ok = results.filter((r) => r.status === 200);
 
@@ -182,17 +209,18 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   }
   const segs = segmentMedians(tls).filter((x) => x.p50 >= 5);
   log(`memory: peak RSS ${mb(peak)} (idle ${mb(idle)})`);
-  return {
+  if (opts.stopAfter) await killTree(svc.child, 8_000);
+  const result: BenchResult = {
     name: 'memory',
     before: BEFORE.memory,
     title: `Memory: ${clients} concurrent img2img clients with ${mb(imageBytes)} init images, fake held at ${holdMs} ms/render`,
-    figure: `peak RSS ${mb(peak)} front + worker process (idle ${mb(idle)}, +${mb(peak - idle)}; kernel VmHWM ${mb(hwm)}, summed per process)`,
+    figure: `peak RSS ${mb(peak)}, all ${pids.length} node process(es) summed (idle ${mb(idle)}, +${mb(peak - idle)}; kernel VmHWM ${mb(hwm)}, summed per process)`,
     budget: `≤ ${mb(BUDGET_BYTES)} RSS`,
     verdict: Math.max(peak, hwm) <= BUDGET_BYTES && ok.length === clients ? 'PASS' : 'OVER',
     lines: [
-      `service: front pid ${svc.nodePid} + worker process pid ${workerProcessPids(svc.nodePid).join(', ') || 'n/a'} (mode start), RSS counted together` +
+      `service: node pids ${pids.join(', ')} (mode start${opts.root ? `, ${opts.root}` : ''}), RSS summed over all of them` +
         (svc.nodePid === svc.child.pid ? '' : `; tsx wrapper pid ${svc.child.pid}, ${mb(wrapperRss)}, not counted: production runs node directly`),
-      `JS heap and ArrayBuffers below: the front's (the process that ingests the request bodies)`,
+      `JS heap and ArrayBuffers below: the first process's (the one that ingests the request bodies)`,
       `peak RSS by phase: sending ${mb(peakOf('sending'))}  all waiting ${mb(peakOf('waiting'))}  draining ${mb(peakOf('draining'))}`,
       `all ${clients} renders started and uploaded after ${Number.isFinite(allWaitingAfter) ? `${(allWaitingAfter / 1000).toFixed(1)} s` : 'n/a (timed out)'}; ` +
         `${completedWhileHeld} had completed before the hold was lifted`,
@@ -209,6 +237,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
       ...segs.map((x) => `  ${x.segment.padEnd(44)} ${(x.p50 / 1000).toFixed(2).padStart(7)} s`),
     ],
   };
+  return { peak, idle, hwm, ok: ok.length, clients, result };
 }
 
 function failureSummary(results: Array<{ status: number; error?: string }>): string[] {
