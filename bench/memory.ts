@@ -189,7 +189,9 @@ export async function runMemory(ctx: BenchContext, opts: MemoryOptions = {}): Pr
   const ok = results.filter((r) => r.status === 200);
 
   // What the RSS is made of, from the service's own log: at the RSS peak, and typical while all were waiting.
-  const heap = readMemLog(`${memLog}.${svc.nodePid}`);
+  const rows = readMemLog(`${memLog}.${svc.nodePid}`);
+  const heap = rows.filter((r) => !r.thread);
+  const threadRows = rows.filter((r) => r.thread);
   const atPeak = heap.reduce<MemRow | undefined>((a, r) => (!a || r.rss > a.rss ? r : a), undefined);
   const whileWaiting = heap.filter((r) => r.at >= waitingSince && r.at < waitingSince + 2_000);
   const midWait = whileWaiting[Math.floor(whileWaiting.length / 2)];
@@ -231,6 +233,7 @@ export async function runMemory(ctx: BenchContext, opts: MemoryOptions = {}): Pr
       `${samples.length} RSS samples every 50 ms`,
       heapLine('at the RSS peak      ', atPeak),
       heapLine('all waiting (typical)', midWait),
+      ...threadLine(threadRows, atPeak?.at),
       'note: RSS that the heap gave back is not returned to the OS at once; BENCH_MEM_GC=1 forces a GC per sample.',
       '',
       `the pile-up, p50 per segment ≥ 5 ms over the first ${tls.length} renders (client send, Temporal event times):`,
@@ -247,8 +250,22 @@ function failureSummary(results: Array<{ status: number; error?: string }>): str
   return [...by.entries()].slice(0, 4).map(([k, n]) => `  failed ×${n}: ${k}`);
 }
 
+/** The other threads' own heaps (`start`'s worker thread) at the sample nearest `at`. */
+function threadLine(rows: MemRow[], at: number | undefined): string[] {
+  if (at === undefined || rows.length === 0) return [];
+  const near = new Map<number, MemRow>();
+  for (const r of rows) {
+    const best = near.get(r.thread!);
+    if (!best || Math.abs(r.at - at) < Math.abs(best.at - at)) near.set(r.thread!, r);
+  }
+  return [...near.values()].map(
+    (r) => `  thread ${r.thread} at the peak: JS heap ${mb(r.heapTotal)} (used ${mb(r.heapUsed)}) + ArrayBuffers ${mb(r.arrayBuffers)} (part of "other" above)`,
+  );
+}
+
 interface MemRow {
   at: number;
+  thread?: number;
   rss: number;
   heapTotal: number;
   heapUsed: number;
