@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ComfyClient } from '../src/comfyui/client.ts';
 import type { BenchContext } from './lib/context.ts';
-import { dist, log, mb, ms, type BenchResult, type Dist } from './lib/report.ts';
+import { dist, log, mb, ms, printBlock, type BenchResult, type Dist } from './lib/report.ts';
 import { ROOT, startBenchService } from './lib/stack.ts';
 import { BUDGET_BYTES, runMemory, type MemoryRun } from './memory.ts';
 import { directRender, graphFor, stackRender, txt2imgBody } from './overhead.ts';
@@ -119,6 +119,8 @@ export async function benchAgainst(ctx: BenchContext, other: OtherBuild, rounds:
       log(`against ${other.label}: memory round ${r + 1}/${rounds}, ${side === 'self' ? self : other.label} (load ${loadavg()})`);
       const m = await runMemory(ctx, { key: `memory-${side}-${r}`, stopAfter: true, ...(side === 'other' ? { root: other.root } : {}) });
       (side === 'self' ? memSelf : memOther).push(m);
+      // Each run's own block: where its memory went (heaps by thread, phases, the pile-up's timeline).
+      printBlock({ ...m.result, name: `memory ${side === 'self' ? self : other.label}` });
     }
   }
   loads.push(`end ${loadavg()}`);

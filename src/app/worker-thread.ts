@@ -14,13 +14,26 @@
  * Signals reach the front only (they are the process's); the front decides the order of the shutdown.
  */
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.ts';
 import { isFromWorker, type RegistryJson, type ToWorker } from './worker-ipc.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ENTRY = path.join(here, `worker-thread-main${import.meta.url.endsWith('.js') ? '.js' : '.ts'}`);
+/** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
+const compiled = import.meta.url.endsWith('.js');
+
+/** The thread's entry module. */
+function entry(): URL {
+  const main = pathToFileURL(path.join(here, `worker-thread-main${compiled ? '.js' : '.ts'}`));
+  if (compiled) return main;
+  // TypeScript (tests, tsx): a worker thread does not get the module hooks of the thread that starts it, so a
+  // two-line module registers tsx's in the thread first. tsx is resolved only here: dist/ runs without it.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return new URL(
+    `data:text/javascript,${encodeURIComponent(`import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(main.href)});`)}`,
+  );
+}
 
 export interface WorkerThreadOptions {
   /** The thread's environment: the front's, with TEMPORAL_ADDRESS pointing at the server the front uses. */
@@ -75,7 +88,7 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
   const launch = (): void => {
     restartTimer = undefined;
     // Its stdout and stderr are relayed by this thread (node's default for workers): whole lines, one writer.
-    const t = new Worker(ENTRY, { env: opts.env });
+    const t = new Worker(entry(), { env: opts.env });
     thread = t;
     threadReady = false;
     const id = t.threadId;
