@@ -62,6 +62,8 @@ export interface MemoryOptions {
   key?: string;
   /** Stop the service once measured (`--against` runs several, one after the other). */
   stopAfter?: boolean;
+  /** How long the clients may take (default 120 s, --quick 60 s): the CI test gives a loaded machine longer. */
+  timeoutMs?: number;
 }
 
 /** What one memory run measured, for the side-by-side table of `--against`. */
@@ -136,7 +138,7 @@ export async function runMemory(ctx: BenchContext, opts: MemoryOptions = {}): Pr
   const sampler = setInterval(() => samples.push({ at: Date.now(), rss: serviceRssBytes(svc.nodePid), phase }), 50);
 
   await setFaults(fake.url, { slow: { renderMs: holdMs } });
-  const stopAt = Math.min(ctx.deadline, Date.now() + (ctx.quick ? 60_000 : 120_000));
+  const stopAt = Math.min(ctx.deadline, Date.now() + (opts.timeoutMs ?? (ctx.quick ? 60_000 : 120_000)));
   const results: Array<{ status: number; ms: number; error?: string; renderId?: string; sentAt?: number }> = [];
   const requests = bodies.slice(0, clients).map((b) =>
     postJson(`${svc.url}/sdapi/v1/img2img`, b, AbortSignal.timeout(Math.max(1_000, stopAt - Date.now())))
