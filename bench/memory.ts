@@ -1,7 +1,7 @@
 /**
  * 4. Memory: K concurrent img2img requests, each with its own ~2 MB PNG init image, held waiting while the
- * fake renders slowly; the RSS of the service's node process (front + worker, `mode start`) is sampled the
- * whole time (upload, waiting, drain) and compared with the idle figure measured just before.
+ * fake renders slowly; the RSS of the service (`mode start`: every node process it runs, summed) is sampled
+ * the whole time (upload, waiting, drain) and compared with the idle figure measured just before.
  */
 import { randomFillSync } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
@@ -10,9 +10,9 @@ import { crc32, deflateSync } from 'node:zlib';
 import type { BenchContext } from './lib/context.ts';
 import { MODEL } from './lib/context.ts';
 import { fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
-import { hwmBytes, rssBytes, serviceRssBytes, workerProcessPids } from './lib/proc.ts';
+import { hwmBytes, rssBytes, serviceNodePids, serviceRssBytes } from './lib/proc.ts';
 import { dist, fmtDist, log, mb, sleep, type BenchResult, BEFORE } from './lib/report.ts';
-import { ROOT, postJson, setFaults, startBenchService, startFake, tempDir } from './lib/stack.ts';
+import { ROOT, killTree, postJson, setFaults, startBenchService, startFake, tempDir } from './lib/stack.ts';
 
 export const BUDGET_BYTES = 300 * 1024 * 1024;
 
@@ -55,11 +55,34 @@ function img2imgBody(tag: string, seed: number, png: Buffer): string {
   });
 }
 
+export interface MemoryOptions {
+  /** The checkout whose build runs (default this one): `--against` runs another commit under this harness. */
+  root?: string;
+  /** Memoisation key of the stack (one fresh service per key). */
+  key?: string;
+  /** Stop the service once measured (`--against` runs several, one after the other). */
+  stopAfter?: boolean;
+  /** How long the clients may take (default 120 s, --quick 60 s): the CI test gives a loaded machine longer. */
+  timeoutMs?: number;
+}
+
+/** What one memory run measured, for the side-by-side table of `--against`. */
+export interface MemoryRun {
+  peak: number;
+  idle: number;
+  /** Each process's own kernel peak (VmHWM), summed: an upper bound of the peak together. */
+  hwm: number;
+  ok: number;
+  clients: number;
+  result: BenchResult;
+}
+
 /** A fresh service (its own process, so the RSS is this benchmark's) logging its memoryUsage(), and a fake. */
 export function prepareMemory(
   ctx: BenchContext,
+  opts: MemoryOptions = {},
 ): Promise<{ fake: Awaited<ReturnType<typeof startFake>>; svc: Awaited<ReturnType<typeof startBenchService>>; memLog: string }> {
-  return ctx.lazy('memory', async () => {
+  return ctx.lazy(opts.key ?? 'memory', async () => {
     const { temporal } = await ctx.temporal();
     const fake = await startFake(ctx.cleanups);
     // The service logs its own process.memoryUsage() (heap vs ArrayBuffers) every 250 ms: see bench/lib/mem-log.cjs.
@@ -69,16 +92,21 @@ export function prepareMemory(
       temporalAddress: temporal.address,
       comfyUrl: fake.url,
       env: { NODE_OPTIONS: `--require ${path.join(ROOT, 'bench', 'lib', 'mem-log.cjs')}`, BENCH_MEM_LOG: memLog },
+      ...(opts.root ? { root: opts.root } : {}),
     });
     return { fake, svc, memLog };
   });
 }
 
 export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
+  return (await runMemory(ctx)).result;
+}
+
+export async function runMemory(ctx: BenchContext, opts: MemoryOptions = {}): Promise<MemoryRun> {
   // --quick: fewer clients, so the figure is indicative only (the budget is stated for 100).
   const clients = ctx.smoke ? 4 : ctx.quick ? 30 : 100;
   const holdMs = ctx.quick ? 2_000 : 3_000; // per render while the clients pile up; cleared once all are waiting
-  const { fake, svc, memLog } = await prepareMemory(ctx);
+  const { fake, svc, memLog } = await prepareMemory(ctx, opts);
   const { client: temporalClient } = await ctx.temporal();
   // Renders bind their GPU late (inputs reach ComfyUI only when a prompt starts there), so "every client's
   // images are in and its render waits" is counted in Temporal: renders of this service started since `since`.
@@ -110,7 +138,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   const sampler = setInterval(() => samples.push({ at: Date.now(), rss: serviceRssBytes(svc.nodePid), phase }), 50);
 
   await setFaults(fake.url, { slow: { renderMs: holdMs } });
-  const stopAt = Math.min(ctx.deadline, Date.now() + (ctx.quick ? 60_000 : 120_000));
+  const stopAt = Math.min(ctx.deadline, Date.now() + (opts.timeoutMs ?? (ctx.quick ? 60_000 : 120_000)));
   const results: Array<{ status: number; ms: number; error?: string; renderId?: string; sentAt?: number }> = [];
   const requests = bodies.slice(0, clients).map((b) =>
     postJson(`${svc.url}/sdapi/v1/img2img`, b, AbortSignal.timeout(Math.max(1_000, stopAt - Date.now())))
@@ -156,13 +184,16 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
 
   const peakOf = (p?: string): number => Math.max(0, ...samples.filter((s) => !p || s.phase === p).map((s) => s.rss));
   const peak = peakOf();
-  // Each process's own peak, added: an upper bound of the two processes' peak together.
-  const hwm = [svc.nodePid, ...workerProcessPids(svc.nodePid)].reduce((a, p) => a + hwmBytes(p), 0);
+  // Each process's own peak, added: an upper bound of their peak together.
+  const pids = serviceNodePids(svc.nodePid);
+  const hwm = pids.reduce((a, p) => a + hwmBytes(p), 0);
   const wrapperRss = rssBytes(svc.child.pid!);
   const ok = results.filter((r) => r.status === 200);
 
   // What the RSS is made of, from the service's own log: at the RSS peak, and typical while all were waiting.
-  const heap = readMemLog(`${memLog}.${svc.nodePid}`);
+  const rows = readMemLog(`${memLog}.${svc.nodePid}`);
+  const heap = rows.filter((r) => !r.thread);
+  const threadRows = rows.filter((r) => r.thread);
   const atPeak = heap.reduce<MemRow | undefined>((a, r) => (!a || r.rss > a.rss ? r : a), undefined);
   const whileWaiting = heap.filter((r) => r.at >= waitingSince && r.at < waitingSince + 2_000);
   const midWait = whileWaiting[Math.floor(whileWaiting.length / 2)];
@@ -182,17 +213,18 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   }
   const segs = segmentMedians(tls).filter((x) => x.p50 >= 5);
   log(`memory: peak RSS ${mb(peak)} (idle ${mb(idle)})`);
-  return {
+  if (opts.stopAfter) await killTree(svc.child, 8_000);
+  const result: BenchResult = {
     name: 'memory',
     before: BEFORE.memory,
     title: `Memory: ${clients} concurrent img2img clients with ${mb(imageBytes)} init images, fake held at ${holdMs} ms/render`,
-    figure: `peak RSS ${mb(peak)} front + worker process (idle ${mb(idle)}, +${mb(peak - idle)}; kernel VmHWM ${mb(hwm)}, summed per process)`,
+    figure: `peak RSS ${mb(peak)}, all ${pids.length} node process(es) summed (idle ${mb(idle)}, +${mb(peak - idle)}; kernel VmHWM ${mb(hwm)}, summed per process)`,
     budget: `≤ ${mb(BUDGET_BYTES)} RSS`,
     verdict: Math.max(peak, hwm) <= BUDGET_BYTES && ok.length === clients ? 'PASS' : 'OVER',
     lines: [
-      `service: front pid ${svc.nodePid} + worker process pid ${workerProcessPids(svc.nodePid).join(', ') || 'n/a'} (mode start), RSS counted together` +
+      `service: node pids ${pids.join(', ')} (mode start${opts.root ? `, ${opts.root}` : ''}), RSS summed over all of them` +
         (svc.nodePid === svc.child.pid ? '' : `; tsx wrapper pid ${svc.child.pid}, ${mb(wrapperRss)}, not counted: production runs node directly`),
-      `JS heap and ArrayBuffers below: the front's (the process that ingests the request bodies)`,
+      `JS heap and ArrayBuffers below: the first process's (the one that ingests the request bodies)`,
       `peak RSS by phase: sending ${mb(peakOf('sending'))}  all waiting ${mb(peakOf('waiting'))}  draining ${mb(peakOf('draining'))}`,
       `all ${clients} renders started and uploaded after ${Number.isFinite(allWaitingAfter) ? `${(allWaitingAfter / 1000).toFixed(1)} s` : 'n/a (timed out)'}; ` +
         `${completedWhileHeld} had completed before the hold was lifted`,
@@ -203,12 +235,14 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
       `${samples.length} RSS samples every 50 ms`,
       heapLine('at the RSS peak      ', atPeak),
       heapLine('all waiting (typical)', midWait),
+      ...threadLine(threadRows, atPeak?.at),
       'note: RSS that the heap gave back is not returned to the OS at once; BENCH_MEM_GC=1 forces a GC per sample.',
       '',
       `the pile-up, p50 per segment ≥ 5 ms over the first ${tls.length} renders (client send, Temporal event times):`,
       ...segs.map((x) => `  ${x.segment.padEnd(44)} ${(x.p50 / 1000).toFixed(2).padStart(7)} s`),
     ],
   };
+  return { peak, idle, hwm, ok: ok.length, clients, result };
 }
 
 function failureSummary(results: Array<{ status: number; error?: string }>): string[] {
@@ -218,8 +252,22 @@ function failureSummary(results: Array<{ status: number; error?: string }>): str
   return [...by.entries()].slice(0, 4).map(([k, n]) => `  failed ×${n}: ${k}`);
 }
 
+/** The other threads' own heaps (`start`'s worker thread) at the sample nearest `at`. */
+function threadLine(rows: MemRow[], at: number | undefined): string[] {
+  if (at === undefined || rows.length === 0) return [];
+  const near = new Map<number, MemRow>();
+  for (const r of rows) {
+    const best = near.get(r.thread!);
+    if (!best || Math.abs(r.at - at) < Math.abs(best.at - at)) near.set(r.thread!, r);
+  }
+  return [...near.values()].map(
+    (r) => `  thread ${r.thread} at the peak: JS heap ${mb(r.heapTotal)} (used ${mb(r.heapUsed)}) + ArrayBuffers ${mb(r.arrayBuffers)} (part of "other" above)`,
+  );
+}
+
 interface MemRow {
   at: number;
+  thread?: number;
   rss: number;
   heapTotal: number;
   heapUsed: number;

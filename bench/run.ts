@@ -3,6 +3,10 @@
  * PASS/OVER; figures are relative to a baseline measured in the same run where the budget is relative.
  *
  *   npx tsx bench/run.ts [--only overhead,latency,throughput,memory,history] [--quick]
+ *   npx tsx bench/run.ts --against <commit> [--rounds N] [--quick]   (or --against-dir <built checkout>)
+ *
+ * `--against` is the regression gate (bench/against.ts): overhead and memory of this tree and of another
+ * commit's build, side by side under one harness in one sitting, with their ratios.
  *
  * Starts a real Temporal dev server, fake ComfyUIs and comfy-durable child processes on 127.0.0.1 only,
  * and stops them all at the end. Every loop is bounded in count and time; a watchdog ends the run.
@@ -17,6 +21,7 @@ import { benchLatency } from './latency.ts';
 import { benchThroughput, prepareThroughput } from './throughput.ts';
 import { benchMemory, prepareMemory } from './memory.ts';
 import { benchHistory } from './history-size.ts';
+import { benchAgainst, prepareOther, type OtherBuild } from './against.ts';
 
 /** `allot`: seconds a benchmark may take (including starting what it needs), full run / --quick. */
 const BENCHES: Record<string, { title: string; budget: string; allot: [number, number]; run: (ctx: BenchContext) => Promise<BenchResult> }> = {
@@ -31,21 +36,46 @@ const { values } = parseArgs({
   options: {
     only: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    against: { type: 'string' },
+    'against-dir': { type: 'string' },
+    rounds: { type: 'string' },
     smoke: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h' },
   },
   strict: true,
 });
 if (values.help) {
-  process.stdout.write(`usage: tsx bench/run.ts [--only ${Object.keys(BENCHES).join(',')}] [--quick | --smoke]\n`);
+  process.stdout.write(
+    `usage: tsx bench/run.ts [--only ${Object.keys(BENCHES).join(',')}] [--quick | --smoke]\n` +
+      `       tsx bench/run.ts --against <commit> | --against-dir <built checkout> [--rounds N] [--quick | --smoke]\n`,
+  );
   process.exit(0);
 }
-const selected = values.only
-  ? values.only
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean)
-  : Object.keys(BENCHES);
+const againstSpec = values.against || values['against-dir'] ? { commit: values.against, dir: values['against-dir'] } : undefined;
+const rounds = Math.max(1, Number(values.rounds ?? (values.quick || values.smoke ? 1 : 2)));
+if (againstSpec) {
+  // Overhead then `rounds` memory runs per side; a full round of memory is ~2 min a side on 2 cores.
+  BENCHES.against = {
+    title: 'against another commit',
+    budget: 'not above it',
+    allot: [240 + rounds * 260, 90 + rounds * 110],
+    run: (ctx) => benchAgainst(ctx, other!, rounds),
+  };
+}
+let other: OtherBuild | undefined;
+if (againstSpec) {
+  if (benchRuntime() !== 'dist') throw new Error('--against runs the compiled builds (unset BENCH_RUNTIME)');
+  // Before the watchdog starts: a first checkout's npm ci takes minutes.
+  other = prepareOther(againstSpec);
+}
+const selected = againstSpec
+  ? ['against']
+  : values.only
+    ? values.only
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : Object.keys(BENCHES);
 for (const s of selected) {
   if (!BENCHES[s]) {
     process.stderr.write(`unknown benchmark ${JSON.stringify(s)}; known: ${Object.keys(BENCHES).join(', ')}\n`);
@@ -75,6 +105,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 if (benchRuntime() === 'dist') buildDist();
+
 process.stdout.write(
   `comfy-durable benchmarks${smoke ? ' (smoke: figures meaningless)' : quick ? ' (quick)' : ''}: ${selected.join(', ')}; node ${process.version}, ` +
     `${(await import('node:os')).cpus().length} CPUs, load average ${loadavg()}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'} for the service, ` +
@@ -86,7 +117,7 @@ try {
   try {
     await ctx.temporal();
     const starts: Array<Promise<unknown>> = [];
-    if (selected.some((s) => ['overhead', 'latency', 'history'].includes(s))) starts.push(ctx.single());
+    if (selected.some((s) => ['overhead', 'latency', 'history', 'against'].includes(s))) starts.push(ctx.single());
     // --quick starts every service at once (they wait idle until their turn); a full run starts each one
     // just before its benchmark, so idle pollers of other services do not add noise.
     if (quick && selected.includes('throughput')) starts.push(prepareThroughput(ctx));

@@ -78,19 +78,29 @@ export function serviceNodePid(wrapperPid: number): number {
   return kids[0] ?? wrapperPid;
 }
 
-/** `start` mode's worker process: the front's child running `worker --supervised` (none while it restarts). */
-export function workerProcessPids(frontPid: number): number[] {
-  return childrenOf(frontPid).filter((p) => cmdline(p).includes('--supervised'));
+/** The short name of a process (`node`, `temporal`, …), '' when it is gone. */
+export function commOf(pid: number): string {
+  return (read(`/proc/${pid}/comm`) ?? '').trim();
 }
 
-/** RSS of a `start` service: its front plus its worker process. */
-export function serviceRssBytes(frontPid: number): number {
-  return [frontPid, ...workerProcessPids(frontPid)].reduce((a, p) => a + rssBytes(p), 0);
+/**
+ * Every node process of a service: the process itself and each node descendant (a `start` front's worker
+ * process when it has one, a workflow bundler while it runs). What the memory budget counts: a service's
+ * figure must not depend on how it splits itself into processes. The embedded Temporal server (Go) is not
+ * a node process; the benches run their own and pass TEMPORAL_ADDRESS.
+ */
+export function serviceNodePids(pid: number): number[] {
+  return [pid, ...descendantsOf(pid).filter((p) => commOf(p) === 'node')];
 }
 
-/** CPU time of a `start` service: its front plus its (current) worker process. */
-export function serviceCpuMs(frontPid: number): number {
-  return [frontPid, ...workerProcessPids(frontPid)].reduce((a, p) => a + cpuMs(p), 0);
+/** RSS of a service: all its node processes summed (serviceNodePids). */
+export function serviceRssBytes(pid: number): number {
+  return serviceNodePids(pid).reduce((a, p) => a + rssBytes(p), 0);
+}
+
+/** CPU time of a service: all its node processes summed (serviceNodePids). */
+export function serviceCpuMs(pid: number): number {
+  return serviceNodePids(pid).reduce((a, p) => a + cpuMs(p), 0);
 }
 
 export function processTreeCpuMs(pid: number): number {

@@ -1,6 +1,6 @@
 /**
  * `/health`: 200 only when every dependency of a render answers — each ComfyUI (`/system_stats`), Temporal,
- * a worker polling the render queue and, in `start` mode, the front's own worker process — else 503 with the
+ * a worker polling the render queue and, in `start` mode, the front's own worker thread — else 503 with the
  * failing checks, so orchestrators and the model-swapping proxy do not route to a half-started service.
  */
 import type { Client } from '@temporalio/client';
@@ -28,8 +28,8 @@ export interface HealthDeps {
    * files in DATA_DIR, so an `api`-only front sees them too (src/backends/health.ts).
    */
   unhealthy?: () => Map<string, string>;
-  /** `start` mode: the state of the front's worker process (running, starting, restarting after a crash). */
-  workerProcess?: () => { ok: boolean; detail: string };
+  /** `start` mode: the state of the front's worker thread (running, starting, restarting after a crash). */
+  workerThread?: () => { ok: boolean; detail: string };
 }
 
 const timeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
@@ -73,12 +73,12 @@ export async function checkHealth(deps: HealthDeps): Promise<{ ok: boolean; chec
         return { name: 'worker', ok: false, detail: (err as Error).message };
       }
     })(),
-    ...(deps.workerProcess ? [Promise.resolve(workerProcessCheck(deps.workerProcess()))] : []),
+    ...(deps.workerThread ? [Promise.resolve(workerThreadCheck(deps.workerThread()))] : []),
   ]);
   return { ok: checks.every((c) => c.ok), checks };
 }
 
-/** Temporal lists a dead worker's pollers for a while; the front knows its own worker process at once. */
-function workerProcessCheck(state: { ok: boolean; detail: string }): HealthCheck {
-  return { name: 'worker-process', ok: state.ok, detail: state.detail };
+/** Temporal lists a dead worker's pollers for a while; the front knows its own worker thread at once. */
+function workerThreadCheck(state: { ok: boolean; detail: string }): HealthCheck {
+  return { name: 'worker-thread', ok: state.ok, detail: state.detail };
 }

@@ -1,7 +1,7 @@
 /**
  * Composition root: builds the pieces each process mode needs from the validated config.
- * `start` = embedded Temporal (unless TEMPORAL_ADDRESS) + front + a worker process (`worker` mode in a child,
- * app/worker-process.ts); `worker` and `api` run one part.
+ * `start` = embedded Temporal (unless TEMPORAL_ADDRESS) + front + a worker thread (`worker` mode in a
+ * worker_thread of the same process, app/worker-thread.ts); `worker` and `api` run one part.
  */
 import type { FastifyInstance } from 'fastify';
 import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
@@ -31,7 +31,7 @@ import path from 'node:path';
 import type { RenderService as RenderServiceT } from '../renders/render-service.ts';
 import { anyBackendUsable, freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
 import { gatedHealth, watchProxy } from '../gpu/lease-server.ts';
-import { startWorkerProcess, type WorkerProcess } from './worker-process.ts';
+import { startWorkerThread, type WorkerThread } from './worker-thread.ts';
 
 /** `gpu`: the GPU worker inside a model-swapping proxy's GPU entry (docs/llama-swap.md). */
 export type Mode = 'start' | 'worker' | 'api' | 'gpu';
@@ -67,14 +67,13 @@ export interface ServiceOptions {
   /** Trace into this exporter (tests), whatever the OTLP configuration. */
   spanExporter?: SpanExporter;
   /**
-   * `start`: run the workers in this process, as one event loop with the front, instead of in a worker
-   * process. For tests and benches that observe the workers from here (spans into an in-memory exporter,
+   * `start`: run the workers on the front's own event loop instead of in a worker thread. For tests and benches that observe the workers from here (spans into an in-memory exporter,
    * model profiles registered at run time, this process's memory); the service itself never does.
    */
   workersInProcess?: boolean;
-  /** `start`: the environment the worker process reads its configuration from (default: this process's). */
+  /** `start`: the environment the worker thread reads its configuration from (default: this process's). */
   workerEnv?: NodeJS.ProcessEnv;
-  /** `worker`: run by a `start` front, which serves the metrics and the gauges it shares (app/worker-child.ts). */
+  /** `worker`: run by a `start` front in its worker thread, which serves the metrics and the gauges it shares (app/worker-thread-main.ts). */
   supervised?: boolean;
 }
 
@@ -83,7 +82,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   const tracing = startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
   if (tracing) logger.info({ mode }, 'OpenTelemetry tracing on');
   // The Temporal workers and the HTTP front each load only where they run (RSS: the SDK's worker runtime is
-  // tens of MB a `start` front does not need, and Fastify with every route the same in its worker process).
+  // tens of MB a `start` front does not need, and Fastify with every route the same in its worker thread).
   const { clientTracingInterceptors, workerTracing } = tracing ? await import('../tracing/temporal.ts') : {};
   checkModelConfig(config);
 
@@ -127,16 +126,16 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   );
   await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
 
-  // The worker process starts now; the front is built meanwhile and listens once the worker is ready.
-  let workerProcess: WorkerProcess | undefined;
+  // The worker thread starts now; the front is built meanwhile and listens once the worker is ready.
+  let workerThread: WorkerThread | undefined;
   if (mode === 'start' && !opts.workersInProcess) {
     const temporalAddress = address;
-    workerProcess = startWorkerProcess({
+    workerThread = startWorkerThread({
       env: { ...(opts.workerEnv ?? process.env), TEMPORAL_ADDRESS: temporalAddress },
       logger,
       stopTimeoutMs: config.SHUTDOWN_GRACE_MS + 30_000,
     });
-    setPeerMetricsSource(() => workerProcess!.metrics());
+    setPeerMetricsSource(() => workerThread!.metrics());
   }
 
   let workers: WorkerSet | undefined;
@@ -184,6 +183,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         ? { general: false }
         : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
       ...(traced ? { tracing: traced } : {}),
+      ...(opts.supervised ? { sandboxOnThisThread: true } : {}),
       logger,
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     });
@@ -252,7 +252,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         backends,
         probeComfy: (b) => clients.get(b.id)!.systemStats(),
         unhealthy: () => health.unhealthy(backends),
-        ...(workerProcess ? { workerProcess: () => workerProcess.status() } : {}),
+        ...(workerThread ? { workerThread: () => workerThread.status() } : {}),
       },
       catalog: new ComfyCatalog({
         objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
@@ -262,9 +262,9 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),
       ...(leaseHolder ? { gpuLease: leaseHolder } : {}),
     });
-    if (workerProcess) {
+    if (workerThread) {
       try {
-        await workerProcess.ready;
+        await workerThread.ready;
       } catch (err) {
         await api.close();
         await connection.close().catch(() => undefined);
@@ -316,9 +316,9 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
         await workers.shutdown();
         await workersDone.catch(() => undefined);
       }
-      // Drains the worker process's running activities, while Temporal still runs.
-      await workerProcess?.stop();
-      if (workerProcess) setPeerMetricsSource(undefined);
+      // Drains the worker thread's running activities, while Temporal still runs.
+      await workerThread?.stop();
+      if (workerThread) setPeerMetricsSource(undefined);
       if (leaseServer) await freeVram(gpuBackends(backends, config.GPU_BACKENDS), clients, logger);
       await metricsServer?.close();
       await connection.close().catch(() => undefined);

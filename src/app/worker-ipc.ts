@@ -1,7 +1,4 @@
-/**
- * Messages between a `start` front and its worker process (app/worker-process.ts, app/worker-child.ts), over
- * node's IPC channel. The channel is also the child's lifeline: it closes when the front dies, however it dies.
- */
+/** Messages between a `start` front and its worker thread (app/worker-thread.ts, app/worker-thread-main.ts). */
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
 /** The metrics of one registry as prom-client serialises them for aggregation. */

@@ -86,7 +86,12 @@ interface ClientQueue {
   heavy: Job[];
 }
 
-const RESOURCE_LIMITS = { maxOldGenerationSizeMb: BYTE_WORKER_HEAP_MB, maxYoungGenerationSizeMb: 16 };
+/**
+ * A young generation of 4 MB, as small as the service's own (scripts/run.sh: 2 MB semi-spaces): the big
+ * strings and buffers of a task live in large-object space and off-heap anyway, and a 16 MB young generation
+ * per thread was RSS held through a pile-up of image bodies (bench/README.md, issue 25).
+ */
+const RESOURCE_LIMITS = { maxOldGenerationSizeMb: BYTE_WORKER_HEAP_MB, maxYoungGenerationSizeMb: 4 };
 
 /**
  * Built (dist/), the worker is plain JavaScript next to this file. Run from TypeScript (tests, tsx), it is

@@ -7,12 +7,11 @@ import { loadConfig, ConfigError } from '../config/config.ts';
 import { createLogger } from '../log.ts';
 import { runServices, type Mode } from '../app/services.ts';
 import { sanitizeForTerminal } from './sanitize.ts';
-import { SUPERVISED_FLAG } from '../app/worker-process.ts';
-import { answerFront, exitWhenWorkersEnd } from '../app/worker-child.ts';
+import { exitWhenWorkersEnd } from '../app/workers-end.ts';
 
 const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders â€¦>
 
-  start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), HTTP front, and the worker in a child process
+  start      embedded Temporal dev server (unless TEMPORAL_ADDRESS), HTTP front, and the worker in a worker thread
   worker     Temporal workers only (TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   api        HTTP front only
   gpu        the GPU worker inside a model-swapping proxy's GPU entry: serves /gpu/ready and /gpu/lease on
@@ -22,7 +21,7 @@ const USAGE = `usage: comfy-durable <start|worker|api|gpu|contract URL|renders â
   renders    operators: list, show, outputs, replay, cancel renders ('renders help' for details)
 `;
 
-async function runMode(mode: Mode, supervised = false): Promise<void> {
+async function runMode(mode: Mode): Promise<void> {
   let config;
   try {
     config = loadConfig();
@@ -33,11 +32,10 @@ async function runMode(mode: Mode, supervised = false): Promise<void> {
     }
     throw err;
   }
-  // The worker process of a `start` front logs to the same stdout: its name tells its lines apart.
-  const logger = createLogger(config.LOG_LEVEL, supervised ? 'comfy-durable-worker' : undefined);
+  const logger = createLogger(config.LOG_LEVEL);
   let running;
   try {
-    running = await runServices(mode, config, logger, { supervised });
+    running = await runServices(mode, config, logger);
   } catch (err) {
     // Settings only a mode can judge (GPU_LEASE_TOKEN in `gpu`): a message and exit 2, like loadConfig's.
     if (err instanceof ConfigError) {
@@ -45,11 +43,6 @@ async function runMode(mode: Mode, supervised = false): Promise<void> {
       process.exit(2);
     }
     throw err;
-  }
-  if (supervised) {
-    logger.info({ mode, temporal: running.temporalAddress }, 'worker process ready');
-    answerFront(running, logger, { drainTimeoutMs: config.SHUTDOWN_GRACE_MS + 20_000 });
-    return;
   }
   logger.info({ mode, api: running.apiUrl, temporal: running.temporalAddress, temporalUi: running.uiUrl, comfyui: config.COMFYUI_URL }, 'comfy-durable ready');
   if (running.apiUrl) process.stdout.write(`comfy-durable listening on ${running.apiUrl}\n`);
@@ -85,8 +78,6 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'worker':
-      // `start`'s worker process (app/worker-process.ts); it needs the front's IPC channel.
-      return runMode(command, rest[0] === SUPERVISED_FLAG && process.send !== undefined);
     case 'start':
     case 'api':
     case 'gpu':

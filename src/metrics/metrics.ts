@@ -147,7 +147,7 @@ type RegistryJson = MetricObjectWithValues<MetricValue<string>>[];
 let peerMetrics: (() => Promise<RegistryJson | undefined>) | undefined;
 
 /**
- * `start` mode: the worker process's registry (undefined while it restarts or does not answer), merged into
+ * `start` mode: the worker thread's registry (undefined while it restarts or does not answer), merged into
  * this one's as prom-client merges a cluster's workers: counters and histograms summed (each is counted in
  * one process only), the process metrics of the two processes summed (memory, CPU) or averaged (event-loop
  * lag), the start time omitted. A restarted worker's counters start again from zero, as a counter may.

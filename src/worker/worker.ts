@@ -80,6 +80,13 @@ export interface WorkerSetOptions {
    * model-swapping proxy: its front runs the workflows, and it starts faster without a workflow bundle.
    */
   general?: boolean;
+  /**
+   * Run the workflow sandbox on this thread's own event loop instead of in a thread of the SDK's: for
+   * `start`'s worker thread, which is already a thread of its own (app/worker-thread.ts). Saves a V8 isolate
+   * (bench/README.md, issue 25) and a message hop per workflow task. The SDK's switch for it is `debugMode`;
+   * its deadlock detector stays on (isolateExecutionTimeout, 5 s as by default).
+   */
+  sandboxOnThisThread?: boolean;
 }
 
 export interface WorkerSet {
@@ -105,6 +112,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
             ...(opts.workflowBundlePath ? { workflowBundle: { codePath: opts.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
             activities: ioActivities,
             shutdownGraceTime,
+            ...(opts.sandboxOnThisThread ? { debugMode: true, isolateExecutionTimeout: '5s' } : {}),
             // Render outcomes are counted here, by the workflow's end, not by whichever front waited (render-sinks.ts).
             sinks: { ...renderOutcomeSinks(), ...opts.tracing?.sinks },
             interceptors: { workflowModules: workflowInterceptorModules(opts.tracing), ...activityInterceptors },

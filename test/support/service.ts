@@ -37,6 +37,11 @@ export interface ServiceOptions {
   runtime?: 'tsx' | 'dist';
   /** Extra node flags before the script (`tsx` runtime), e.g. the V8 heap flags npm start uses. */
   nodeArgs?: string[];
+  /**
+   * `dist` runtime only: the checkout to run (its scripts/run.sh on its own dist/), default this one. The
+   * bench's `--against <commit>` runs another commit's build under the same harness.
+   */
+  root?: string;
 }
 
 export interface TestService {
@@ -66,10 +71,10 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
     // dist: npm start's launcher, which execs node (same pid, so SIGKILL reaches the service itself).
     const [cmd, args] =
       opts.runtime === 'dist'
-        ? ['bash', [path.join(root, 'scripts', 'run.sh')]]
+        ? ['bash', [path.join(opts.root ?? root, 'scripts', 'run.sh')]]
         : [process.execPath, [...(opts.nodeArgs ?? []), '--import', pathToFileURL(tsxLoader).href, path.join(root, 'src', 'cli', 'main.ts')]];
     child = spawn(cmd, [...args, mode], {
-      cwd: root,
+      cwd: opts.runtime === 'dist' ? (opts.root ?? root) : root,
       env: {
         ...process.env,
         TEMPORAL_ADDRESS: opts.temporalAddress ?? '',

@@ -18,7 +18,7 @@ import type { RawNodeInfo, RawObjectInfo } from './node-schema.ts';
 import { declaredSpec, finalizedInputs, isObject, isOutputNode, specOptions } from './node-schema.ts';
 import type { FakeValue, NodeResult, NodeRunCtx } from './nodes.ts';
 import { describeValue, lazyInputsNeeded, NodeException, oomException, runFakeNode } from './nodes.ts';
-import { previewJpeg, previewsRequested } from './preview.ts';
+import { previewJpegs, previewsRequested } from './preview.ts';
 import { ProgressRegistry, SamplerProgress } from './progress.ts';
 import type { HistoryItem, QueueItem, StatusMessage } from './queue.ts';
 import { Aborted, Interrupted } from './run-control.ts';
@@ -376,9 +376,8 @@ export class Executor {
       },
       outSig: (i) => `${sig}:${i}`,
       sample: async (steps, latent) => {
-        const bar = new SamplerProgress(progress, this.deps.hub, control, id, steps, (step) =>
-          previews && latent ? previewJpeg(`${latent.sig}:${sig}`, latent.width, latent.height, step, steps) : undefined,
-        );
+        const frames = previews && latent ? await previewJpegs(`${latent.sig}:${sig}`, latent.width, latent.height, steps) : undefined;
+        const bar = new SamplerProgress(progress, this.deps.hub, control, id, steps, (step) => frames?.[step - 1]);
         for (let i = 1; i <= steps; i++) {
           await control.sleep(stepMs);
           bar.step(i);

@@ -8,7 +8,7 @@
  * the server upscales it to `--preview-size`), brightening with the step so consecutive frames differ.
  */
 import { createHash } from 'node:crypto';
-import jpeg from 'jpeg-js';
+import sharp from 'sharp';
 import { pyJsonDumps } from './pyjson.ts';
 
 /** `preview_method` values that produce previews (`auto`, `latent2rgb`, `taesd` — which falls back). */
@@ -16,23 +16,34 @@ export function previewsRequested(method: unknown): boolean {
   return method === 'auto' || method === 'latent2rgb' || method === 'taesd';
 }
 
-export function previewJpeg(contentKey: string, width: number, height: number, step: number, steps: number): Buffer {
+/**
+ * The preview frames of a sampler run, one per step (index step - 1). Encoded with sharp on libuv's pool:
+ * jpeg-js builds its Huffman and quantisation tables anew for every frame (~50 ms of CPU and garbage each on
+ * this 2-core box, bench/README.md "Issue 25"), which made a zero-time fake render cost the service
+ * hundreds of milliseconds that a real ComfyUI (its previews come from the GPU's latents) does not.
+ */
+export function previewJpegs(contentKey: string, width: number, height: number, steps: number): Promise<Buffer[]> {
+  return Promise.all(Array.from({ length: steps }, (_, i) => previewJpeg(contentKey, width, height, i + 1, steps)));
+}
+
+export function previewJpeg(contentKey: string, width: number, height: number, step: number, steps: number): Promise<Buffer> {
   const w = Math.max(8, Math.round(width / 8));
   const h = Math.max(8, Math.round(height / 8));
   const seed = createHash('sha256').update(contentKey).digest();
   const level = steps > 0 ? step / steps : 1;
-  const data = Buffer.alloc(w * h * 4);
+  const data = Buffer.alloc(w * h * 3);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 4;
+      const i = (y * w + x) * 3;
       for (let c = 0; c < 3; c++) {
         const base = (seed[c] as number) + x * ((seed[3 + c] as number) % 9) + y * ((seed[6 + c] as number) % 7);
         data[i + c] = Math.round((base & 255) * (0.25 + 0.75 * level));
       }
-      data[i + 3] = 255;
     }
   }
-  return jpeg.encode({ width: w, height: h, data }, 90).data;
+  return sharp(data, { raw: { width: w, height: h, channels: 3 } })
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }
 
 export function legacyPreviewFrame(image: Buffer): Buffer {

@@ -1,18 +1,23 @@
 /**
- * Fault suite, `start` mode's two processes: the front and its worker process (app/worker-process.ts).
- * - The front's event loop frozen outright (SIGSTOP) for longer than the heartbeat timeout: the worker's
- *   heartbeats go on, the render completes in Temporal while the front is still frozen, with one attempt.
- * - The worker process SIGKILLed mid-render: the front starts it again, the next attempt re-attaches, the
- *   client waiting on the front gets its images, rendered once; /metrics merges the new worker's counters.
- * - A worker process that keeps dying is started again with a doubling back-off; the front serves meanwhile.
- * - SIGTERM: the waiting client gets its images, the worker process drains and exits, then the front (exit 0).
- * - The front SIGKILLed: its worker process notices and exits (no orphan).
+ * Fault suite, `start` mode's two threads: the front and its worker thread (app/worker-thread.ts). The service
+ * runs with node's inspector on a free loopback port, through which the tests act on one thread at a time
+ * (test/support/inspector.ts); the service has no hook of its own for them.
+ * - The front's main thread paused outright (the debugger's pause: its event loop runs nothing) for longer than
+ *   the heartbeat timeout: the worker thread's heartbeats go on, the render completes in Temporal while the
+ *   front is still frozen (a /health sent meanwhile is not answered), with one attempt.
+ * - The worker thread crashing mid-render (an uncaught error): the front starts another, the next attempt
+ *   re-attaches, the client waiting on the front gets its images, rendered once; /metrics merges the new
+ *   thread's counters.
+ * - A worker thread that keeps crashing is started again with a doubling back-off; the front serves meanwhile.
+ * - SIGTERM: the waiting client gets its images, the worker thread drains and ends, then the front (exit 0).
+ * - The front SIGKILLed: nothing of the service is left (a thread cannot outlive its process).
  */
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
+import { Inspector, inspectorUrl } from '../support/inspector.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 import { SCHNELL, a1111, expectRenderedOnce, fakeStats, metricValue, resetFake, scenario, setFaults, waitFor, waitProgress, waitRunning } from './helpers.ts';
@@ -24,8 +29,10 @@ let svc: TestService;
 let client: Client;
 
 const HEARTBEAT_TIMEOUT_MS = 3_000;
-// At info: the worker process's own log lines, relayed by the front, are part of what is checked.
+// At info: the worker thread's own log lines, relayed by the front, are part of what is checked.
 const ENV = {
+  // The inspector on a free loopback port (printed on stderr): how the tests reach one thread.
+  NODE_OPTIONS: '--inspect=127.0.0.1:0',
   STALL_TIMEOUT_MS: '8000',
   HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
   POLL_INTERVAL_MS: '200',
@@ -54,16 +61,35 @@ beforeEach(async () => {
   await setFaults(fake.url, { slow: { stepMs: 200 } });
 }, 240_000);
 
-/** The worker process as /health reports it: running, starting or restarting. */
+/** The worker thread as /health reports it: running, starting or restarting. */
 async function workerState(): Promise<string> {
   const health = (await (await fetch(`${svc.url}/health`)).json()) as { checks: Array<{ name: string; detail?: string }> };
-  return health.checks.find((c) => c.name === 'worker-process')?.detail ?? '';
+  return health.checks.find((c) => c.name === 'worker-thread')?.detail ?? '';
 }
 
-/** The worker process's pid once it is up (`running (pid N)`). */
-async function workerPid(): Promise<number | undefined> {
-  const m = /^running \(pid (\d+)\)$/.exec(await workerState());
+/** The worker thread's id once it is up (`running (thread N)`). */
+async function workerThread(): Promise<number | undefined> {
+  const m = /^running \(thread (\d+)\)$/.exec(await workerState());
   return m ? Number(m[1]) : undefined;
+}
+
+/** The inspector of the service as it runs now (a restart gets a new address). */
+async function inspector(): Promise<Inspector> {
+  const url = inspectorUrl(svc.output());
+  if (!url) throw new Error(`the service printed no inspector address:\n${svc.output().slice(-2_000)}`);
+  return Inspector.connect(url);
+}
+
+/** Crash the worker thread (the running one, or the one starting). */
+async function crashWorkerThread(): Promise<void> {
+  const id = Number(/\(thread (\d+)\)$/.exec(await workerState())?.[1]);
+  if (!id) throw new Error(`no worker thread to crash: ${await workerState()}`);
+  const insp = await inspector();
+  try {
+    await insp.crashWorker(id);
+  } finally {
+    insp.close();
+  }
 }
 
 /** A process's state letter from /proc (R, S, T stopped, Z zombie), or undefined when it is gone. */
@@ -92,18 +118,27 @@ function exitOf(s: TestService, timeoutMs: number): Promise<number | null> {
   });
 }
 
-describe('start mode: the worker in its own process', () => {
+describe('start mode: the worker in its own thread', () => {
   scenario(
     "the front's event loop frozen past the heartbeat timeout: the render completes meanwhile, one attempt",
     async () => {
       const key = `frozen-front-${Date.now()}`;
       const pending = a1111(svc.url, 'txt2img', { ...LONG, prompt: 'freeze the front', seed: 31 }, { key });
       const promptId = await waitRunning(fake.url);
-      const frontPid = svc.child.pid!;
-      const frozenAt = Date.now();
-      process.kill(frontPid, 'SIGSTOP');
+      const insp = await inspector();
       let frozenFor: number | undefined;
       try {
+        await insp.send('Debugger.enable');
+        const paused = insp.next('Debugger.paused');
+        await insp.send('Debugger.pause');
+        // The pause takes effect at the front's next JavaScript: a request makes it run some.
+        let answered = false;
+        const probe = fetch(`${svc.url}/health`, { signal: AbortSignal.timeout(120_000) }).then(
+          () => (answered = true),
+          () => undefined,
+        );
+        await paused;
+        const frozenAt = Date.now();
         await waitFor(
           'the render to complete in Temporal',
           async () => (await client.workflow.getHandle(renderIdForKey(key)).describe()).status.name === 'COMPLETED',
@@ -111,10 +146,14 @@ describe('start mode: the worker in its own process', () => {
           200,
         );
         frozenFor = Date.now() - frozenAt;
-        // Still frozen: nothing of the front's took part in finishing the render.
-        expect(procState(frontPid)).toBe('T');
+        // Still frozen: the front has not answered a request sent before the render completed.
+        expect(answered).toBe(false);
+        await insp.send('Debugger.resume');
+        await probe;
+        expect(answered).toBe(true);
       } finally {
-        process.kill(frontPid, 'SIGCONT');
+        await insp.send('Debugger.resume').catch(() => undefined);
+        insp.close();
       }
       // Not a timing assertion: the render ran several heartbeat timeouts after the freeze by construction;
       // a front that heartbeats would have lost its attempt to the timeout (timed-out, then a re-attach).
@@ -131,69 +170,63 @@ describe('start mode: the worker in its own process', () => {
   );
 
   scenario(
-    'the worker process SIGKILLed mid-render: the front starts it again, the render re-attaches and completes once',
+    'the worker thread crashing mid-render: the front starts another, the render re-attaches and completes once',
     async () => {
-      const key = `kill-worker-process-${Date.now()}`;
-      const pending = a1111(svc.url, 'txt2img', { ...LONG, prompt: 'kill the worker process', seed: 32 }, { key });
+      const key = `crash-worker-thread-${Date.now()}`;
+      const pending = a1111(svc.url, 'txt2img', { ...LONG, prompt: 'crash the worker thread', seed: 32 }, { key });
       const promptId = await waitRunning(fake.url);
       await waitProgress(fake.url, promptId, 3);
-      const oldPid = (await workerPid())!;
-      expect(oldPid).toBeGreaterThan(0);
-      process.kill(oldPid, 'SIGKILL');
-      const newPid = await waitFor(
-        'a new worker process running',
+      const oldThread = (await workerThread())!;
+      expect(oldThread).toBeGreaterThan(0);
+      await crashWorkerThread();
+      const newThread = await waitFor(
+        'a new worker thread running',
         async () => {
-          const pid = await workerPid();
-          return pid !== undefined && pid !== oldPid ? pid : undefined;
+          const id = await workerThread();
+          return id !== undefined && id !== oldThread ? id : undefined;
         },
         120_000,
         200,
       );
-      expect(gone(oldPid)).toBe(true);
       const r = await pending;
       expect(r.status, JSON.stringify(r.json)).toBe(200);
       await expectReattachedOnce(fake.url, client, renderIdForKey(key), promptId);
-      // One scrape of the front: its own counters and the new worker process's, merged.
+      // One scrape of the front: its own counters and the new worker thread's, merged.
       const metrics = await (await fetch(`${svc.url}/metrics`)).text();
       expect(metricValue(metrics, 'comfy_durable_prompt_reattached_total', { backend: 'comfyui-0' })).toBe(1);
       expect(metricValue(metrics, 'comfy_durable_renders_completed_total', { model: 'imagegen-flux-schnell' })).toBe(1);
       expect(metricValue(metrics, 'comfy_durable_renders_started_total', { model: 'imagegen-flux-schnell' })).toBe(2);
       expect(metrics.match(/^# TYPE comfy_durable_backend_healthy gauge$/gm)).toHaveLength(1);
       expect(metricValue(metrics, 'comfy_durable_backend_healthy', { backend: 'comfyui-0' })).toBe(1);
-      expect(await workerPid()).toBe(newPid);
-      // The worker process's log lines come out of the front's stdout, whole (every JSON line parses; the
-      // first kept line may be cut by the capture's window): its re-attach, under its pid.
+      expect(await workerThread()).toBe(newThread);
+      // The worker thread's log lines come out of the front's stdout, whole (every JSON line parses; the first
+      // kept line may be cut by the capture's window): its re-attach, under its thread id.
       const lines = svc
         .output()
         .split('\n')
         .slice(1)
         .filter((l) => l.startsWith('{'));
-      const parsed = lines.map((l) => JSON.parse(l) as { pid?: number; name?: string; msg?: string });
-      expect(parsed.some((l) => l.pid === newPid && l.name === 'comfy-durable-worker' && l.msg?.startsWith('re-attaching to the prompt'))).toBe(true);
-      // Relayed by the front, not written beside it: the worker process's stdout is a pipe the front reads, not
-      // the pipe the front itself writes to.
-      expect(readlinkSync(`/proc/${newPid}/fd/1`)).not.toBe(readlinkSync(`/proc/${svc.child.pid}/fd/1`));
+      const parsed = lines.map((l) => JSON.parse(l) as { workerThread?: number; name?: string; msg?: string });
+      expect(parsed.some((l) => l.workerThread === newThread && l.name === 'comfy-durable-worker' && l.msg?.startsWith('re-attaching to the prompt'))).toBe(
+        true,
+      );
     },
     150_000,
   );
 
   scenario(
-    'a worker process that keeps dying is started again with a growing back-off, the front serving meanwhile',
+    'a worker thread that keeps crashing is started again with a growing back-off, the front serving meanwhile',
     async () => {
       const restarting = async (): Promise<{ crashes: number; backoffMs: number } | undefined> => {
         const m = /^restarting after (\d+) crash\(es\) in a row: back-off (\d+) ms/.exec(await workerState());
         return m ? { crashes: Number(m[1]), backoffMs: Number(m[2]) } : undefined;
       };
-      process.kill((await workerPid())!, 'SIGKILL');
+      await waitFor('the worker thread running', workerThread, 120_000, 200);
+      await crashWorkerThread();
       const first = await waitFor('a restart scheduled', restarting, 30_000, 50);
-      // The next one dies while it starts: one more crash in a row, twice the back-off.
-      const starting = await waitFor(
-        'the worker process starting again',
-        async () => Number(/^starting \(pid (\d+)\)$/.exec(await workerState())?.[1]) || undefined,
-        60_000,
-        50,
-      );
-      process.kill(starting, 'SIGKILL');
+      // The next one crashes while it starts: one more crash in a row, twice the back-off.
+      await waitFor('the worker thread starting again', async () => /^starting \(thread \d+\)$/.test(await workerState()), 60_000, 50);
+      await crashWorkerThread();
       const second = await waitFor(
         'the next restart scheduled',
         async () => {
@@ -206,7 +239,7 @@ describe('start mode: the worker in its own process', () => {
       expect(second.backoffMs).toBe(Math.min(30_000, first.backoffMs * 2));
       expect((await fetch(`${svc.url}/health`)).status).toBe(503);
       expect((await fetch(`${svc.url}/sdapi/v1/sd-models`)).status).toBe(200);
-      await waitFor('the worker process running again', workerPid, 120_000, 200);
+      await waitFor('the worker thread running again', workerThread, 120_000, 200);
       const r = await a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'after the crashes', seed: 34 });
       expect(r.status, JSON.stringify(r.json)).toBe(200);
     },
@@ -214,28 +247,41 @@ describe('start mode: the worker in its own process', () => {
   );
 
   scenario(
-    'SIGTERM: the waiting client gets its images, the worker process drains and exits, then the front',
+    'SIGTERM: the waiting client gets its images, the worker thread drains and ends, then the front',
     async () => {
       const pending = a1111(svc.url, 'txt2img', { ...SCHNELL, steps: 15, prompt: 'drain start mode', seed: 33 });
       const promptId = await waitRunning(fake.url);
-      const worker = (await workerPid())!;
+      const thread = (await workerThread())!;
+      const from = svc.output().length;
       svc.child.kill('SIGTERM');
       const [r, code] = await Promise.all([pending, exitOf(svc, 60_000)]);
       expect(r.status, JSON.stringify(r.json)).toBe(200);
       expect(code).toBe(0);
-      expect(gone(worker)).toBe(true);
       expect((await fakeStats(fake.url)).outcomes[promptId]).toEqual(['success']);
+      // The order, from the service's own log: the front stops taking requests, the worker thread drains its
+      // render and ends, and only then does the front close its Temporal connection and exit.
+      const msgs = svc
+        .output()
+        .slice(from)
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg?: string; workerThread?: number });
+      const at = (m: string): number => msgs.findIndex((l) => l.msg === m);
+      expect(at('worker thread draining')).toBeGreaterThan(at('draining: finishing in-flight work (send the signal again to exit at once)'));
+      expect(msgs[at('worker thread drained')]?.workerThread).toBe(thread);
+      expect(at('worker thread stopped')).toBeGreaterThan(at('worker thread drained'));
     },
     90_000,
   );
 
   scenario(
-    'the front SIGKILLed: its worker process exits too, no orphan',
+    'the front SIGKILLed: nothing of the service is left running',
     async () => {
-      const worker = (await workerPid())!;
-      expect(procState(worker)).toBeDefined();
+      const pid = svc.child.pid!;
+      expect(await workerThread()).toBeGreaterThan(0);
       await svc.kill('SIGKILL');
-      await waitFor('the orphaned worker process to exit', () => gone(worker), 60_000, 100);
+      // The worker is a thread of the front's process: it cannot outlive it (a child process could).
+      await waitFor('the service process to be gone', () => gone(pid), 60_000, 100);
     },
     90_000,
   );

@@ -1,0 +1,191 @@
+/**
+ * `start` mode's worker thread. The Temporal workers (workflows, the prompt activities and their heartbeats)
+ * run in a `worker_thread` of the front's process, running `worker` mode on the same code, configuration and
+ * Temporal server. The thread has its own event loop and its own V8 heap, so nothing the front does on its
+ * loop (parsing a request, collecting an image-sized heap) delays a heartbeat; and it shares the process,
+ * so it costs a V8 isolate (~40 MB with the SDK) instead of a second node process (~130 MB, bench/README.md).
+ *
+ * The front supervises it:
+ * - start-up waits for the thread's first "ready"; a thread that ends before it fails the start;
+ * - a thread that ends later (an uncaught error, its heap limit, workers that stop on their own) is started
+ *   again after a back-off (1 s doubling to 30 s, reset once a thread has run for a minute); its renders' next
+ *   attempts re-attach to their prompts;
+ * - `stop` asks the thread to drain and waits for it to end (terminated after `stopTimeoutMs`).
+ * Signals reach the front only (they are the process's); the front decides the order of the shutdown.
+ */
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log.ts';
+import { isFromWorker, type RegistryJson, type ToWorker } from './worker-ipc.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
+const compiled = import.meta.url.endsWith('.js');
+
+/** The thread's entry module. */
+function entry(): URL {
+  const main = pathToFileURL(path.join(here, `worker-thread-main${compiled ? '.js' : '.ts'}`));
+  if (compiled) return main;
+  // TypeScript (tests, tsx): a worker thread does not get the module hooks of the thread that starts it, so a
+  // two-line module registers tsx's in the thread first. tsx is resolved only here: dist/ runs without it.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return new URL(
+    `data:text/javascript,${encodeURIComponent(`import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(main.href)});`)}`,
+  );
+}
+
+export interface WorkerThreadOptions {
+  /** The thread's environment: the front's, with TEMPORAL_ADDRESS pointing at the server the front uses. */
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  /** How long a drain may take before the thread is terminated (its SHUTDOWN_GRACE_MS plus closing). */
+  stopTimeoutMs: number;
+  /** How long a thread may take to be ready (loading the SDK next to a CPU hog takes a while). */
+  readyTimeoutMs?: number;
+  backoff?: { firstMs: number; maxMs: number };
+}
+
+export interface WorkerThreadStatus {
+  ok: boolean;
+  detail: string;
+  threadId?: number;
+}
+
+export interface WorkerThread {
+  /** Resolves when the first thread is ready; rejects if it ends or times out before. */
+  ready: Promise<void>;
+  status(): WorkerThreadStatus;
+  /** The running thread's metrics registry, or undefined when there is none or it does not answer in time. */
+  metrics(timeoutMs?: number): Promise<RegistryJson | undefined>;
+  /** Drain the thread and wait for it to end; no restart after this. */
+  stop(): Promise<void>;
+}
+
+/** A thread that ran this long without ending counts as healthy again: the back-off starts over. */
+const STABLE_MS = 60_000;
+
+export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
+  const log = opts.logger.child({ component: 'worker-thread' });
+  const { firstMs, maxMs } = opts.backoff ?? { firstMs: 1_000, maxMs: 30_000 };
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 180_000;
+  let thread: Worker | undefined;
+  let threadReady = false;
+  let readySince = 0;
+  let everReady = false;
+  let stopping = false;
+  let crashes = 0;
+  let restartAt = 0;
+  let backoffMs = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let nextId = 0;
+  const pendingMetrics = new Map<number, (m: RegistryJson) => void>();
+  let settleFirst!: { resolve: () => void; reject: (err: Error) => void };
+  const ready = new Promise<void>((resolve, reject) => (settleFirst = { resolve, reject }));
+  // Awaited only once the front is built: a thread that ends sooner must not count as an unhandled rejection.
+  ready.catch(() => undefined);
+
+  const launch = (): void => {
+    restartTimer = undefined;
+    // Its stdout and stderr are relayed by this thread (node's default for workers): whole lines, one writer.
+    const t = new Worker(entry(), { env: opts.env });
+    thread = t;
+    threadReady = false;
+    const id = t.threadId;
+    log.info({ workerThread: id }, 'worker thread started');
+    const readyTimer = setTimeout(() => {
+      log.error({ workerThread: id, readyTimeoutMs }, 'worker thread not ready in time: terminating it');
+      void t.terminate();
+    }, readyTimeoutMs);
+    t.on('message', (msg: unknown) => {
+      if (!isFromWorker(msg)) return;
+      if (msg.type === 'ready') {
+        clearTimeout(readyTimer);
+        threadReady = true;
+        readySince = Date.now();
+        log.info({ workerThread: id }, 'worker thread ready');
+        if (!everReady) {
+          everReady = true;
+          settleFirst.resolve();
+        }
+      } else {
+        pendingMetrics.get(msg.id)?.(msg.metrics);
+      }
+    });
+    t.on('error', (err) => log.error({ workerThread: id, err }, 'worker thread failed'));
+    t.once('exit', (code) => {
+      clearTimeout(readyTimer);
+      if (thread === t) {
+        thread = undefined;
+        threadReady = false;
+      }
+      if (stopping) return;
+      if (!everReady) {
+        settleFirst.reject(new Error(`the worker thread ended before it was ready (code ${code})`));
+        return;
+      }
+      if (readySince && Date.now() - readySince >= STABLE_MS) crashes = 0;
+      readySince = 0;
+      const delay = Math.min(maxMs, firstMs * 2 ** crashes);
+      crashes += 1;
+      backoffMs = delay;
+      restartAt = Date.now() + delay;
+      log.error({ workerThread: id, code, restartInMs: delay, crashes }, 'worker thread ended: starting it again (its renders re-attach)');
+      restartTimer = setTimeout(launch, delay);
+    });
+  };
+  launch();
+
+  return {
+    ready,
+    status: () => {
+      if (thread && threadReady) return { ok: true, detail: `running (thread ${thread.threadId})`, threadId: thread.threadId };
+      if (thread) return { ok: false, detail: `starting (thread ${thread.threadId})`, threadId: thread.threadId };
+      if (restartTimer)
+        return {
+          ok: false,
+          detail: `restarting after ${crashes} crash(es) in a row: back-off ${backoffMs} ms, ${Math.max(0, restartAt - Date.now())} ms left`,
+        };
+      return { ok: false, detail: stopping ? 'stopped' : 'not running' };
+    },
+    metrics: (timeoutMs = 2_000) => {
+      const t = thread;
+      if (!t || !threadReady) return Promise.resolve(undefined);
+      const id = nextId++;
+      return new Promise<RegistryJson | undefined>((resolve) => {
+        const timer = setTimeout(() => {
+          pendingMetrics.delete(id);
+          resolve(undefined);
+        }, timeoutMs);
+        pendingMetrics.set(id, (m) => {
+          clearTimeout(timer);
+          pendingMetrics.delete(id);
+          resolve(m);
+        });
+        send(t, { type: 'metrics', id });
+      });
+    },
+    stop: async () => {
+      stopping = true;
+      clearTimeout(restartTimer);
+      restartTimer = undefined;
+      const t = thread;
+      if (!t) return;
+      const ended = new Promise<void>((resolve) => t.once('exit', () => resolve()));
+      // Not ready yet: nothing has been handed to it that a drain would save.
+      if (threadReady) send(t, { type: 'stop' });
+      else void t.terminate();
+      const killer = setTimeout(() => {
+        log.warn({ workerThread: t.threadId, stopTimeoutMs: opts.stopTimeoutMs }, 'worker thread did not drain in time: terminating it');
+        void t.terminate();
+      }, opts.stopTimeoutMs);
+      await ended;
+      clearTimeout(killer);
+      log.info({ workerThread: t.threadId }, 'worker thread stopped');
+    },
+  };
+}
+
+function send(t: Worker, msg: ToWorker): void {
+  t.postMessage(msg);
+}
