@@ -35,3 +35,13 @@ export function canSee(viewer: Viewer, owner: string | undefined): boolean {
 export function listOwnerFilter(viewer: Viewer): string | undefined {
   return viewer.kind === 'all' ? undefined : viewer.owner;
 }
+
+/** Key names are a strict alphabet (auth/keys.ts); anything else is refused before it reaches a query. */
+const SAFE_OWNER = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** ` AND RenderOwner = '<owner>'` for a list query narrowed to `owner`; '' for every render. */
+export function ownerQueryClause(owner: string | undefined): string {
+  if (owner === undefined) return '';
+  if (!SAFE_OWNER.test(owner)) throw new Error(`unsafe owner name ${JSON.stringify(owner)}`);
+  return ` AND ${RENDER_OWNER.name} = '${owner}'`;
+}

@@ -10,10 +10,11 @@ import type { BlobRef, GraphSpec, RenderRequest } from '../render/types.ts';
 
 /**
  * A prompt id names its render: the render id derives from it (as from an Idempotency-Key), so any front, a
- * restarted one included, finds a prompt's render, and the same prompt id again attaches to it.
+ * restarted one included, finds a prompt's render, and the same prompt id again attaches to it. Scoped by
+ * the API key's name as the submitter scopes keys (submit.ts): another key's prompt id names another render.
  */
 export const promptKey = (promptId: string): string => `comfyui-prompt:${promptId}`;
-export const renderIdForPrompt = (promptId: string): string => renderIdForKey(promptKey(promptId));
+export const renderIdForPrompt = (promptId: string, owner?: string): string => renderIdForKey(promptKey(promptId), owner);
 
 /** A canonical lowercase UUID derived from a client's Idempotency-Key (a retry gets the same prompt id). */
 export function promptIdForKey(scope: string, key: string): string {

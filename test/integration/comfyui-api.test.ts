@@ -2,8 +2,15 @@
  * ComfyUI's own API through the real stack (Temporal dev server + fake ComfyUI + comfy-durable as a child
  * process, with API_TOKEN): a client written like ComfyUI's WebSocket example works unchanged; what ComfyUI
  * refuses is refused in its own 400 with nothing started; uploads render on the GPU that runs the prompt; a
- * prompt id resubmitted attaches to its render; /queue and /interrupt; the live-backend passthroughs.
+ * prompt id resubmitted attaches to its render; /queue and /interrupt; the live-backend passthroughs. With
+ * named client keys (API_KEYS beside API_TOKEN, the operator) each key is its own ComfyUI; `extra_data.webhook`
+ * gets a signed `prompt.completed` the standardwebhooks library verifies.
  */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import WebSocket from 'ws';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +29,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const golden = (name: string): Record<string, any> => JSON.parse(readFileSync(path.join(root, 'test', 'golden', `${name}.json`), 'utf8'));
 const TOKEN = 'comfy-secret';
 const auth = { authorization: `Bearer ${TOKEN}` };
+const ALICE = 'alice-token-0123456789';
+const BOB = 'bob-token-0123456789abc';
+const alice = { authorization: `Bearer ${ALICE}` };
+const bob = { authorization: `Bearer ${BOB}` };
+const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+const hooks: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+let receiver: http.Server;
+let receiverUrl: string;
 
 let temporal: TestTemporal;
 let fake: FakeComfyUI;
@@ -44,7 +59,7 @@ async function post(route: string, body: unknown, headers: Record<string, string
   const text = await res.text();
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
-const get = async (route: string): Promise<any> => (await fetch(`${svc.url}${route}`, { headers: auth })).json();
+const get = async (route: string, headers: Record<string, string> = auth): Promise<any> => (await fetch(`${svc.url}${route}`, { headers })).json();
 
 async function promptRenders(): Promise<number> {
   let n = 0;
@@ -53,10 +68,34 @@ async function promptRenders(): Promise<number> {
 }
 
 beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      hooks.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
   temporal = await startTestTemporal();
   fake = await startFakeComfyUI({ port: 0, dataDir: mkdtempSync(path.join(os.tmpdir(), 'cd-fake-')), stepMs: 20 });
   // A short headers timeout: the WebSocket must outlive it (an upgraded socket is not an idle connection).
-  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { API_TOKEN: TOKEN, HTTP_HEADERS_TIMEOUT_MS: '1000' } });
+  svc = await startService({
+    temporalAddress: temporal.address,
+    comfyUrl: fake.url,
+    env: {
+      API_TOKEN: TOKEN,
+      API_KEYS: JSON.stringify([
+        { name: 'alice', token: ALICE, role: 'client' },
+        { name: 'bob', token: BOB, role: 'client' },
+      ]),
+      HTTP_HEADERS_TIMEOUT_MS: '1000',
+      WEBHOOK_SECRET,
+      // Loopback is internal: the receiver's address has to be listed.
+      WEBHOOK_ALLOWED_TARGETS: '127.0.0.1',
+    },
+  });
   client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
 }, 180_000);
 
@@ -65,7 +104,23 @@ afterAll(async () => {
   await fake?.close();
   await client?.connection.close();
   await temporal?.stop();
+  receiver?.closeAllConnections();
+  await new Promise((resolve) => receiver?.close(resolve));
 });
+
+/** A socket on `/ws?clientId=` with `headers`; every text message it hears. */
+async function listen(clientId: string, headers: Record<string, string>): Promise<{ ws: WebSocket; heard: { type: string; data: any }[] }> {
+  const ws = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/ws?clientId=${clientId}`, { headers });
+  const heard: { type: string; data: any }[] = [];
+  ws.on('message', (data, isBinary) => {
+    if (!isBinary) heard.push(JSON.parse((data as Buffer).toString('utf8')));
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  return { ws, heard };
+}
 
 describe("ComfyUI's own API (real stack)", () => {
   it("a client written like ComfyUI's WebSocket example works unchanged: events until executing null, then /history and /view", async () => {
@@ -85,7 +140,8 @@ describe("ComfyUI's own API (real stack)", () => {
     expect(item.outputs.save.images[0]).toMatchObject({ subfolder: '', type: 'output' });
     expect(pngSize(run.images.save![0]!.toString('base64'))).toMatchObject({ width: 64, height: 64 });
     // The render is an ordinary one: listed by the operators' route with its kind, and replayable (same graph).
-    const renderId = renderIdFor(run.promptId);
+    // API_TOKEN is the operator key named `default`: its prompt ids name renders scoped by that name.
+    const renderId = renderIdFor(run.promptId, 'default');
     expect(JSON.stringify(await get('/renders?kind=prompt'))).toContain(renderId);
     const replay = await post(`/renders/${renderId}/replay`, {});
     expect(replay.status, JSON.stringify(replay.json)).toBe(202);
@@ -244,5 +300,95 @@ describe('workflow files as typed endpoints (real stack)', () => {
     const unknown = await post('/workflows/lora-stack', { prompt: 'x', lora_3: 'y' });
     expect(unknown.status).toBe(400);
     expect((await post('/workflows/lora-stack', { prompt: 'x' }, {})).status).toBe(401);
+  }, 120_000);
+});
+
+describe("ComfyUI's API with named client keys (real stack)", () => {
+  it("each key is its own ComfyUI: another key's client id, prompt id, history, queue and interrupt reach nothing of yours", async () => {
+    await resetFake(fake.url);
+    await setFaults(fake.url, { hold: [{ nodeClass: 'VAEDecode' }] });
+    const clientId = 'shared-client-id';
+    const [mine, theirs] = await Promise.all([listen(clientId, alice), listen(clientId, bob)]);
+    try {
+      const promptId = '4d2c7a10-1b2c-4d3e-8f40-5a6b7c8d9e0f';
+      const started = await post('/prompt', { prompt: txt2img(21), prompt_id: promptId, client_id: clientId }, alice);
+      expect(started.status, JSON.stringify(started.json)).toBe(200);
+      await waitFor(
+        'alice sees her prompt on a GPU',
+        async () => (await get('/queue', alice)).queue_running.some((q: unknown[]) => q[1] === promptId),
+        60_000,
+        200,
+      );
+      // Bob's queue is empty and his interrupt (without a prompt id: "every running one") stops nothing of Alice's.
+      expect(await get('/queue', bob)).toEqual({ queue_running: [], queue_pending: [] });
+      expect((await get('/prompt', bob)).exec_info.queue_remaining).toBe(0);
+      expect((await post('/interrupt', {}, bob)).status).toBe(200);
+      expect((await post('/queue', { clear: true }, bob)).status).toBe(200);
+      // The operator sees it in the shared queue.
+      expect((await get('/queue')).queue_running.some((q: unknown[]) => q[1] === promptId)).toBe(true);
+      await setFaults(fake.url, { hold: [] });
+      // The held VAE decode goes on (the fake's release, as a long node finishing).
+      expect(await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()).toEqual({ released: true });
+      const item = await waitFor('alice reads her history', async () => (await get(`/history/${promptId}`, alice))[promptId], 60_000, 200);
+      expect(item.status.status_str).toBe('success');
+      // Bob: the same prompt id names nothing of his; his history list does not hold it.
+      expect(await get(`/history/${promptId}`, bob)).toEqual({});
+      expect(Object.keys(await get('/history', bob))).not.toContain(promptId);
+      expect(Object.keys(await get('/history', alice))).toContain(promptId);
+      // The operator's list holds every key's prompts.
+      expect(Object.keys(await get('/history'))).toContain(promptId);
+      // Alice's socket heard her prompt to its end; Bob's, on the same client id, only the queue's status.
+      await waitFor('alice hears executing null', async () => mine.heard.some((m) => m.type === 'executing' && m.data.node === null), 30_000, 50);
+      expect(mine.heard.map((m) => m.type)).toContain('execution_success');
+      expect(theirs.heard.length).toBeGreaterThan(0);
+      expect(theirs.heard.filter((m) => m.type !== 'status')).toEqual([]);
+      expect(JSON.stringify(theirs.heard)).not.toContain(promptId);
+      // Bob may use the same prompt id for a graph of his own: another render, not a duplicate.
+      const his = await post('/prompt', { prompt: txt2img(22), prompt_id: promptId }, bob);
+      expect(his.status, JSON.stringify(his.json)).toBe(200);
+      await waitFor('bob reads his own history', async () => (await get(`/history/${promptId}`, bob))[promptId], 60_000, 200);
+      expect(renderIdFor(promptId, 'bob')).not.toBe(renderIdFor(promptId, 'alice'));
+      // A workflow file's status route: Alice's render is not found for Bob.
+      const wf = await post('/workflows/lora-stack?async=true', { prompt: 'a fox', steps: 2, width: 64, height: 64 }, alice);
+      expect(wf.status, JSON.stringify(wf.json)).toBe(202);
+      const forBob = await fetch(`${svc.url}${wf.json.status_url}`, { headers: bob });
+      expect([forBob.status, await forBob.json()]).toEqual([404, { detail: 'Not Found' }]);
+      expect((await fetch(`${svc.url}${wf.json.status_url}`, { headers: alice })).status).toBe(200);
+    } finally {
+      await setFaults(fake.url, { hold: [] });
+      mine.ws.close();
+      theirs.ws.close();
+    }
+  }, 180_000);
+
+  it('a socket with no key, or a wrong one, is refused', async () => {
+    await expect(listen('x', {})).rejects.toThrow(/401/);
+    await expect(listen('x', { authorization: 'Bearer not-a-key-at-all' })).rejects.toThrow(/401/);
+    const viaQuery = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/ws?clientId=y&token=${ALICE}`);
+    await new Promise<void>((resolve, reject) => {
+      viaQuery.once('open', () => resolve());
+      viaQuery.once('error', reject);
+    });
+    viaQuery.close();
+  });
+
+  it("extra_data.webhook gets a signed prompt.completed naming the prompt; a URL the allow-list refuses is ComfyUI's 400, nothing started", async () => {
+    const before = await promptRenders();
+    const refused = await post('/prompt', { prompt: txt2img(31), extra_data: { webhook: 'http://10.1.2.3/hook' } }, alice);
+    expect(refused.status).toBe(400);
+    expect(refused.json.error.message).toMatch(/^extra_data\.webhook: /);
+    expect(await promptRenders()).toBe(before);
+
+    const sent = await post('/prompt', { prompt: txt2img(32), extra_data: { webhook: receiverUrl } }, alice);
+    expect(sent.status, JSON.stringify(sent.json)).toBe(200);
+    const promptId = sent.json.prompt_id as string;
+    const hook = await waitFor('the prompt webhook', async () => hooks.find((h) => h.body.includes(promptId)), 60_000, 100);
+    const event = new Webhook(WEBHOOK_SECRET).verify(hook.body, {
+      'webhook-id': String(hook.headers['webhook-id']),
+      'webhook-timestamp': String(hook.headers['webhook-timestamp']),
+      'webhook-signature': String(hook.headers['webhook-signature']),
+    }) as { type: string; data: Record<string, unknown> };
+    expect(event.type).toBe('prompt.completed');
+    expect(event.data).toMatchObject({ prompt_id: promptId });
   }, 120_000);
 });

@@ -6,7 +6,9 @@
  * its files named for `/view`), `execution_success` / `execution_error` / `execution_interrupted` and the final
  * `executing {node: null}`, sent once the history answers (as ComfyUI sends it after writing history).
  * As in ComfyUI, events go only to the socket of the prompt's `client_id` while it is connected; nothing is
- * replayed. Without a `client_id` only `status` is sent.
+ * replayed. Without a `client_id` only `status` is sent. With named API keys a socket hears only the prompts
+ * of the key it connected with: sockets are found by (key name, client id), so another key's client id reaches
+ * nothing of yours.
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -25,8 +27,12 @@ const POLL_MS = 300;
 interface Watch {
   renderId: string;
   promptId: string;
+  /** The socket room of the prompt's client (room()); undefined without a client id. */
   clientId: string | undefined;
 }
+
+/** A socket's room: its API key's name and its client id (a key's client ids are its own). */
+const room = (clientId: string, owner: string | undefined): string => (owner === undefined ? clientId : `${owner}\u0000${clientId}`);
 
 export class PromptEvents {
   private readonly sockets = new Map<string, Set<WebSocket>>();
@@ -40,7 +46,8 @@ export class PromptEvents {
   ) {}
 
   /** A new socket: ComfyUI's first message, `status` with the socket's id. */
-  connect(ws: WebSocket, clientId: string): void {
+  connect(ws: WebSocket, sid: string, owner: string | undefined): void {
+    const clientId = room(sid, owner);
     let set = this.sockets.get(clientId);
     if (!set) this.sockets.set(clientId, (set = new Set()));
     set.add(ws);
@@ -51,13 +58,13 @@ export class PromptEvents {
     // Other client messages (feature flags) are ignored, as ComfyUI ignores all but the first.
     ws.on('message', () => undefined);
     ws.on('error', () => undefined);
-    this.send(clientId, 'status', { status: { exec_info: { queue_remaining: this.watched.size } }, sid: clientId });
+    this.send(clientId, 'status', { status: { exec_info: { queue_remaining: this.watched.size } }, sid });
   }
 
   /** Follows a render started for a prompt until it ends (fire and forget: failures are logged). */
-  watch(renderId: string, promptId: string, clientId: string | undefined): void {
+  watch(renderId: string, promptId: string, clientId: string | undefined, owner: string | undefined): void {
     if (this.watched.has(renderId)) return;
-    const w: Watch = { renderId, promptId, clientId };
+    const w: Watch = { renderId, promptId, clientId: clientId === undefined ? undefined : room(clientId, owner) };
     this.watched.set(renderId, w);
     this.broadcastStatus();
     void this.follow(w)

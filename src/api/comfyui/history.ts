@@ -123,10 +123,13 @@ export class PromptHistory {
     return item;
   }
 
-  /** The newest `limit` prompt renders on this task queue, closed ones as items, oldest first (ComfyUI's order). */
-  async list(taskQueue: string, limit: number): Promise<Record<string, HistoryItem>> {
+  /**
+   * The newest `limit` prompt renders on this task queue (`ownerClause`: of one API key only), closed ones as
+   * items, oldest first (ComfyUI's order).
+   */
+  async list(taskQueue: string, limit: number, ownerClause = ''): Promise<Record<string, HistoryItem>> {
     const ids: string[] = [];
-    const query = `WorkflowType = 'render' AND RenderKind = 'prompt' AND TaskQueue = '${taskQueue}' AND ExecutionStatus != 'Running'`;
+    const query = `WorkflowType = 'render' AND RenderKind = 'prompt' AND TaskQueue = '${taskQueue}' AND ExecutionStatus != 'Running'${ownerClause}`;
     for await (const w of this.client.workflow.list({ query, pageSize: Math.min(limit, 1000) })) {
       ids.push(w.workflowId);
       if (ids.length >= limit) break;

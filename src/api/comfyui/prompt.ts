@@ -1,7 +1,8 @@
 /**
  * `POST /prompt` read as ComfyUI reads it, into a `prompt` render (render/types.ts GraphSpec):
  * - `prompt` (the API-format graph), `client_id` (whose WebSocket gets the events), `prompt_id` (canonical
- *   lowercase UUID, else ComfyUI's `invalid_prompt_id`; absent: one is minted), `extra_data`, and `front` /
+ *   lowercase UUID, else ComfyUI's `invalid_prompt_id`; absent: one is minted), `extra_data` (its `webhook`, a
+ *   URL, gets a signed `prompt.completed` / `prompt.failed`; the rest is ComfyUI's and ignored), and `front` /
  *   `number` read as the render's priority: `front` first of all (1), a negative `number` ahead of the
  *   others (2), otherwise the default or the `X-Priority` header;
  * - what ComfyUI itself refuses, from definite facts in the live `/object_info` (preflight.ts: an unknown node
@@ -25,6 +26,8 @@ export interface PromptBody {
   number?: number;
   /** From `front` / `number`; undefined: the route's default. */
   priority?: number;
+  /** `extra_data.webhook`: where a signed event goes when the prompt ends. */
+  webhook?: string;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -50,6 +53,9 @@ export function readPromptBody(body: unknown): PromptBody | ComfyErrorBody {
     const meta = isRecord(n._meta) && typeof n._meta.title === 'string' ? { title: n._meta.title } : undefined;
     graph[id] = { class_type: n.class_type as string, inputs, ...(meta ? { _meta: meta } : {}) } as GraphNode;
   }
+  const webhook = isRecord(body.extra_data) ? body.extra_data.webhook : undefined;
+  if (webhook !== undefined && webhook !== null && typeof webhook !== 'string')
+    return comfyError('invalid_prompt', 'Invalid prompt', 'extra_data.webhook: a URL string');
   const number = typeof body.number === 'number' && Number.isFinite(body.number) ? body.number : undefined;
   const priority = body.front === true && number === undefined ? 1 : number !== undefined && number < 0 ? 2 : undefined;
   return {
@@ -58,6 +64,7 @@ export function readPromptBody(body: unknown): PromptBody | ComfyErrorBody {
     ...(typeof body.client_id === 'string' && body.client_id !== '' ? { clientId: body.client_id } : {}),
     ...(number !== undefined ? { number } : {}),
     ...(priority !== undefined ? { priority } : {}),
+    ...(typeof webhook === 'string' && webhook !== '' ? { webhook } : {}),
   };
 }
 

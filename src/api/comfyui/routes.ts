@@ -15,18 +15,25 @@
  * Every prompt goes through the one submission service (renders/submit.ts) like every other render: its
  * prompt id is its idempotency key (the same id and graph again attach to the same render), its priority
  * is ComfyUI's `front` / `number` (or X-Priority), and it waits for the GPU lease like any render.
+ *
+ * With named API keys each key is its own ComfyUI: its prompt ids name its own renders (history, the socket's
+ * events), and its queue, history, `delete` / `clear` and interrupt reach only its own prompts; an operator
+ * key's lists and interrupt reach every prompt. `/view` serves by content address (a file's sha256 is its
+ * name): only a client that was given the name can fetch it.
  */
 import multipart from '@fastify/multipart';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AdmissionRefusedError } from '../../renders/admission.ts';
 import { IdempotencyConflictError } from '../../renders/render-service.ts';
 import { RequestError } from '../../errors/request-error.ts';
 import type { ApiContext } from '../context.ts';
+import { clientContextOf, viewerOf } from '../clients.ts';
+import { listOwnerFilter, ownerQueryClause } from '../../renders/owner.ts';
 import { requestPriority } from '../priority.ts';
 import { specOnly } from '../route-schemas.ts';
 import { BackendUnavailableError, LiveBackends } from '../live-backends.ts';
@@ -34,7 +41,9 @@ import { comfyError, sendComfyError } from './errors.ts';
 import { PromptEvents } from './events.ts';
 import { blobOfFileName } from './files.ts';
 import { PromptHistory, promptKey, renderIdFor } from './history.ts';
-import { checkGraph, readPromptBody } from './prompt.ts';
+import { checkGraph, readPromptBody, type PromptBody } from './prompt.ts';
+import { webhookUrlHeader } from '../request-headers.ts';
+import type { WebhookOption } from '../../renders/webhook-target.ts';
 import { graphInputs, promptRequest } from '../../renders/prompt-request.ts';
 import { readUploadForm, storeMask, storeUpload } from './uploads.ts';
 import { registerComfyUiSocket } from './socket.ts';
@@ -51,6 +60,11 @@ const MAX_QUEUE_ITEMS = 200;
 
 const TAG = 'ComfyUI API';
 const anyJson = (d: string) => z.looseObject({}).describe(d);
+/** The API key's name a request's prompts belong to (undefined on a service without keys). */
+const ownerOfRequest = (req: FastifyRequest): string | undefined => clientContextOf(req).owner;
+/** The owner a list or an interrupt is narrowed to: a client key's own prompts; an operator's, every prompt. */
+const listScope = (req: FastifyRequest): string | undefined => listOwnerFilter(viewerOf(req));
+
 const comfyErrorSchema = z.object({ error: z.looseObject({ type: z.string(), message: z.string() }), node_errors: z.looseObject({}) });
 
 /** Wires the protocol into the front; the services it keeps are closed with the front. */
@@ -100,18 +114,18 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
         const priority = body.priority ?? requestPriority(req.headers['x-priority'], undefined);
         let started;
         try {
-          // A webhook target (extra_data) goes into this submission's options when signed webhooks land.
           started = await ctx.submitter.submit({
             route: 'comfyui.prompt',
             request: promptRequest(spec, PROMPT_MODEL),
             idempotencyKey: promptKey(body.promptId),
             body: { prompt: body.graph },
             priority,
+            webhook: promptWebhook(body, req),
           });
         } catch (err) {
           return refused(reply, err);
         }
-        events.watch(started.renderId, body.promptId, body.clientId);
+        events.watch(started.renderId, body.promptId, body.clientId, ownerOfRequest(req));
         reply.header('X-Render-Id', started.renderId);
         return { prompt_id: body.promptId, number: spec.number, node_errors: verdict.nodeErrors };
       });
@@ -119,7 +133,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
       app.get(
         `${prefix}/prompt`,
         { schema: { summary: 'ComfyUI: prompts waiting or running', tags: [TAG], response: { 200: anyJson('{exec_info: {queue_remaining}}') } } },
-        async () => ({ exec_info: { queue_remaining: (await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE)).length } }),
+        async (req) => ({ exec_info: { queue_remaining: (await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE, listScope(req))).length } }),
       );
 
       const historyQuery = z.object({ max_items: z.coerce.number().int().positive().optional(), offset: z.coerce.number().int().optional() });
@@ -133,7 +147,12 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
             response: { 200: anyJson('{prompt_id: item}') },
           },
         },
-        async (req) => history.list(ctx.config.TEMPORAL_TASK_QUEUE, Math.min(req.query.max_items ?? DEFAULT_HISTORY_ITEMS, MAX_HISTORY_ITEMS)),
+        async (req) =>
+          history.list(
+            ctx.config.TEMPORAL_TASK_QUEUE,
+            Math.min(req.query.max_items ?? DEFAULT_HISTORY_ITEMS, MAX_HISTORY_ITEMS),
+            ownerQueryClause(listScope(req)),
+          ),
       );
       app.get(
         `${prefix}/history/:prompt_id`,
@@ -146,7 +165,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
           },
         },
         async (req) => {
-          const item = await history.item(renderIdFor(req.params.prompt_id));
+          const item = await history.item(renderIdFor(req.params.prompt_id, ownerOfRequest(req)));
           return item ? { [req.params.prompt_id]: item } : {};
         },
       );
@@ -196,8 +215,8 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
       app.get(
         `${prefix}/queue`,
         { schema: { summary: 'ComfyUI: prompt renders running and waiting', tags: [TAG], response: { 200: anyJson('{queue_running, queue_pending}') } } },
-        async () => {
-          const all = await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE);
+        async (req) => {
+          const all = await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE, listScope(req));
           const item = (p: RunningPrompt) => [p.number, p.promptId, {}, p.clientId ? { client_id: p.clientId } : {}, []];
           return { queue_running: all.filter((p) => p.onGpu).map(item), queue_pending: all.filter((p) => !p.onGpu).map(item) };
         },
@@ -216,7 +235,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
         async (req) => {
           const parsed = queueBody.safeParse(req.body ?? {});
           if (!parsed.success) return {};
-          const pending = (await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE)).filter((p) => !p.onGpu);
+          const pending = (await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE, listScope(req))).filter((p) => !p.onGpu);
           const targets = parsed.data.clear ? pending : pending.filter((p) => parsed.data.delete?.includes(p.promptId));
           await Promise.all(
             targets.map((p) =>
@@ -241,7 +260,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
         },
         async (req) => {
           const target = req.body && typeof req.body === 'object' ? (req.body as { prompt_id?: unknown }).prompt_id : undefined;
-          const running = (await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE)).filter(
+          const running = (await runningPrompts(client, ctx.config.TEMPORAL_TASK_QUEUE, listScope(req))).filter(
             (p) => p.onGpu && (typeof target !== 'string' || p.promptId === target),
           );
           await Promise.all(
@@ -291,6 +310,22 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
   });
 }
 
+/**
+ * A prompt is async work (the client follows it on the socket or polls /history): its webhook is
+ * `extra_data.webhook`, else X-Webhook-URL, else the configured WEBHOOK_URL.
+ */
+function promptWebhook(body: PromptBody, req: FastifyRequest): WebhookOption {
+  const header = webhookUrlHeader(req.headers);
+  const promptId = body.promptId;
+  return {
+    ...(body.webhook !== undefined ? { url: body.webhook, field: 'extra_data.webhook' } : { ...(header ? { url: header } : {}), field: 'X-Webhook-URL' }),
+    async: true,
+    event: 'prompt',
+    data: () => ({ prompt_id: promptId }),
+    resultPath: () => `/history/${promptId}`,
+  };
+}
+
 function refused(reply: FastifyReply, err: unknown): FastifyReply {
   if (err instanceof AdmissionRefusedError) {
     reply.header('Retry-After', String(err.retryAfterSeconds));
@@ -310,9 +345,12 @@ interface RunningPrompt {
   onGpu: boolean;
 }
 
-/** Prompt renders not yet ended on this task queue, oldest first; `onGpu` when their attempt runs on a GPU. */
-async function runningPrompts(client: Client, taskQueue: string): Promise<RunningPrompt[]> {
-  const query = `WorkflowType = 'render' AND RenderKind = 'prompt' AND TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`;
+/**
+ * Prompt renders not yet ended on this task queue (of `owner` only, when given), oldest first; `onGpu` when
+ * their attempt runs on a GPU.
+ */
+async function runningPrompts(client: Client, taskQueue: string, owner: string | undefined): Promise<RunningPrompt[]> {
+  const query = `WorkflowType = 'render' AND RenderKind = 'prompt' AND TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'${ownerQueryClause(owner)}`;
   const ids: string[] = [];
   for await (const w of client.workflow.list({ query, pageSize: MAX_QUEUE_ITEMS })) {
     ids.push(w.workflowId);

@@ -25,10 +25,12 @@ import { graphInputs, promptIdForKey, promptKey, promptRequest } from '../../ren
 import { classifyFailure, RenderFailedError } from '../../renders/render-service.ts';
 import { applyParameters, bodySchemaOf, checkWorkflow, loadWorkflowFiles, SHIPPED_WORKFLOWS_DIR, type WorkflowFile } from '../../workflow-files/manifest.ts';
 import type { ApiContext } from '../context.ts';
+import { viewerOf } from '../clients.ts';
+import { canSee, ownerOf } from '../../renders/owner.ts';
 import { LiveBackends } from '../live-backends.ts';
 import { a1111Errors } from '../openapi-shapes.ts';
 import { requestPriority } from '../priority.ts';
-import { idempotencyKey } from '../request-headers.ts';
+import { idempotencyKey, webhookUrlHeader } from '../request-headers.ts';
 import { specOnly } from '../route-schemas.ts';
 
 const TAG = 'Workflow files';
@@ -109,8 +111,18 @@ function registerOne(app: ReturnType<FastifyInstance['withTypeProvider']>, ctx: 
     const key = idempotencyKey(req.headers);
     const promptId = key !== undefined ? promptIdForKey(`workflows.${wf.name}`, key) : randomUUID();
     const spec = { graph, inputs: await graphInputs(graph, ctx.blobs), promptId };
-    // A webhook target goes into this submission's options when signed webhooks land.
+    const async = req.query.async === 'true';
+    const hook = webhookUrlHeader(req.headers);
     const started = await ctx.submitter.submit({
+      // X-Webhook-URL, else (for ?async=true, which nobody waits on) the configured WEBHOOK_URL.
+      webhook: {
+        ...(hook ? { url: hook } : {}),
+        field: 'X-Webhook-URL',
+        async,
+        event: 'workflow',
+        data: () => ({ workflow: wf.name, prompt_id: promptId }),
+        resultPath: statusUrl,
+      },
       route: `workflows.${wf.name}`,
       request: promptRequest(spec, `workflow:${wf.name}`),
       body: req.body,
@@ -118,7 +130,7 @@ function registerOne(app: ReturnType<FastifyInstance['withTypeProvider']>, ctx: 
       idempotencyKey: promptKey(promptId),
     });
     reply.header('X-Render-Id', started.renderId);
-    if (req.query.async === 'true') {
+    if (async) {
       return reply.code(202).send({ render_id: started.renderId, prompt_id: promptId, status: 'queued', status_url: statusUrl(started.renderId) });
     }
     try {
@@ -154,7 +166,9 @@ function registerOne(app: ReturnType<FastifyInstance['withTypeProvider']>, ctx: 
     }
     const promptId = typeof described.memo?.promptId === 'string' ? described.memo.promptId : '';
     const model = described.searchAttributes?.RenderModel?.[0];
-    if (model !== undefined && model !== `workflow:${wf.name}`) return reply.code(404).send({ detail: 'Not Found' });
+    // Another workflow's render, or (with named keys) another key's, is not found, as one that does not exist.
+    if ((model !== undefined && model !== `workflow:${wf.name}`) || !canSee(viewerOf(req), ownerOf(described)))
+      return reply.code(404).send({ detail: 'Not Found' });
     const url = statusUrl(req.params.id);
     if (described.status.name === 'RUNNING') return { render_id: req.params.id, prompt_id: promptId, status: 'running', status_url: url } satisfies Answer;
     try {
