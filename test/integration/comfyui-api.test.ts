@@ -326,9 +326,10 @@ describe("ComfyUI's API with named client keys (real stack)", () => {
       expect((await post('/queue', { clear: true }, bob)).status).toBe(200);
       // The operator sees it in the shared queue.
       expect((await get('/queue')).queue_running.some((q: unknown[]) => q[1] === promptId)).toBe(true);
-      await setFaults(fake.url, { hold: [] });
-      // The held VAE decode goes on (the fake's release, as a long node finishing).
-      expect(await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()).toEqual({ released: true });
+      // The held VAE decode goes on once it is reached (the fake's release, as a long node finishing).
+      const release = async (): Promise<boolean> =>
+        ((await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()) as { released: boolean }).released;
+      await waitFor('the held VAE decode released', async () => (await release()) || undefined, 60_000, 50);
       const item = await waitFor('alice reads her history', async () => (await get(`/history/${promptId}`, alice))[promptId], 60_000, 200);
       expect(item.status.status_str).toBe('success');
       // Bob: the same prompt id names nothing of his; his history list does not hold it.
