@@ -14,6 +14,7 @@ import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/ser
 import { discMask, pngSize, redSquare } from '../support/fixtures.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
+import { OUTCOME_PATCH } from '../../src/workflows/render.ts';
 
 const run = promisify(execFile);
 
@@ -313,11 +314,14 @@ describe('operators', () => {
       maxBuffer: 16 * 1024 * 1024,
     });
     expect(stdout).toContain('runPrompt');
-    // The front built the graph and handed it over in the workflow input (no marker of any kind: no local
-    // activity, no patch), and one GPU attempt on the shared GPU queue uploads, renders and stores the outputs.
-    expect(stdout).not.toContain('MARKER_RECORDED');
+    // The front built the graph and handed it over in the workflow input (no local activity: the only marker is
+    // the outcome patch's, render.ts OUTCOME_PATCH), and one GPU attempt on the shared GPU queue uploads,
+    // renders and stores the outputs.
     expect(stdout).toMatch(/renders-[a-z0-9]+-gpu/);
-    const history = JSON.parse(stdout) as { events: { eventType: string }[] };
+    const history = JSON.parse(stdout) as { events: { eventType: string; markerRecordedEventAttributes?: { markerName?: string; details?: unknown } }[] };
+    const markers = history.events.filter((e) => /MARKER_RECORDED/.test(e.eventType)).map((e) => e.markerRecordedEventAttributes);
+    expect(markers.map((m) => m?.markerName)).toEqual(['core_patch']);
+    expect(JSON.stringify(markers[0]?.details)).toContain(Buffer.from(JSON.stringify(OUTCOME_PATCH)).toString('base64'));
     expect(history.events.at(-1)?.eventType).toMatch(/COMPLETED/);
     // The graph is in history (the workflow input's second argument): base64 payloads decode to the node list.
     const decoded = history.events

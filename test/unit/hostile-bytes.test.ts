@@ -1,6 +1,6 @@
 /**
  * Issue 17's hostile bytes, each reproduced through the HTTP front: a fast 4xx (or the right answer), with the
- * event loop never stalled 100 ms or more (perf_hooks.monitorEventLoopDelay over the request) and bounded
+ * event loop never stalled 100 ms (or twice the same run's stall on a well-formed image, if more) and bounded
  * RSS. The attacks are built by test/support/hostile.ts, which the fuzzer seeds from too.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -14,7 +14,11 @@ import { makePng } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import * as hostile from '../support/hostile.ts';
 
-const MAX_STALL_MS = 100;
+/**
+ * The stall allowed: 100 ms, or twice the worst this same run sees while a well-formed image is read (a loaded
+ * machine stalls every request by itself; an unbounded parse stalls for seconds).
+ */
+let maxStallMs = 100;
 const MAX_RSS_GROWTH = 100 * 1024 * 1024;
 const MODEL = 'imagegen-flux-schnell';
 
@@ -23,6 +27,12 @@ beforeAll(async () => {
   front = await startTestFront();
   // The pool's first use loads its code: not part of any request below.
   await runByteTask('jsonShape', { bytes: Buffer.from('[]'), handBack: false });
+  let baseline = 0;
+  for (let i = 0; i < 3; i++) {
+    const m = await measured('/sdapi/v1/png-info', JSON.stringify({ image: makePng(64, 64, () => [10, 20, 30, 255]).toString('base64') }));
+    baseline = Math.max(baseline, m.stallMs);
+  }
+  maxStallMs = Math.max(100, 2 * baseline);
 }, 60_000);
 afterAll(async () => {
   await front.close();
@@ -55,7 +65,7 @@ async function measured(url: string, payload: string | Buffer, contentType = 'ap
 }
 
 function expectBounded(m: Measured): void {
-  expect(m.stallMs, `event loop stalled ${m.stallMs.toFixed(0)} ms`).toBeLessThan(MAX_STALL_MS);
+  expect(m.stallMs, `event loop stalled ${m.stallMs.toFixed(0)} ms (allowed ${maxStallMs.toFixed(0)})`).toBeLessThan(maxStallMs);
   expect(m.rssGrowth, `RSS grew ${(m.rssGrowth / 1048576).toFixed(0)} MiB`).toBeLessThan(MAX_RSS_GROWTH);
 }
 

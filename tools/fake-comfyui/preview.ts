@@ -43,7 +43,19 @@ export function previewJpeg(contentKey: string, width: number, height: number, s
   }
   return sharp(data, { raw: { width: w, height: h, channels: 3 } })
     .jpeg({ quality: 90 })
-    .toBuffer();
+    .toBuffer()
+    .then(withJfifHeader);
+}
+
+/**
+ * JFIF APP0 (version 1.1, no density, no thumbnail) right after SOI, as PIL writes it and the recording shows
+ * (`ffd8ffe0`); libvips writes none when it strips metadata.
+ */
+const JFIF_APP0 = Buffer.from('ffe000104a46494600010100000100010000', 'hex');
+
+function withJfifHeader(jpeg: Buffer): Buffer {
+  if (jpeg.readUInt16BE(2) === 0xffe0) return jpeg;
+  return Buffer.concat([jpeg.subarray(0, 2), JFIF_APP0, jpeg.subarray(2)]);
 }
 
 export function legacyPreviewFrame(image: Buffer): Buffer {
