@@ -7,9 +7,10 @@
  * - a sync A1111 render id on an answer that is not a 200 (a render started for input that did not render);
  * - an event-loop stall of the service over its budget (its own monitorEventLoopDelay, scraped, counted up to what
  *   its main thread ran in that window, so that a neighbour hogging the cores is not the service's stall). The
- *   budget is 100 ms, or twice the longest stall that well-formed traffic caused in the same run, whichever is
- *   larger: a loaded machine makes the same work take longer, and a fixed number would then judge the machine;
- *
+ *   budget is 200 ms, or three times the longest stall that well-formed traffic caused in the same run, whichever
+ *   is larger: a loaded machine makes the same work take longer, and a fixed number would then judge the machine;
+ *   the fuzz's maximum is over 10 000 requests against the baseline's 60 (110 ms against a 36 ms baseline was
+ *   seen next to two CPU hogs), while the parses this guards against stalled for 0.6 s to seconds (issue 17);
  * - resident memory growing more than 100 MB over its warmed-up baseline.
  * The traffic is deterministic for a seed (FUZZ_SEED, printed); the totals are printed at the end.
  */
@@ -32,7 +33,9 @@ const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_201);
 const CONCURRENCY = 4;
 /** The stall budget on a quiet machine; a loaded one is judged against its own baseline (see stallBudget). */
-const STALL_BUDGET_MS = 100;
+const STALL_BUDGET_MS = 200;
+/** How many times the baseline's worst stall the fuzz's worst may be (a maximum over far more requests). */
+const STALL_BASELINE_FACTOR = 3;
 /** Well-formed requests sent to measure the baseline stall, CONCURRENCY at a time, before the fuzz. */
 const BASELINE_REQUESTS = 60;
 const RSS_BUDGET_BYTES = 100 * 1024 * 1024;
@@ -201,11 +204,11 @@ async function baselineStallMs(): Promise<number> {
 }
 
 describe('budgeted fuzzer', () => {
-  it(`${REQUESTS} generated requests plus every reproduction: no 5xx, no stall over max(${STALL_BUDGET_MS} ms, 2 × the same run's baseline), no RSS growth over 100 MB`, async () => {
+  it(`${REQUESTS} generated requests plus every reproduction: no 5xx, no stall over max(${STALL_BUDGET_MS} ms, ${STALL_BASELINE_FACTOR} × the same run's baseline), no RSS growth over 100 MB`, async () => {
     await sendAll(warmUp());
     problems.length = 0;
     const baseline = await baselineStallMs();
-    const stallBudget = Math.max(STALL_BUDGET_MS, 2 * baseline);
+    const stallBudget = Math.max(STALL_BUDGET_MS, STALL_BASELINE_FACTOR * baseline);
     process.stdout.write(`fuzz: baseline stall of well-formed traffic ${Math.round(baseline)} ms, stall budget ${Math.round(stallBudget)} ms\n`);
     expect(problems.slice(0, 40), 'well-formed baseline traffic').toEqual([]);
     const loras = (await (await fetch(`${svc.url}/sdapi/v1/loras`)).json()) as Array<{ name: string }>;
