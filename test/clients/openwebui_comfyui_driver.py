@@ -4,7 +4,8 @@ against a ComfyUI base URL, as its images router calls it: generate with its def
 with comfyui_upload_image, then comfyui_edit_image; 0.12.4 ships no default edit workflow, so an img2img one
 on the same checkpoint is used). Every image URL it answers is fetched as the router does (Bearer key).
 
-usage: python openwebui_comfyui_driver.py BASE_URL API_KEY MODEL
+usage: WEBUI_SECRET_KEY=<any> DATA_DIR=<a temp dir> python openwebui_comfyui_driver.py BASE_URL API_KEY MODEL
+(Open WebUI refuses to import without WEBUI_SECRET_KEY, and keeps its database in DATA_DIR.)
 """
 import asyncio
 import base64

@@ -15,7 +15,7 @@ import { parse } from 'yaml';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
 import { deepMapStrings, environmentOf, interpolate, list, mounts, type Compose, type Service } from './compose-file.ts';
 import { toolPath } from './cluster-tools.ts';
-import { freeLowPort, freePort } from './ports.ts';
+import { freeLowPort } from './ports.ts';
 import type { TestPostgres } from './postgres.ts';
 import { waitForPort } from './s3-server.ts';
 
@@ -100,8 +100,10 @@ export async function startTemporalCluster(pg: TestPostgres): Promise<TemporalCl
     'INTERNAL_FRONTEND_HTTP_PORT',
     'INTERNAL_FRONTEND_MEMBERSHIP_PORT',
   ]) {
-    // Membership ports go into a smallint column.
-    ports[k] = k.endsWith('MEMBERSHIP_PORT') ? await freeLowPort() : await freePort();
+    // Below the ephemeral range (32768+), all of them: membership ports go into a smallint column, and an
+    // ephemeral port probed free is soon some other test's outgoing connection (the worker service once
+    // failed to bind WORKER_GRPC_PORT so, next to two CPU hogs).
+    ports[k] = await freeLowPort();
   }
   // The image's working dir is /etc/temporal; DYNAMIC_CONFIG_FILE_PATH is relative to it.
   const dynamicConfig = hostPathOf(svc, path.posix.join('/etc/temporal', svcEnv.DYNAMIC_CONFIG_FILE_PATH!));
