@@ -109,17 +109,19 @@ afterAll(async () => {
 });
 
 /** A socket on `/ws?clientId=` with `headers`; every text message it hears. */
-async function listen(clientId: string, headers: Record<string, string>): Promise<{ ws: WebSocket; heard: { type: string; data: any }[] }> {
+async function listen(clientId: string, headers: Record<string, string>): Promise<{ ws: WebSocket; heard: { type: string; data: any }[]; frames: Buffer[] }> {
   const ws = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/ws?clientId=${clientId}`, { headers });
   const heard: { type: string; data: any }[] = [];
+  const frames: Buffer[] = [];
   ws.on('message', (data, isBinary) => {
-    if (!isBinary) heard.push(JSON.parse((data as Buffer).toString('utf8')));
+    if (isBinary) frames.push(data as Buffer);
+    else heard.push(JSON.parse((data as Buffer).toString('utf8')));
   });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
   });
-  return { ws, heard };
+  return { ws, heard, frames };
 }
 
 describe("ComfyUI's own API (real stack)", () => {
@@ -338,6 +340,10 @@ describe("ComfyUI's API with named client keys (real stack)", () => {
       expect(Object.keys(await get('/history', alice))).toContain(promptId);
       // The operator's list holds every key's prompts.
       expect(Object.keys(await get('/history'))).toContain(promptId);
+      // The sampler's previews reached Alice's socket as ComfyUI's binary PREVIEW_IMAGE frames (u32 1, u32 1 = JPEG).
+      expect(mine.frames.length).toBeGreaterThan(0);
+      expect([mine.frames[0]!.readUInt32BE(0), mine.frames[0]!.readUInt32BE(4), mine.frames[0]!.subarray(8, 10).toString('hex')]).toEqual([1, 1, 'ffd8']);
+      expect(theirs.frames).toEqual([]);
       // Alice's socket heard her prompt to its end; Bob's, on the same client id, only the queue's status.
       await waitFor('alice hears executing null', async () => mine.heard.some((m) => m.type === 'executing' && m.data.node === null), 30_000, 50);
       expect(mine.heard.map((m) => m.type)).toContain('execution_success');

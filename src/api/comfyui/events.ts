@@ -6,7 +6,10 @@
  * its files named for `/view`), `execution_success` / `execution_error` / `execution_interrupted` and the final
  * `executing {node: null}`, sent once the history answers (as ComfyUI sends it after writing history).
  * As in ComfyUI, events go only to the socket of the prompt's `client_id` while it is connected; nothing is
- * replayed. Without a `client_id` only `status` is sent. With named API keys a socket hears only the prompts
+ * replayed. Without a `client_id` only `status` is sent. Sampler previews go out as ComfyUI's binary
+ * `PREVIEW_IMAGE` frames (`u32 1 | u32 1 JPEG or 2 PNG | image`): a prompt queued while its client's socket is
+ * open is submitted with previews (operators/previews.ts: the worker writes the newest frame to DATA_DIR, which
+ * the front reads while it follows the render, as for A1111's progress), so front and worker share DATA_DIR. With named API keys a socket hears only the prompts
  * of the key it connected with: sockets are found by (key name, client id), so another key's client id reaches
  * nothing of yours.
  */
@@ -17,12 +20,15 @@ import type { PromptHeartbeat } from '../../activities/types.ts';
 import type { Logger } from '../../log.ts';
 import { decodeFirst } from '../../operators/failure.ts';
 import type { RenderResult } from '../../render/types.ts';
+import { markPolled, readPreview } from '../../operators/previews.ts';
 import { failureEvent, historyOutputs, type PromptHistory } from './history.ts';
 
 const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
 /** How often a watched render's heartbeat is read while its client is connected (heartbeats are ~1 s apart). */
 const POLL_MS = 300;
+/** ComfyUI's binary event type of a preview image (server.py BinaryEventTypes.PREVIEW_IMAGE). */
+const PREVIEW_IMAGE = 1;
 
 interface Watch {
   renderId: string;
@@ -43,7 +49,17 @@ export class PromptEvents {
     private readonly client: Client,
     private readonly history: PromptHistory,
     private readonly logger: Logger,
+    /** Where the worker writes live previews (operators/previews.ts). */
+    private readonly dataDir: string,
   ) {}
+
+  /**
+   * Called before a prompt is submitted: when its client's socket is open, the worker is told someone watches,
+   * so the prompt asks ComfyUI for previews (they cost ComfyUI time, so only then).
+   */
+  expectWatcher(clientId: string | undefined, owner: string | undefined): void {
+    if (clientId !== undefined && this.sockets.has(room(clientId, owner))) markPolled(this.dataDir);
+  }
 
   /** A new socket: ComfyUI's first message, `status` with the socket's id. */
   connect(ws: WebSocket, sid: string, owner: string | undefined): void {
@@ -88,7 +104,7 @@ export class PromptEvents {
       (err: unknown) => ({ ok: false as const, err }),
     );
     void outcome.then(() => (done = true));
-    const state = { started: false, node: undefined as string | undefined, value: -1, max: -1 };
+    const state = { started: false, node: undefined as string | undefined, value: -1, max: -1, preview: undefined as Buffer | undefined };
     const converter = this.client.options.loadedDataConverter.payloadConverter;
     while (!done && !this.closed) {
       if (w.clientId && this.sockets.has(w.clientId)) {
@@ -97,6 +113,7 @@ export class PromptEvents {
         if (activity) {
           const beat = (decodeFirst(converter, activity.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
           this.progress(w, state, beat);
+          this.preview(w, state);
         }
       }
       await Promise.race([outcome, new Promise((r) => setTimeout(r, POLL_MS))]);
@@ -144,6 +161,18 @@ export class PromptEvents {
       state.max = beat.max;
       this.send(clientId, 'progress', { value: beat.value, max: beat.max, prompt_id: w.promptId, node: state.node ?? null });
     }
+  }
+
+  /** The newest preview the worker wrote for this render, as a binary frame, when it is new. */
+  private preview(w: Watch, state: { preview: Buffer | undefined }): void {
+    const image = readPreview(this.dataDir, w.renderId);
+    if (!image || (state.preview && image.equals(state.preview))) return;
+    state.preview = image;
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(PREVIEW_IMAGE, 0);
+    head.writeUInt32BE(image[0] === 0x89 ? 2 : 1, 4);
+    const frame = Buffer.concat([head, image]);
+    for (const ws of this.sockets.get(w.clientId!) ?? []) if (ws.readyState === ws.OPEN) ws.send(frame, { binary: true });
   }
 
   private broadcastStatus(): void {

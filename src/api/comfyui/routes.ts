@@ -72,7 +72,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
   const client: Client = ctx.renders.client;
   const backends = new LiveBackends(ctx);
   const history = new PromptHistory(client);
-  const events = new PromptEvents(client, history, ctx.logger);
+  const events = new PromptEvents(client, history, ctx.logger, ctx.config.dataDir);
   registerComfyUiSocket(fastify, ctx, events);
   fastify.addHook('onClose', async () => events.close());
   let counter = 0;
@@ -112,6 +112,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
           number: body.number ?? counter++,
         };
         const priority = body.priority ?? requestPriority(req.headers['x-priority'], undefined);
+        events.expectWatcher(body.clientId, ownerOfRequest(req));
         let started;
         try {
           started = await ctx.submitter.submit({
