@@ -133,5 +133,5 @@ describe('contract checks', () => {
       await noKrea.close();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 180_000); // three runs of the CLI, each a fresh tsx process: well over a minute next to two CPU hogs
 });
