@@ -3,6 +3,8 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { registerBodyGate } from './body-gate.ts';
+import { answerClientError } from './client-errors.ts';
+import { registerDrainRefusal } from './drain.ts';
 import { perAddressShare, shareConnections } from './connections.ts';
 import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
@@ -111,6 +113,10 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     // ignores), and checks it on a sweep (30 s by default): create the server ourselves.
     serverFactory: (handler) => createHttpServer(deps.config, handler),
     connectionTimeout: 0,
+    // A draining front refuses in each family's envelope, with Retry-After (drain.ts), not Fastify's bare 503.
+    return503OnClosing: false,
+    // Node's own 408, 431 and 400 (before any route) in an envelope too (client-errors.ts).
+    clientErrorHandler: (err, socket) => answerClientError(logger, err, socket),
     // Bad URLs and over-long path parameters answer in A1111's envelope like every other error.
     // (These answers skip the hooks, the OpenAI envelope's included: /v1/* gets it here.)
     frameworkErrors: (err, req, reply) => {
@@ -132,6 +138,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // First of all hooks: a request refused by the checks below is traced too.
   if (deps.tracing) registerHttpTracing(app);
+  // Next: a draining front refuses before any other check runs.
+  registerDrainRefusal(app);
   // Before any route or guard: every error answer on /v1/* leaves in OpenAI's envelope.
   registerOpenAiErrorEnvelope(app);
   // Nothing this front serves is to be sniffed into another type (issue 27 I1: outputs are a client's bytes).
