@@ -5,7 +5,7 @@
 import { registerBodyGate } from './body-gate.ts';
 import { answerClientError } from './client-errors.ts';
 import { registerDrainRefusal } from './drain.ts';
-import { perAddressShare, shareConnections } from './connections.ts';
+import { closeSilentSockets, perAddressShare, shareConnections } from '../fair/connections.ts';
 import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
@@ -71,30 +71,6 @@ function createHttpServer(config: ApiDeps['config'], handler: http.RequestListen
   server.maxConnections = config.HTTP_MAX_CONNECTIONS * 2;
   closeSilentSockets(server, headersTimeout + interval);
   return server;
-}
-
-/**
- * Node's headersTimeout starts with the first byte of a request: a socket that connects and sends nothing is
- * never swept. Such a socket is closed once the headers timeout (and one sweep) has passed without a request.
- */
-function closeSilentSockets(server: http.Server, afterMs: number): void {
-  const timers = new WeakMap<object, NodeJS.Timeout>();
-  server.on('connection', (socket: import('node:net').Socket) => {
-    const timer = setTimeout(() => socket.destroy(), afterMs);
-    timer.unref();
-    timers.set(socket, timer);
-    socket.once('close', () => clearTimeout(timer));
-  });
-  const requestArrived = (req: http.IncomingMessage): void => {
-    const timer = timers.get(req.socket);
-    if (timer) {
-      clearTimeout(timer);
-      timers.delete(req.socket);
-    }
-  };
-  server.on('request', requestArrived);
-  // A WebSocket upgrade (ComfyUI's /ws) is a request too, and its socket lives as long as the client follows.
-  server.on('upgrade', requestArrived);
 }
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
