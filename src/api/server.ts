@@ -3,7 +3,9 @@
  * images as blobs, starts workflows and turns results back into A1111 answers. It renders nothing itself.
  */
 import { registerBodyGate } from './body-gate.ts';
-import { perAddressShare, shareConnections } from './connections.ts';
+import { answerClientError } from './client-errors.ts';
+import { registerDrainRefusal } from './drain.ts';
+import { closeSilentSockets, perAddressShare, shareConnections } from '../fair/connections.ts';
 import { closeBytePool } from '../bytes/pool.ts';
 import http from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
@@ -71,30 +73,6 @@ function createHttpServer(config: ApiDeps['config'], handler: http.RequestListen
   return server;
 }
 
-/**
- * Node's headersTimeout starts with the first byte of a request: a socket that connects and sends nothing is
- * never swept. Such a socket is closed once the headers timeout (and one sweep) has passed without a request.
- */
-function closeSilentSockets(server: http.Server, afterMs: number): void {
-  const timers = new WeakMap<object, NodeJS.Timeout>();
-  server.on('connection', (socket: import('node:net').Socket) => {
-    const timer = setTimeout(() => socket.destroy(), afterMs);
-    timer.unref();
-    timers.set(socket, timer);
-    socket.once('close', () => clearTimeout(timer));
-  });
-  const requestArrived = (req: http.IncomingMessage): void => {
-    const timer = timers.get(req.socket);
-    if (timer) {
-      clearTimeout(timer);
-      timers.delete(req.socket);
-    }
-  };
-  server.on('request', requestArrived);
-  // A WebSocket upgrade (ComfyUI's /ws) is a request too, and its socket lives as long as the client follows.
-  server.on('upgrade', requestArrived);
-}
-
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // Typed as Fastify's logger, not pino's: Fastify infers the instance's logger type from it.
   const logger: FastifyBaseLogger = deps.logger.child({ component: 'api' });
@@ -111,6 +89,10 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     // ignores), and checks it on a sweep (30 s by default): create the server ourselves.
     serverFactory: (handler) => createHttpServer(deps.config, handler),
     connectionTimeout: 0,
+    // A draining front refuses in each family's envelope, with Retry-After (drain.ts), not Fastify's bare 503.
+    return503OnClosing: false,
+    // Node's own 408, 431 and 400 (before any route) in an envelope too (client-errors.ts).
+    clientErrorHandler: (err, socket) => answerClientError(logger, err, socket),
     // Bad URLs and over-long path parameters answer in A1111's envelope like every other error.
     // (These answers skip the hooks, the OpenAI envelope's included: /v1/* gets it here.)
     frameworkErrors: (err, req, reply) => {
@@ -132,6 +114,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // First of all hooks: a request refused by the checks below is traced too.
   if (deps.tracing) registerHttpTracing(app);
+  // Next: a draining front refuses before any other check runs.
+  registerDrainRefusal(app);
   // Before any route or guard: every error answer on /v1/* leaves in OpenAI's envelope.
   registerOpenAiErrorEnvelope(app);
   // Nothing this front serves is to be sniffed into another type (issue 27 I1: outputs are a client's bytes).

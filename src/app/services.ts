@@ -134,6 +134,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       env: { ...(opts.workerEnv ?? process.env), TEMPORAL_ADDRESS: temporalAddress },
       logger,
       stopTimeoutMs: config.SHUTDOWN_GRACE_MS + 30_000,
+      pingTimeoutMs: config.WORKER_THREAD_PING_TIMEOUT_MS,
     });
     setPeerMetricsSource(() => workerThread!.metrics());
   }

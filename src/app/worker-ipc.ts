@@ -6,16 +6,22 @@ export type RegistryJson = MetricObjectWithValues<MetricValue<string>>[];
 
 export type ToWorker =
   /** Drain (running activities get SHUTDOWN_GRACE_MS) and exit. */
-  { type: 'stop' } | { type: 'metrics'; id: number };
+  | { type: 'stop' }
+  | { type: 'metrics'; id: number }
+  /** Are you running? (answered with a pong at once: a thread that does not is hung.) */
+  | { type: 'ping'; id: number };
 
-export type FromWorker = { type: 'ready' } | { type: 'metrics'; id: number; metrics: RegistryJson };
+export type FromWorker = { type: 'ready' } | { type: 'metrics'; id: number; metrics: RegistryJson } | { type: 'pong'; id: number };
 
 const isObject = (m: unknown): m is Record<string, unknown> => typeof m === 'object' && m !== null;
 
 export function isToWorker(m: unknown): m is ToWorker {
-  return isObject(m) && (m.type === 'stop' || (m.type === 'metrics' && typeof m.id === 'number'));
+  return isObject(m) && (m.type === 'stop' || ((m.type === 'metrics' || m.type === 'ping') && typeof m.id === 'number'));
 }
 
 export function isFromWorker(m: unknown): m is FromWorker {
-  return isObject(m) && (m.type === 'ready' || (m.type === 'metrics' && typeof m.id === 'number' && Array.isArray(m.metrics)));
+  if (!isObject(m)) return false;
+  if (m.type === 'ready') return true;
+  if (m.type === 'pong') return typeof m.id === 'number';
+  return m.type === 'metrics' && typeof m.id === 'number' && Array.isArray(m.metrics);
 }

@@ -36,6 +36,7 @@ function answerFront(port: NonNullable<typeof parentPort>, running: Running, log
   port.on('message', (msg: unknown) => {
     if (!isToWorker(msg)) return;
     if (msg.type === 'stop') stop('the front stops');
+    else if (msg.type === 'ping') send({ type: 'pong', id: msg.id });
     else
       registry.getMetricsAsJSON().then(
         (metrics) => send({ type: 'metrics', id: msg.id, metrics }),

@@ -10,6 +10,9 @@
  * - a thread that ends later (an uncaught error, its heap limit, workers that stop on their own) is started
  *   again after a back-off (1 s doubling to 30 s, reset once a thread has run for a minute); its renders' next
  *   attempts re-attach to their prompts;
+ * - a thread that hangs (a busy loop: it exists but runs nothing else) is noticed by a ping over its port
+ *   (watchResponsiveness): unanswered for `pingTimeoutMs` it is reported unhealthy, for 3× that it is
+ *   terminated, and then started again like one that ended;
  * - `stop` asks the thread to drain and waits for it to end (terminated after `stopTimeoutMs`).
  * Signals reach the front only (they are the process's); the front decides the order of the shutdown.
  */
@@ -44,6 +47,8 @@ export interface WorkerThreadOptions {
   /** How long a thread may take to be ready (loading the SDK next to a CPU hog takes a while). */
   readyTimeoutMs?: number;
   backoff?: { firstMs: number; maxMs: number };
+  /** A ready thread that does not answer a ping within this is reported unhealthy; after 3× it is terminated. */
+  pingTimeoutMs?: number;
 }
 
 export interface WorkerThreadStatus {
@@ -64,12 +69,63 @@ export interface WorkerThread {
 
 /** A thread that ran this long without ending counts as healthy again: the back-off starts over. */
 const STABLE_MS = 60_000;
+/** Unanswered for this many ping timeouts, a thread is terminated (reported unhealthy from the first). */
+const TERMINATE_AFTER_TIMEOUTS = 3;
+
+interface Responsiveness {
+  /** How long the thread has left a ping unanswered (0 when it answers). */
+  silentMs(): number;
+  /** Any message from the thread shows it runs. */
+  answered(): void;
+  stop(): void;
+}
+
+/**
+ * Pings a ready thread and measures how long it stays silent; calls `onHung` once when the silence reaches
+ * TERMINATE_AFTER_TIMEOUTS ping timeouts. Silence is measured on the front's clock only while the front itself
+ * runs: after the front's own loop stood still (a pause, a long stall) the measurement starts over, since an
+ * answer sent meanwhile may still be queued behind the timer that would judge it.
+ */
+function watchResponsiveness(t: Worker, timeoutMs: number, onHung: (silentMs: number) => void): Responsiveness {
+  const tickMs = Math.max(25, Math.floor(timeoutMs / 4));
+  let nextPing = 0;
+  let pingSentAt: number | undefined;
+  let silent = 0;
+  let lastTick = Date.now();
+  let hung = false;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    const frontStood = now - lastTick > 2 * tickMs;
+    lastTick = now;
+    if (pingSentAt === undefined || frontStood) {
+      pingSentAt = now;
+      send(t, { type: 'ping', id: nextPing++ });
+      return;
+    }
+    silent = now - pingSentAt;
+    if (!hung && silent >= TERMINATE_AFTER_TIMEOUTS * timeoutMs) {
+      hung = true;
+      onHung(silent);
+    }
+  }, tickMs);
+  timer.unref();
+  return {
+    silentMs: () => silent,
+    answered: () => {
+      pingSentAt = undefined;
+      silent = 0;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
 
 export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
   const log = opts.logger.child({ component: 'worker-thread' });
   const { firstMs, maxMs } = opts.backoff ?? { firstMs: 1_000, maxMs: 30_000 };
   const readyTimeoutMs = opts.readyTimeoutMs ?? 180_000;
+  const pingTimeoutMs = opts.pingTimeoutMs ?? 10_000;
   let thread: Worker | undefined;
+  let watch: Responsiveness | undefined;
   let threadReady = false;
   let readySince = 0;
   let everReady = false;
@@ -99,16 +155,21 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
     }, readyTimeoutMs);
     t.on('message', (msg: unknown) => {
       if (!isFromWorker(msg)) return;
+      if (thread === t) watch?.answered();
       if (msg.type === 'ready') {
         clearTimeout(readyTimer);
         threadReady = true;
         readySince = Date.now();
         log.info({ workerThread: id }, 'worker thread ready');
+        watch = watchResponsiveness(t, pingTimeoutMs, (silentMs) => {
+          log.error({ workerThread: id, silentMs, pingTimeoutMs }, 'worker thread hung (it answers no ping): terminating it');
+          void t.terminate();
+        });
         if (!everReady) {
           everReady = true;
           settleFirst.resolve();
         }
-      } else {
+      } else if (msg.type === 'metrics') {
         pendingMetrics.get(msg.id)?.(msg.metrics);
       }
     });
@@ -118,6 +179,8 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
       if (thread === t) {
         thread = undefined;
         threadReady = false;
+        watch?.stop();
+        watch = undefined;
       }
       if (stopping) return;
       if (!everReady) {
@@ -139,6 +202,13 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
   return {
     ready,
     status: () => {
+      const silentMs = watch?.silentMs() ?? 0;
+      if (thread && threadReady && silentMs >= pingTimeoutMs)
+        return {
+          ok: false,
+          detail: `not answering for ${silentMs} ms (thread ${thread.threadId}): terminated at ${TERMINATE_AFTER_TIMEOUTS * pingTimeoutMs} ms`,
+          threadId: thread.threadId,
+        };
       if (thread && threadReady) return { ok: true, detail: `running (thread ${thread.threadId})`, threadId: thread.threadId };
       if (thread) return { ok: false, detail: `starting (thread ${thread.threadId})`, threadId: thread.threadId };
       if (restartTimer)
@@ -167,6 +237,8 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
     },
     stop: async () => {
       stopping = true;
+      // A draining thread is bounded by stopTimeoutMs, not by pings.
+      watch?.stop();
       clearTimeout(restartTimer);
       restartTimer = undefined;
       const t = thread;

@@ -247,6 +247,11 @@ const envSchema = z.object({
    */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
   /**
+   * `start` mode: the front pings its worker thread; one that does not answer within this (a busy loop, a
+   * deadlock) makes /health and /ready fail, and one silent for 3× this is terminated and started again.
+   */
+  WORKER_THREAD_PING_TIMEOUT_MS: positiveInt.default(10_000),
+  /**
    * Where blobs (inputs, outputs) live: `fs` = DATA_DIR/blobs (one host, or a shared volume); `s3` = an
    * S3-compatible bucket, so workers and fronts on different hosts share them. Credentials for `s3` come from the
    * AWS SDK's default chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles).

@@ -16,6 +16,7 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { sameSecret } from '../auth/api-token.ts';
+import { closeSilentSockets, shareConnections } from '../fair/connections.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -111,12 +112,36 @@ export interface LeaseServerOptions {
   sliceMs?: number;
   /** The proxy stops (it no longer accepts connections while leases were coming through it): see watchProxy. */
   onProxyStopping?: () => void;
+  /** The HTTP bounds; the defaults suit every deployment, tests lower them to see them act. */
+  limits?: Partial<LeaseServerLimits>;
+}
+
+export interface LeaseServerLimits {
+  /** Connections shared fairly (fair/connections.ts); Node refuses at accept past twice this. */
+  maxConnections: number;
+  /** A socket's request headers must arrive within this; a silent socket is closed after it. */
+  headersTimeoutMs: number;
 }
 
 /** Comment lines on an open lease: keep intermediaries from thinking the stream died. */
 const LEASE_KEEPALIVE_MS = 15_000;
 /** While a slice ends, how often the running prompt is looked at. */
 const YIELD_CHECK_MS = 200;
+
+/**
+ * The lease server's own HTTP bounds (issue 27 L4: no cap, idle sockets lived 60 s). Its legitimate clients are
+ * few: one lease per front and the proxy's readiness checks, each answered at once. So a few dozen connections
+ * suffice; past them a newcomer that sends a request displaces the longest-idle one (fair/connections.ts), so
+ * idle sockets cannot keep a lease from being answered. Headers arrive at once from a real client: a socket
+ * silent for 5 s is closed.
+ */
+const DEFAULT_LIMITS: LeaseServerLimits = { maxConnections: 64, headersTimeoutMs: 5_000 };
+/** A lease request has no body: receiving it is quick. The lease itself (the response) may last hours. */
+const LEASE_REQUEST_TIMEOUT_MS = 10_000;
+/** Node sweeps for the timeouts at most this far apart (its default, 30 s, let sockets live a minute). */
+const LEASE_TIMEOUT_SWEEP_MS = 1_000;
+/** At most one line about refused leases per window (each refusal logged alone cost 191 bytes of log). */
+export const REFUSED_LOG_WINDOW_MS = 10_000;
 
 /** The header that carries GPU_LEASE_TOKEN (not `Authorization`: the proxy's API key may need that one). */
 export const LEASE_TOKEN_HEADER = 'x-gpu-lease-token';
@@ -149,7 +174,8 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
   const open = new Map<http.ServerResponse, () => void>();
   const slices = sliceTimer(opts, gate, open, () => busy());
   let proxyWatch: ProxyWatch | undefined;
-  const server = http.createServer((req, res) => {
+  const refusals = refusalLog(opts.logger, REFUSED_LOG_WINDOW_MS);
+  const server = createBoundedServer({ ...DEFAULT_LIMITS, ...opts.limits }, (req, res) => {
     const route = (req.url ?? '').split('?')[0];
     if (route === '/gpu/ready' || route === '/health') {
       return answerAndClose(req, res, ready ? 200 : 503, { ready, leases: gate.count(), prompts: gate.held() ? 'taken' : 'not taken (no lease)' });
@@ -159,7 +185,7 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
     }
     const given = req.headers[LEASE_TOKEN_HEADER];
     if (typeof given !== 'string' || !sameSecret(given, opts.token)) {
-      opts.logger.warn({ remote: req.socket.remoteAddress, presented: given !== undefined }, 'GPU lease refused: wrong or missing X-GPU-Lease-Token');
+      refusals.note(req.socket.remoteAddress, given !== undefined);
       return answerAndClose(req, res, 401, { error: { message: `the GPU lease needs the ${LEASE_TOKEN_HEADER} header with GPU_LEASE_TOKEN` } });
     }
     if (!ready || slices.yielding()) {
@@ -183,10 +209,6 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
     });
     req.resume();
   });
-  // A lease may last hours; only the request itself is bounded, its headers first.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 15_000;
-  server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => resolve());
@@ -204,11 +226,65 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
     close: async () => {
       ready = false;
       slices.stop();
+      refusals.stop();
       proxyWatch?.stop();
       for (const res of open.keys()) res.end();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await closed;
+    },
+  };
+}
+
+/**
+ * The HTTP server with its bounds. Node applies request and headers timeouts only when given at creation, and
+ * sweeps for them on its own interval; a socket that sends nothing is never swept, so it is closed separately.
+ */
+function createBoundedServer(limits: LeaseServerLimits, handler: http.RequestListener): http.Server {
+  const sweepMs = Math.min(LEASE_TIMEOUT_SWEEP_MS, Math.max(50, Math.floor(limits.headersTimeoutMs / 2)));
+  const server = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: Math.max(LEASE_REQUEST_TIMEOUT_MS, limits.headersTimeoutMs),
+      keepAliveTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: sweepMs,
+    },
+    handler,
+  );
+  // Behind the proxy every connection comes from the proxy's one address: the cap is that address's share.
+  shareConnections(server, { max: limits.maxConnections, perAddress: limits.maxConnections });
+  // Node's own cap bounds descriptors, above the fair one so that a newcomer can still displace an idle socket.
+  server.maxConnections = limits.maxConnections * 2;
+  closeSilentSockets(server, limits.headersTimeoutMs + sweepMs);
+  return server;
+}
+
+/**
+ * Refused leases, logged at most once per window: the first refusal of a window is logged at once (an operator
+ * with a wrong token sees it), the rest are counted and summed up in one line when the window ends.
+ */
+export function refusalLog(logger: Logger, windowMs: number): { note(remote: string | undefined, presented: boolean): void; stop(): void } {
+  let windowTimer: NodeJS.Timeout | undefined;
+  let unlogged = 0;
+  const endWindow = (): void => {
+    windowTimer = undefined;
+    if (unlogged === 0) return;
+    logger.warn({ refused: unlogged, windowMs }, 'GPU lease refused more times in this window: wrong or missing X-GPU-Lease-Token');
+    unlogged = 0;
+  };
+  return {
+    note: (remote, presented) => {
+      if (windowTimer) {
+        unlogged++;
+        return;
+      }
+      logger.warn({ remote, presented }, 'GPU lease refused: wrong or missing X-GPU-Lease-Token');
+      windowTimer = setTimeout(endWindow, windowMs);
+      windowTimer.unref();
+    },
+    stop: () => {
+      clearTimeout(windowTimer);
+      endWindow();
     },
   };
 }

@@ -9,6 +9,8 @@
  *   re-attaches, the client waiting on the front gets its images, rendered once; /metrics merges the new
  *   thread's counters.
  * - A worker thread that keeps crashing is started again with a doubling back-off; the front serves meanwhile.
+ * - The worker thread hung mid-render (a busy loop, issue 27 L2): the front's ping goes unanswered, /health and
+ *   /ready report it, the thread is terminated and another started; the render re-attaches and completes once.
  * - SIGTERM: the waiting client gets its images, the worker thread drains and ends, then the front (exit 0).
  * - The front SIGKILLed: nothing of the service is left (a thread cannot outlive its process).
  */
@@ -37,6 +39,8 @@ const ENV = {
   HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
   POLL_INTERVAL_MS: '200',
   SHUTDOWN_GRACE_MS: '1000',
+  // A hung worker thread is reported after 1.5 s without an answer, terminated after 4.5 s.
+  WORKER_THREAD_PING_TIMEOUT_MS: '1500',
   LOG_LEVEL: 'info',
 };
 /** 60 steps of 200 ms: a 12 s render, several heartbeat timeouts long. */
@@ -90,6 +94,24 @@ async function crashWorkerThread(): Promise<void> {
   } finally {
     insp.close();
   }
+}
+
+/** Hang the running worker thread (a busy loop: the thread exists and answers nothing). */
+async function hangWorkerThread(id: number): Promise<void> {
+  const insp = await inspector();
+  try {
+    await insp.hangWorker(id);
+  } finally {
+    insp.close();
+  }
+}
+
+/** /health's and /ready's status and worker-thread check, read together. */
+async function workerChecks(): Promise<{ health: number; ready: number; detail: string }> {
+  const [health, ready] = await Promise.all([fetch(`${svc.url}/health`), fetch(`${svc.url}/ready`)]);
+  const body = (await health.json()) as { checks: Array<{ name: string; detail?: string }> };
+  await ready.arrayBuffer();
+  return { health: health.status, ready: ready.status, detail: body.checks.find((c) => c.name === 'worker-thread')?.detail ?? '' };
 }
 
 /** A process's state letter from /proc (R, S, T stopped, Z zombie), or undefined when it is gone. */
@@ -242,6 +264,45 @@ describe('start mode: the worker in its own thread', () => {
       await waitFor('the worker thread running again', workerThread, 120_000, 200);
       const r = await a1111(svc.url, 'txt2img', { ...SCHNELL, prompt: 'after the crashes', seed: 34 });
       expect(r.status, JSON.stringify(r.json)).toBe(200);
+    },
+    150_000,
+  );
+
+  scenario(
+    'the worker thread hung mid-render: reported by /health and /ready, terminated and started again; the render re-attaches and completes once',
+    async () => {
+      const key = `hung-worker-thread-${Date.now()}`;
+      const pending = a1111(svc.url, 'txt2img', { ...LONG, prompt: 'hang the worker thread', seed: 35 }, { key });
+      const promptId = await waitRunning(fake.url);
+      await waitProgress(fake.url, promptId, 3);
+      const oldThread = (await workerThread())!;
+      expect(oldThread).toBeGreaterThan(0);
+      const from = svc.output().length;
+      await hangWorkerThread(oldThread);
+      const hung = await waitFor(
+        'the hung thread reported by /health and /ready',
+        async () => {
+          const c = await workerChecks();
+          return c.detail.startsWith('not answering') ? c : undefined;
+        },
+        30_000,
+        100,
+      );
+      expect(hung).toMatchObject({ health: 503, ready: 503 });
+      expect(hung.detail).toMatch(new RegExp(`^not answering for \\d+ ms \\(thread ${oldThread}\\)`));
+      await waitFor(
+        'a new worker thread running',
+        async () => {
+          const id = await workerThread();
+          return id !== undefined && id !== oldThread ? id : undefined;
+        },
+        120_000,
+        200,
+      );
+      const r = await pending;
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      await expectReattachedOnce(fake.url, client, renderIdForKey(key), promptId);
+      expect(svc.output().slice(from)).toContain('worker thread hung (it answers no ping): terminating it');
     },
     150_000,
   );

@@ -1,7 +1,7 @@
 /**
  * A client of node's inspector protocol (the Chrome DevTools protocol over a WebSocket), for fault tests that
  * act on one thread of a service: pause the front's main thread (its event loop frozen, its other threads
- * running on), or make `start`'s worker thread crash. The service runs with `--inspect=127.0.0.1:0` and prints
+ * running on), or make `start`'s worker thread crash or hang. The service runs with `--inspect=127.0.0.1:0` and prints
  * its address on stderr; nothing in the service knows about the tests.
  */
 import WebSocket from 'ws';
@@ -78,10 +78,21 @@ export class Inspector {
    * scheduled. (The inspector titles a worker `[worker <threadId>]`; module loader threads are workers too.)
    */
   async crashWorker(threadId: number): Promise<void> {
+    await this.evaluateInWorker(threadId, "setImmediate(() => { throw new Error('fault test: the worker thread crashes') })");
+  }
+
+  /**
+   * Make worker thread `threadId` hang: a busy loop from its next turn on, so it exists but runs nothing else
+   * (answers no message, sends no heartbeat), as a thread stuck in a bug would. Resolves once it is scheduled.
+   */
+  async hangWorker(threadId: number): Promise<void> {
+    await this.evaluateInWorker(threadId, 'setImmediate(() => { for (;;) {} })');
+  }
+
+  private async evaluateInWorker(threadId: number, expression: string): Promise<void> {
     const attached = this.next('NodeWorker.attachedToWorker', (p) => (p.workerInfo as { title?: string }).title === `[worker ${threadId}]`);
     await this.send('NodeWorker.enable', { waitForDebuggerOnStart: false });
     const { sessionId } = (await attached) as { sessionId: string };
-    const expression = "setImmediate(() => { throw new Error('fault test: the worker thread crashes') })";
     await this.send('NodeWorker.sendMessageToWorker', { sessionId, message: JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } }) });
     await this.send('NodeWorker.disable');
   }

@@ -319,3 +319,60 @@ describe('llama-swap stopping', () => {
     await expect(service.wait(started)).rejects.toMatchObject({ status: 503 });
   });
 });
+
+describe('issue 27 L4: the lease server bounds its connections and its refusal log', () => {
+  // Before the fix Node's own 30 s sweep closed these sockets at last: the test's bound is well under it, well
+  // above the 1 s probation and 200 ms headers timeout the server now applies.
+  const closesSoon = { timeout: 10_000 };
+
+  /** A socket that connects and sends nothing; `closed` resolves when the server closes it. */
+  function idleSocket(url: string): Promise<{ socket: net.Socket; closed: Promise<void> }> {
+    const { hostname, port } = new URL(url);
+    return new Promise((resolve) => {
+      const socket = net.connect(Number(port), hostname);
+      socket.on('error', () => {});
+      const closed = new Promise<void>((done) => socket.once('close', () => done()));
+      cleanups.push(() => socket.destroy());
+      socket.once('connect', () => resolve({ socket: socket.resume(), closed }));
+    });
+  }
+
+  it('idle sockets past the cap are closed and do not keep a lease from being answered', closesSoon, async () => {
+    const s = await startLeaseServer({ host: '127.0.0.1', port: 0, logger, token: TOKEN, limits: { maxConnections: 4, headersTimeoutMs: 60_000 } });
+    cleanups.push(() => s.close());
+    s.setReady(true);
+    // Twice the cap fills Node's own bound; past it sockets are refused at accept; the four over the fair cap
+    // are closed after their probation (they send no request).
+    const idle = [];
+    for (let i = 0; i < 12; i++) idle.push(await idleSocket(s.url));
+    await Promise.all(idle.slice(4).map((c) => c.closed));
+    const ac = new AbortController();
+    cleanups.push(() => ac.abort());
+    const lease = await fetch(`${s.url}/gpu/lease`, { ...withToken, signal: ac.signal });
+    expect(lease.status).toBe(200);
+    expect(s.gate.held()).toBe(true);
+    // The lease took the place of the longest-idle socket.
+    await idle[0]!.closed;
+  });
+
+  it('a socket that sends nothing is closed after the headers timeout', closesSoon, async () => {
+    const s = await startLeaseServer({ host: '127.0.0.1', port: 0, logger, token: TOKEN, limits: { headersTimeoutMs: 200 } });
+    cleanups.push(() => s.close());
+    const silent = await idleSocket(s.url);
+    const partial = await idleSocket(s.url);
+    partial.socket.write('GET /gpu/lease HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    await Promise.all([silent.closed, partial.closed]);
+  });
+
+  it('refused leases are logged once per window, with a count, not one line each', async () => {
+    const lines: string[] = [];
+    const capture = createLogger('info', 'lease-test', { write: (line: string) => void lines.push(line) });
+    const s = await startLeaseServer({ host: '127.0.0.1', port: 0, logger: capture, token: TOKEN });
+    s.setReady(true);
+    for (let i = 0; i < 30; i++) expect((await fetch(`${s.url}/gpu/lease`, { headers: { 'x-gpu-lease-token': `wrong-${i}` } })).status).toBe(401);
+    await s.close();
+    const refused = lines.map((l) => JSON.parse(l) as { msg: string; refused?: number }).filter((l) => /GPU lease refused/.test(l.msg));
+    expect(refused.length).toBeLessThanOrEqual(2);
+    expect(refused.at(-1)?.refused).toBe(29);
+  });
+});

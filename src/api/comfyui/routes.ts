@@ -38,6 +38,7 @@ import { requestPriority } from '../priority.ts';
 import { specOnly } from '../route-schemas.ts';
 import { BackendUnavailableError, LiveBackends } from '../live-backends.ts';
 import { comfyError, sendComfyError } from './errors.ts';
+import { DRAIN_RETRY_AFTER_S, isServiceDraining } from '../drain.ts';
 import { PromptEvents } from './events.ts';
 import { blobOfFileName } from './files.ts';
 import { PromptHistory, promptKey, renderIdFor } from './history.ts';
@@ -79,6 +80,12 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
 
   await fastify.register(async (plain) => {
     const app = plain.withTypeProvider<ZodTypeProvider>();
+    // A draining front refuses in ComfyUI's envelope; every other error goes on to the front's handler.
+    app.setErrorHandler((err, _req, reply) => {
+      if (!isServiceDraining(err)) throw err;
+      reply.header('Retry-After', String(DRAIN_RETRY_AFTER_S));
+      return sendComfyError(reply, 503, comfyError('service_stopping', err.message));
+    });
     await app.register(multipart, { limits: { fileSize: ctx.config.MAX_IMAGE_BYTES + 1, files: 2, fields: 8, fieldSize: 64 * 1024, parts: 10 } });
 
     for (const prefix of ['', '/api']) {

@@ -8,7 +8,7 @@
  * rewording messages. `detail` is kept beside `error` for FastAPI-style clients.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { RequestError } from '../../errors/request-error.ts';
+import { RequestError, retryAfterOf } from '../../errors/request-error.ts';
 import { AdmissionRefusedError } from '../../renders/admission.ts';
 import type { RenderFailedError } from '../../renders/render-service.ts';
 import { validationRequestError } from '../route-schemas.ts';
@@ -98,6 +98,8 @@ export function openAiErrorHandler(thrown: FastifyError | RequestError | Admissi
   }
   if (err instanceof RequestError) {
     req.log.info({ field: err.field, status: err.status }, err.message);
+    const retryAfter = retryAfterOf(err);
+    if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
     return sendOpenAiError(reply, err.status, openAiError(err.status, err.message, err.field, err.extra));
   }
   const fe = err;

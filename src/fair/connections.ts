@@ -1,5 +1,6 @@
 /**
- * Fair shares of the front's connections (issue 27 M1). A cap alone (Node's maxConnections) let a client
+ * Fair shares of an HTTP server's connections: the front's (issue 27 M1) and the GPU entry's lease server's
+ * (issue 27 L4). A cap alone (Node's maxConnections) let a client
  * holding 1 024 idle or half-sent sockets refuse everyone else at accept. Here a connection past the cap (or
  * past its address's share) is on probation: once it sends a whole request it takes the place of the
  * connection idle longest (connected without a request in progress: an idle keep-alive socket, or one still
@@ -93,4 +94,28 @@ export function shareConnections(server: http.Server, opts: ConnectionShareOptio
     });
   });
   return { open: () => conns.size, of: (address) => byAddress.get(address)?.size ?? 0 };
+}
+
+/**
+ * Node's headersTimeout starts with the first byte of a request: a socket that connects and sends nothing is
+ * never swept. Such a socket is closed once the headers timeout (and one sweep) has passed without a request.
+ */
+export function closeSilentSockets(server: http.Server, afterMs: number): void {
+  const timers = new WeakMap<object, NodeJS.Timeout>();
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => socket.destroy(), afterMs);
+    timer.unref();
+    timers.set(socket, timer);
+    socket.once('close', () => clearTimeout(timer));
+  });
+  const requestArrived = (req: http.IncomingMessage): void => {
+    const timer = timers.get(req.socket);
+    if (timer) {
+      clearTimeout(timer);
+      timers.delete(req.socket);
+    }
+  };
+  server.on('request', requestArrived);
+  // A WebSocket upgrade (ComfyUI's /ws) is a request too, and its socket lives as long as the client follows.
+  server.on('upgrade', requestArrived);
 }
