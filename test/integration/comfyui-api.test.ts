@@ -328,6 +328,8 @@ describe("ComfyUI's API with named client keys (real stack)", () => {
       expect((await post('/queue', { clear: true }, bob)).status).toBe(200);
       // The operator sees it in the shared queue.
       expect((await get('/queue')).queue_running.some((q: unknown[]) => q[1] === promptId)).toBe(true);
+      // The sampler's previews reach Alice's socket while the render is held at the decode.
+      await waitFor("a preview frame on Alice's socket", async () => mine.frames[0], 30_000, 50);
       // The held VAE decode goes on once it is reached (the fake's release, as a long node finishing).
       const release = async (): Promise<boolean> =>
         ((await (await fetch(`${fake.url}/__fake/release`, { method: 'POST' })).json()) as { released: boolean }).released;
