@@ -11,7 +11,7 @@
  * contract check (src/cli/contract-profiles.ts) reports the ones a ComfyUI lacks.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
-import type { ControlNetUnit, ControlUnit, UnionControlType } from '../../render/types.ts';
+import { UNION_CONTROL_TYPES, type ControlNetUnit, type ControlUnit, type ImagePromptUnit, type UnionControlType } from '../../render/types.ts';
 import type { ModelProfile } from '../profile.ts';
 import { engineFiles, requireFile } from './engine.ts';
 import type { BuildInput, GraphBuilder } from './graph-builder.ts';
@@ -50,8 +50,11 @@ function hasRole(profile: ModelProfile, role: string): boolean {
   return Boolean(engineFiles(profile)[role]);
 }
 
+/** A unit as asked, before its image is stored: what controlUnsupported needs to judge it. */
+export type ControlUnitAsk = Omit<ControlNetUnit, 'image'> | Omit<ImagePromptUnit, 'image'>;
+
 /** Why `profile` cannot apply `unit` (undefined: it can). The front checks this before it stores anything. */
-export function controlUnsupported(profile: ModelProfile, unit: ControlUnit): string | undefined {
+export function controlUnsupported(profile: ModelProfile, unit: ControlUnitAsk): string | undefined {
   if (profile.family === 'flux') {
     if (unit.kind === 'image-prompt')
       return hasRole(profile, 'redux') && hasRole(profile, 'clipVision') ? undefined : `${profile.id} has no Redux files configured`;
@@ -126,7 +129,36 @@ export function applyFluxControls(
   return { positive, negative };
 }
 
-function qwenPatchRole(unit: ControlNetUnit): string | undefined {
+/** Whether the profile applies a ControlNet unit's step range (start/end): Flux's ControlNetApplyAdvanced does, Qwen's patches do not. */
+export function controlStepRangeApplies(profile: ModelProfile): boolean {
+  return profile.family === 'flux';
+}
+
+/** A control file a profile has configured, and what it offers: the ControlNet or patch files' control types, or image prompts. */
+export interface ControlFile {
+  file: string;
+  kind: 'controlnet' | 'image-prompt';
+  controlTypes: readonly UnionControlType[];
+}
+
+/** The control files of `profile` (none for a family without control units). */
+export function controlFilesOf(profile: ModelProfile): ControlFile[] {
+  const files = engineFiles(profile);
+  const out: ControlFile[] = [];
+  if (profile.family === 'flux') {
+    if (files.controlnet) out.push({ file: files.controlnet, kind: 'controlnet', controlTypes: UNION_CONTROL_TYPES });
+    if (files.redux && files.clipVision) out.push({ file: files.redux, kind: 'image-prompt', controlTypes: [] });
+  }
+  if (profile.family === 'qwen') {
+    for (const [type, role] of Object.entries(QWEN_PATCH_ROLES) as [UnionControlType, string][]) {
+      const file = files[role];
+      if (file) out.push({ file, kind: 'controlnet', controlTypes: [type] });
+    }
+  }
+  return out;
+}
+
+function qwenPatchRole(unit: Omit<ControlNetUnit, 'image'>): string | undefined {
   // `auto` on a per-type patch: the preprocessor says what the hint is.
   const type = unit.controlType === 'auto' && unit.preprocessor === 'canny' ? 'canny/lineart/anime_lineart/mlsd' : unit.controlType;
   return QWEN_PATCH_ROLES[type];
