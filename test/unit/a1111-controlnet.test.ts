@@ -214,6 +214,66 @@ describe('ControlNet units on txt2img', () => {
   });
 });
 
+describe("webuiapi 0.9.17's ControlNetUnit (payload alwayson_scripts.ControlNet = {args: [unit.to_dict(), ...]})", () => {
+  /** The keys and defaults of webuiapi's ControlNetUnit.to_dict() (raw base64 PNG, mask None, control_mode by name). */
+  const webuiapiUnit = (over: Record<string, unknown>) => ({
+    image: '',
+    mask: null,
+    module: 'none',
+    model: 'None',
+    weight: 1.0,
+    resize_mode: 'Resize and Fill',
+    low_vram: false,
+    processor_res: 512,
+    threshold_a: 64,
+    threshold_b: 64,
+    guidance_start: 0.0,
+    guidance_end: 1.0,
+    control_mode: 'Balanced',
+    pixel_perfect: false,
+    hr_option: 'Both',
+    enabled: true,
+    ...over,
+  });
+
+  it('two units (canny and none) render; its defaults that are not applied are named in info.warnings', async () => {
+    const f = await front();
+    const units = [
+      webuiapiUnit({ image: red.toString('base64'), module: 'canny', model: 'flux1-dev-controlnet-union-pro' }),
+      webuiapiUnit({ image: blue.toString('base64'), module: 'none', model: 'flux1-dev-controlnet-union-pro', weight: 0.5 }),
+    ];
+    const res = await post(f, 'txt2img', { model: 'imagegen-flux-dev', alwayson_scripts: { ControlNet: { args: units } } });
+    expect(res.statusCode, res.body).toBe(503);
+    expect(f.starts[0]!.request.controls).toMatchObject([
+      { kind: 'controlnet', preprocessor: 'canny', canny: { low: 0.25, high: 0.25 }, controlType: 'canny/lineart/anime_lineart/mlsd', strength: 1 },
+      { kind: 'controlnet', preprocessor: 'none', controlType: 'auto', strength: 0.5 },
+    ]);
+    const { normalizeRequest } = await import('../../src/api/a1111/normalize.ts');
+    const { ctx } = await import('../golden/helpers.ts');
+    const { warnings } = normalizeRequest('txt2img', { model: 'imagegen-flux-dev', alwayson_scripts: { ControlNet: { args: units } } }, ctx());
+    expect(warnings).toEqual([
+      expect.stringMatching(/^alwayson_scripts\.ControlNet\.args\.0\.resize_mode: "Resize and Fill" not applied/),
+      expect.stringMatching(/^alwayson_scripts\.ControlNet\.args\.0\.processor_res: not applied/),
+      expect.stringMatching(/^alwayson_scripts\.ControlNet\.args\.1\.resize_mode: "Resize and Fill" not applied/),
+    ]);
+  });
+
+  it('no units (webuiapi always sends ControlNet: {args: []}) is a plain render without warnings', async () => {
+    const { normalizeRequest } = await import('../../src/api/a1111/normalize.ts');
+    const { ctx } = await import('../golden/helpers.ts');
+    const { request, warnings } = normalizeRequest('txt2img', { prompt: 'x', alwayson_scripts: { ControlNet: { args: [] } } }, ctx());
+    expect(request.controls).toBeUndefined();
+    expect(warnings).toEqual([]);
+  });
+
+  it('an enabled unit without an image on txt2img is a 422 naming its image field', async () => {
+    const f = await front();
+    const res = await post(f, 'txt2img', { alwayson_scripts: { ControlNet: { args: [webuiapiUnit({ module: 'canny' })] } } });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().field).toBe('alwayson_scripts.ControlNet.args.0.image');
+  });
+});
+
 describe('ControlNet units on img2img', () => {
   it('a unit without an image takes the init image; {image, mask} and input_image forms are read, the mask warned', async () => {
     const f = await front();
