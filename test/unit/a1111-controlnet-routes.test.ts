@@ -1,11 +1,20 @@
 /**
- * The ControlNet extension's read routes (src/api/a1111/controlnet-routes.ts) in its shapes (scripts/api.py of
- * sd-webui-controlnet), and the names they list are ones a unit takes.
+ * The ControlNet extension's routes (src/api/a1111/controlnet-routes.ts) in its shapes (scripts/api.py of
+ * sd-webui-controlnet): the read routes, whose names a unit takes back, and `POST /controlnet/detect` as a
+ * `preprocess` render whose graphs the recorded /object_info accepts.
  */
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
-import { ctx, pngB64 } from '../golden/helpers.ts';
+import { FsBlobStore } from '../../src/blobs/fs-store.ts';
+import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
+import { preflightGraph } from '../../src/comfyui/preflight.ts';
+import { planRender } from '../../src/models/plan.ts';
+import type { RenderResult } from '../../src/render/types.ts';
+import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
+import { ctx, makePng, pngB64 } from '../golden/helpers.ts';
+import { schemaProblems } from '../golden/schema-check.ts';
 
 const fronts: TestFront[] = [];
 afterEach(async () => {
@@ -82,5 +91,90 @@ describe('/controlnet/* read routes', () => {
       module_list: expect.arrayContaining(['none', 'ip-adapter-auto']),
       model_list: ['None', 'flux1-redux-dev'],
     });
+  });
+});
+
+describe('POST /controlnet/detect', () => {
+  const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
+  const detect = (f: TestFront, body: Record<string, unknown>) =>
+    f.app.inject({ method: 'POST', url: '/controlnet/detect', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+
+  it('canny on two images: a preprocess render, one Canny graph per image on the 0..1 scale, answered {images, info: "Success"}', async () => {
+    const f = await front();
+    const blobs = new FsBlobStore(f.blobDir);
+    f.outcome = async (started) => {
+      const request = f.starts.at(-1)!.request;
+      const outputs = [];
+      for (let i = 0; i < request.batchSize; i++)
+        outputs.push(await blobs.put(makePng(8, 8, [i * 200, 0, 0, 255]), { mime: 'image/png', width: 8, height: 8 }));
+      return { renderId: started.renderId, outputs, seeds: [0, 1], request, backend: 'comfyui-0', promptIds: [], timings: [] } satisfies RenderResult;
+    };
+    const res = await detect(f, {
+      controlnet_module: 'canny',
+      controlnet_input_images: [pngB64(64, 48), `data:image/png;base64,${pngB64(32, 32, [0, 0, 0, 255])}`],
+      controlnet_threshold_a: 51,
+      controlnet_threshold_b: 153,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const answer = res.json();
+    expect(answer).toMatchObject({ info: 'Success', render_id: expect.stringMatching(/^render-/) });
+    expect(answer.images).toEqual([makePng(8, 8, [0, 0, 0, 255]).toString('base64'), makePng(8, 8, [200, 0, 0, 255]).toString('base64')]);
+    const { request } = f.starts[0]!;
+    expect(request).toMatchObject({
+      kind: 'preprocess',
+      batchSize: 2,
+      width: 64,
+      height: 48,
+      preprocess: { preprocessor: 'canny', canny: { low: 0.2, high: 0.6 } },
+    });
+    const plan = planRender(request, { renderId: 'render-detect' });
+    expect(plan.items).toHaveLength(2);
+    for (const { graph } of plan.items) {
+      expect(Object.values(graph).map((n) => n.class_type)).toEqual(['LoadImage', 'Canny', 'SaveImage']);
+      expect(schemaProblems(graph, objectInfo)).toEqual([]);
+      expect(preflightGraph(graph, objectInfo)).toEqual({ ok: true });
+    }
+  });
+
+  it("webuiapi's body (controlnet_images, module invert by its label) renders ImageInvert; none passes the image through", async () => {
+    const f = await front();
+    for (const [module, classes] of [
+      ['invert (from white bg & black line)', ['LoadImage', 'ImageInvert', 'SaveImage']],
+      ['none', ['LoadImage', 'SaveImage']],
+    ] as const) {
+      const res = await detect(f, {
+        controlnet_module: module,
+        controlnet_images: [pngB64(16, 16)],
+        controlnet_processor_res: 512,
+        controlnet_threshold_a: 64,
+        controlnet_threshold_b: 64,
+      });
+      expect(res.statusCode, res.body).toBe(503);
+      const graph = planRender(f.starts.at(-1)!.request, { renderId: 'render-detect' }).items[0]!.graph;
+      expect(Object.values(graph).map((n) => n.class_type)).toEqual(classes);
+      expect(preflightGraph(graph, objectInfo)).toEqual({ ok: true });
+    }
+  });
+
+  it('an unknown or image-prompt module, or no image, is a 422 naming the field; nothing started', async () => {
+    const f = await front();
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [
+        { controlnet_module: 'depth_midas', controlnet_input_images: [pngB64(16, 16)] },
+        'controlnet_module',
+        /not available; available modules: none, canny, invert/,
+      ],
+      [{ controlnet_module: 'ip-adapter-auto', controlnet_input_images: [pngB64(16, 16)] }, 'controlnet_module', /image-prompt module/],
+      [{ controlnet_module: 'canny', controlnet_input_images: [] }, 'controlnet_input_images', /No image selected/],
+      [{ controlnet_module: 'canny', controlnet_input_images: ['not an image'] }, 'controlnet_input_images.0', /./],
+    ];
+    for (const [body, field, detail] of cases) {
+      const res = await detect(f, body);
+      expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode, res.body).toBeLessThan(500);
+      expect(res.json().field).toBe(field);
+      expect(res.json().detail).toMatch(detail);
+    }
+    expect(f.starts).toHaveLength(0);
   });
 });

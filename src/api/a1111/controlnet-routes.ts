@@ -1,6 +1,7 @@
 /**
- * sd-webui-controlnet's read routes (its scripts/api.py), in its shapes: `/controlnet/version`, `/model_list`,
- * `/module_list`, `/control_types`, `/settings`. The models are the control files the image profiles configure
+ * sd-webui-controlnet's routes (its scripts/api.py), in its shapes: `/controlnet/version`, `/model_list`,
+ * `/module_list`, `/control_types`, `/settings`, and `POST /controlnet/detect` (the preprocessor as a durable
+ * render, controlnet-detect.ts). The models are the control files the image profiles configure
  * (src/models/families/controls.ts), by file stem (the extension's names carry a ` [hash]` this service cannot
  * give); the modules are those the units take (controlnet.ts).
  */
@@ -12,6 +13,14 @@ import { listImageProfiles } from '../../models/registry.ts';
 import type { UnionControlType } from '../../render/types.ts';
 import { fileStem } from '../../request/upscalers.ts';
 import type { ApiContext } from '../context.ts';
+import { resolveModel } from '../../models/registry.ts';
+import { resolveLimits } from '../../request/limits.ts';
+import { imageRouteLimits } from '../body-limits.ts';
+import { outputImages, startAndWait } from '../render-wait.ts';
+import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
+import { renderHeadersSchema } from '../request-headers.ts';
+import { specOnly } from '../route-schemas.ts';
+import { detectBodySchema, normalizeDetectOffLoop } from './controlnet-detect.ts';
 import { IMAGE_PROMPT_MODULES, MAX_CONTROL_UNITS, PREPROCESSOR_MODULES } from './controlnet.ts';
 
 /** The unit API this service takes: the extension's version 3 (pydantic-validated units, `image` as str / dict / pair). */
@@ -96,6 +105,14 @@ const controlTypesSchema = z
     ),
   })
   .describe('Modules and models per control type');
+const detectAnswerSchema = z
+  .looseObject({
+    images: z.array(z.string()).describe('the preprocessed images, raw base64 PNG, in order'),
+    info: z.string().describe('"Success", as the extension answers'),
+    render_id: z.string(),
+    warnings: z.array(z.string()).optional(),
+  })
+  .describe('The detected maps');
 const settingsSchema = z.object({ control_net_unit_count: z.number().int() }).describe('Units per request');
 
 const doc = (summary: string, answer: z.ZodType, querystring?: z.ZodType) => ({
@@ -140,4 +157,31 @@ export function registerControlNetRoutes(fastify: FastifyInstance, ctx: ApiConte
   });
 
   app.get('/controlnet/settings', doc('ControlNet settings', settingsSchema), async () => ({ control_net_unit_count: MAX_CONTROL_UNITS }));
+
+  app.post(
+    '/controlnet/detect',
+    {
+      bodyLimit: imageRouteLimits(ctx.config).extraBatch,
+      schema: {
+        summary: 'Run a preprocessor (none, canny, invert) on images, as a durable render',
+        tags: ['ControlNet'],
+        headers: specOnly(renderHeadersSchema),
+        body: specOnly(detectBodySchema),
+        response: { 200: detectAnswerSchema, ...a1111Errors(RENDER_FAILURES) },
+      },
+    },
+    async (req, reply) => {
+      const defaultModel = resolveModel(ctx.options.getString('sd_model_checkpoint') ?? '')?.id ?? ctx.config.DEFAULT_MODEL;
+      const normalized = await normalizeDetectOffLoop(req.body, { defaultModel, limits: resolveLimits(ctx.config) });
+      for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
+      const finished = await startAndWait(ctx, req, reply, 'controlnet.detect', normalized);
+      if (!('result' in finished)) return finished;
+      return {
+        images: await outputImages(ctx, finished.result),
+        info: 'Success',
+        render_id: finished.renderId,
+        ...(normalized.warnings.length > 0 ? { warnings: normalized.warnings } : {}),
+      };
+    },
+  );
 }

@@ -287,7 +287,7 @@ function chooseNamedMode<T extends string>(
 }
 
 /** The extension's thresholds (0..255; outside 1..255 its defaults) on ComfyUI's Canny scale (0.01..0.99). */
-function cannyThresholds(u: UnitBody): { low: number; high: number } {
+export function cannyThresholds(u: { threshold_a?: number | undefined; threshold_b?: number | undefined }): { low: number; high: number } {
   const pick = (v: number | undefined, d: number) => (v === undefined || v < 1 || v > 255 ? d : v);
   const a = pick(u.threshold_a, CANNY_DEFAULTS.low);
   const b = pick(u.threshold_b, CANNY_DEFAULTS.high);

@@ -11,9 +11,16 @@
  * contract check (src/cli/contract-profiles.ts) reports the ones a ComfyUI lacks.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
-import { UNION_CONTROL_TYPES, type ControlNetUnit, type ControlUnit, type ImagePromptUnit, type UnionControlType } from '../../render/types.ts';
+import {
+  UNION_CONTROL_TYPES,
+  type ControlNetUnit,
+  type ControlPreprocessor,
+  type ControlUnit,
+  type ImagePromptUnit,
+  type UnionControlType,
+} from '../../render/types.ts';
 import type { ModelProfile } from '../profile.ts';
-import { engineFiles, requireFile } from './engine.ts';
+import { engineFiles, requireFile, type NodeAdder } from './engine.ts';
 import type { BuildInput, GraphBuilder } from './graph-builder.ts';
 
 /** File roles of the Flux control nodes: the union ControlNet, the Redux style model and its SigLIP encoder. */
@@ -35,15 +42,28 @@ function unitImage(input: BuildInput, index: number): string {
   return name;
 }
 
+/**
+ * `image` through a preprocessor (ComfyUI core nodes): as it is, Canny, or inverted. `id` names the node of each
+ * preprocessor, `title` prefixes its title.
+ */
+export function preprocessImage(
+  g: NodeAdder,
+  image: NodeLink,
+  spec: { preprocessor: ControlPreprocessor; canny?: { low: number; high: number } },
+  node: { id: (preprocessor: 'canny' | 'invert') => string; title: string },
+): NodeLink {
+  if (spec.preprocessor === 'canny') {
+    const { low, high } = spec.canny ?? { low: 0.4, high: 0.8 };
+    return g.add(node.id('canny'), 'Canny', `${node.title}: canny`, { image, low_threshold: low, high_threshold: high });
+  }
+  if (spec.preprocessor === 'invert') return g.add(node.id('invert'), 'ImageInvert', `${node.title}: invert`, { image });
+  return image;
+}
+
 /** The unit's hint image: as sent, through Canny, or inverted. */
 function hintImage(g: GraphBuilder, input: BuildInput, unit: ControlNetUnit, index: number): NodeLink {
   const image = g.add(`control_image_${index}`, 'LoadImage', `Control image ${index}`, { image: unitImage(input, index) });
-  if (unit.preprocessor === 'canny') {
-    const { low, high } = unit.canny ?? { low: 0.4, high: 0.8 };
-    return g.add(`control_canny_${index}`, 'Canny', `Preprocessor ${index}: canny`, { image, low_threshold: low, high_threshold: high });
-  }
-  if (unit.preprocessor === 'invert') return g.add(`control_invert_${index}`, 'ImageInvert', `Preprocessor ${index}: invert`, { image });
-  return image;
+  return preprocessImage(g, image, unit, { id: (p) => `control_${p}_${index}`, title: `Preprocessor ${index}` });
 }
 
 function hasRole(profile: ModelProfile, role: string): boolean {
