@@ -301,3 +301,34 @@ describe('ControlNet units on img2img', () => {
     expect(parameters.alwayson_scripts).toEqual({ controlnet: { args: [{ enabled: true, module: 'none', image: null, weight: 0.5 }] } });
   });
 });
+
+describe('hostile unit values', () => {
+  it('any JSON in the unit fields and the detect body is a 2xx/4xx/503 answer with a field, never a 500', async () => {
+    const fc = (await import('fast-check')).default;
+    const f = await front();
+    const junk = fc.oneof(
+      fc.constantFrom(null, true, -1, 0, 1, 2, 3, 1e308, -1e308, '', 'none', 'canny', 'invert', 'ip-adapter', 'Balanced', 'Crop and Resize', pngB64(8, 8)),
+      fc.string({ maxLength: 12 }),
+      fc.double(),
+      fc.array(fc.oneof(fc.string({ maxLength: 4 }), fc.constant(pngB64(8, 8))), { maxLength: 3 }),
+      fc.dictionary(fc.constantFrom('image', 'mask', 'x'), fc.oneof(fc.string({ maxLength: 4 }), fc.constant(pngB64(8, 8)), fc.integer())),
+    );
+    const unitKeys = ['enabled', 'module', 'model', 'weight', 'image', 'input_image', 'mask', 'resize_mode', 'control_mode', 'processor_res'];
+    const detectKeys = ['controlnet_module', 'controlnet_input_images', 'controlnet_images', 'controlnet_threshold_a', 'controlnet_masks'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom(...unitKeys, 'guidance_start', 'guidance_end', 'threshold_a'), junk),
+        fc.oneof(fc.constant(undefined), junk),
+        fc.dictionary(fc.constantFrom(...detectKeys), junk),
+        async (unit, args, detectBody) => {
+          const res = await post(f, 'txt2img', { alwayson_scripts: { controlnet: { args: args === undefined ? [{ enabled: true, ...unit }] : args } } });
+          expect(res.statusCode === 503 || (res.statusCode >= 400 && res.statusCode < 500), res.body).toBe(true);
+          if (res.statusCode !== 503) expect(typeof res.json().detail).toBe('string');
+          const d = await f.app.inject({ method: 'POST', url: '/controlnet/detect', headers: json, payload: JSON.stringify(detectBody) });
+          expect(d.statusCode === 503 || (d.statusCode >= 400 && d.statusCode < 500), d.body).toBe(true);
+        },
+      ),
+      { numRuns: 150, seed: 2026 },
+    );
+  }, 60_000);
+});
