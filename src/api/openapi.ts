@@ -43,6 +43,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
       tags: [
         { name: 'A1111', description: "AUTOMATIC1111's /sdapi/v1 API" },
+        { name: 'ControlNet', description: "The sd-webui-controlnet extension's /controlnet API (units go in alwayson_scripts.controlnet)" },
         { name: 'OpenAI images', description: "OpenAI's image API and model list" },
         { name: 'Videos', description: "vLLM-Omni's / OpenAI's video API" },
         { name: 'Renders', description: 'Operators: list, inspect, replay and cancel renders; the gallery' },

@@ -1,6 +1,6 @@
 /**
  * The parsing entry points the service uses for untrusted bytes, each run in a byte worker (pool.ts):
- *   decodeImageSetOffLoop  A1111 render images (init, mask, references)
+ *   decodeImageSetOffLoop  A1111 render images (init, mask, references, control images)
  *   decodeImagesOffLoop    independent images: extras, video references (base64 or uploaded bytes)
  *   readImageTextOffLoop   png-info: text chunks / EXIF comment and the infotext parse
  *   scanJsonOffLoop        a large JSON body's value count and depth, before it is parsed
@@ -50,17 +50,23 @@ function sourceValue(source: ImageSource): string | Uint8Array {
 }
 
 function imageSetValues(input: ImageSetInput): Array<string | Uint8Array> {
-  return [...(input.init ? [input.init] : []), ...(input.mask ? [input.mask] : []), ...input.refs].map(sourceValue);
+  return [...(input.init ? [input.init] : []), ...(input.mask ? [input.mask] : []), ...input.refs, ...(input.controls ?? [])].map(sourceValue);
 }
 
 export async function decodeImageSetOffLoop(input: ImageSetInput, limits: ImageLimits): Promise<DecodedImageSet> {
-  const first = input.init?.field ?? input.mask?.field ?? input.refs[0]?.field;
+  const first = input.init?.field ?? input.mask?.field ?? input.refs[0]?.field ?? input.controls?.[0]?.field;
   if (!first) return { refs: [] };
   const set = await bounded(first, () => runByteTask('imageSet', { input, limits }, { pixels: pixelsOf(imageSetValues(input), limits) }));
-  const out: DecodedImageSet = { ...(set.init ? { init: revive(set.init) } : {}), ...(set.mask ? { mask: revive(set.mask) } : {}), refs: set.refs.map(revive) };
+  const out: DecodedImageSet = {
+    ...(set.init ? { init: revive(set.init) } : {}),
+    ...(set.mask ? { mask: revive(set.mask) } : {}),
+    refs: set.refs.map(revive),
+    ...(set.controls ? { controls: set.controls.map(revive) } : {}),
+  };
   await Promise.all([
     ...(out.init && input.init ? [assertDecodable(out.init, input.init.field, limits.maxImagePixels)] : []),
     ...out.refs.map((r, i) => assertDecodable(r, input.refs[i]?.field ?? 'image', limits.maxImagePixels)),
+    ...(out.controls ?? []).map((c, i) => assertDecodable(c, input.controls?.[i]?.field ?? 'image', limits.maxImagePixels)),
   ]);
   return out;
 }

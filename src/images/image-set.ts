@@ -1,5 +1,5 @@
 /**
- * The input images of one render request (init image, inpaint mask, reference images), decoded and checked
+ * The input images of one render request (init image, inpaint mask, reference images, control images), decoded and checked
  * together: the mask is resized to the init image's size, so it needs the init image first. Each image is
  * base64 / data URL text or the bytes of an uploaded file, and is decoded exactly once, here.
  * decodeImageSet runs on the calling thread (tests, tools); decodeImageSetStreaming is what a byte worker
@@ -15,12 +15,15 @@ export interface ImageSetInput {
   init?: ImageSource;
   mask?: ImageSource & { invert: boolean; round: boolean };
   refs: ImageSource[];
+  /** Control units' images (ControlNet hints, image prompts), in unit order. */
+  controls?: ImageSource[];
 }
 
 export interface DecodedImageSet {
   init?: DecodedImage;
   mask?: DecodedImage;
   refs: DecodedImage[];
+  controls?: DecodedImage[];
 }
 
 const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
@@ -37,7 +40,8 @@ export function decodeImageSet(input: ImageSetInput, limits: ImageLimits): Decod
   const init = input.init && decodeSource(input.init, limits);
   const mask = input.mask && maskFor(input.mask, decodeSource(input.mask, limits), init, limits);
   const refs = input.refs.map((r) => decodeSource(r, limits));
-  return { ...(init ? { init } : {}), ...(mask ? { mask } : {}), refs };
+  const controls = input.controls?.map((c) => decodeSource(c, limits));
+  return { ...(init ? { init } : {}), ...(mask ? { mask } : {}), refs, ...(controls ? { controls } : {}) };
 }
 
 export async function decodeImageSetStreaming(input: ImageSetInput, limits: ImageLimits): Promise<DecodedImageSet> {
@@ -45,7 +49,9 @@ export async function decodeImageSetStreaming(input: ImageSetInput, limits: Imag
   const mask = input.mask && maskFor(input.mask, await decodeSourceStreaming(input.mask, limits), init, limits);
   const refs: DecodedImage[] = [];
   for (const r of input.refs) refs.push(await decodeSourceStreaming(r, limits));
-  return { ...(init ? { init } : {}), ...(mask ? { mask } : {}), refs };
+  const controls: DecodedImage[] = [];
+  for (const c of input.controls ?? []) controls.push(await decodeSourceStreaming(c, limits));
+  return { ...(init ? { init } : {}), ...(mask ? { mask } : {}), refs, ...(input.controls ? { controls } : {}) };
 }
 
 function maskFor(m: NonNullable<ImageSetInput['mask']>, decoded: DecodedImage, init: DecodedImage | undefined, limits: ImageLimits): DecodedImage {

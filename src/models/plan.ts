@@ -8,6 +8,7 @@ import { extensionForMime } from '../images/mime.ts';
 import { familyBuilder, OUTPUT_NODE } from './families/index.ts';
 import { getProfile } from './registry.ts';
 import { buildUpscaleGraph } from './families/upscale.ts';
+import { buildPreprocessGraph } from './families/preprocess.ts';
 
 /** ComfyUI input subfolder for every uploaded image. */
 export const INPUT_SUBFOLDER = 'comfy-durable';
@@ -29,6 +30,7 @@ export function filenamePrefixFor(renderId: string, index: number): string {
 
 export function planRender(req: RenderRequest, opts: { renderId: string }): RenderPlan {
   if (req.kind === 'upscale') return planUpscale(req, opts);
+  if (req.kind === 'preprocess') return planPreprocess(req, opts);
   const profile = getProfile(req.model);
   if (!profile) throw new Error(`planRender: unknown model ${req.model}`);
   const builder = familyBuilder(profile.family);
@@ -83,6 +85,20 @@ function planUpscale(req: RenderRequest, opts: { renderId: string }): RenderPlan
     index,
     seed: req.seed + index,
     graph: buildUpscaleGraph(spec, blob, loadImageName(uploads[index]!), filenamePrefixFor(opts.renderId, index)),
+  }));
+  const unique = [...new Map(uploads.map((u) => [u.filename, u])).values()];
+  return { items, uploads: unique, outputNode: OUTPUT_NODE };
+}
+
+/** A preprocessor run alone: one item per image, each its own prompt (no model, no seed). */
+function planPreprocess(req: RenderRequest, opts: { renderId: string }): RenderPlan {
+  if (!req.preprocess) throw new Error('planRender: preprocess request without a preprocess spec');
+  const spec = req.preprocess;
+  const uploads = req.extraImages.map(inputUploadFor);
+  const items: RenderItem[] = req.extraImages.map((_, index) => ({
+    index,
+    seed: req.seed + index,
+    graph: buildPreprocessGraph(spec, loadImageName(uploads[index]!), filenamePrefixFor(opts.renderId, index)),
   }));
   const unique = [...new Map(uploads.map((u) => [u.filename, u])).values()];
   return { items, uploads: unique, outputNode: OUTPUT_NODE };

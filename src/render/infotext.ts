@@ -21,6 +21,11 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
     const how = u.factor !== undefined ? `Postprocess upscale by: ${u.factor}` : `Postprocess upscale to: ${u.width}x${u.height}`;
     return `${how}, Postprocess upscaler: ${quote(u.upscalerName)}`;
   }
+  if (request.kind === 'preprocess' && request.preprocess) {
+    const p = request.preprocess;
+    const thresholds = p.canny ? `, Low threshold: ${p.canny.low}, High threshold: ${p.canny.high}` : '';
+    return `Preprocessor: ${p.preprocessor}${thresholds}`;
+  }
   const params: [string, string | number | undefined][] = [
     ['Steps', request.steps],
     ['Sampler', request.report.samplerName],

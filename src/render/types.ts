@@ -21,11 +21,12 @@ export interface BlobRef {
 
 /**
  * `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images), and
- * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling), and
+ * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling),
+ * `preprocess` (a ControlNet preprocessor run on each of `extraImages`, no model sampling), and
  * `video` (one MP4 per render; the details are in `RenderRequest.video`), and `prompt` (a client's own
  * API-format graph, run as it is: `RenderRequest.graph`).
  */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'video' | 'prompt';
+export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'preprocess' | 'video' | 'prompt';
 
 /**
  * A `prompt` render: an API-format graph a client wrote itself (ComfyUI's own API, a workflow file). The
@@ -124,6 +125,8 @@ export interface RenderRequest {
   output?: OutputFormat;
   /** `upscale` (extras): how each of `extraImages` is upscaled. */
   upscale?: UpscaleSpec;
+  /** `preprocess` (a ControlNet preprocessor run alone): what each of `extraImages` becomes. */
+  preprocess?: PreprocessSpec;
   /** Present exactly when `kind` is `video`. */
   video?: VideoSpec;
   /** Present exactly when `kind` is `prompt`. */
@@ -236,6 +239,13 @@ export interface UpscaleSpec {
   crop: boolean;
   upscaler: Upscaler | { kind: 'none' };
   upscalerName: string;
+}
+
+/** A ControlNet hint made from an image, as a render of its own (the extension's `/controlnet/detect`). */
+export interface PreprocessSpec {
+  preprocessor: ControlPreprocessor;
+  /** Canny thresholds (0..1, ComfyUI's scale); only with `preprocessor: 'canny'`. */
+  canny?: { low: number; high: number };
 }
 
 /** One ComfyUI prompt per output item. */

@@ -10,6 +10,7 @@
 import type { ImageSource } from '../images/image-set.ts';
 import type { OutputFormat, SdUpscale } from '../render/types.ts';
 import type { FieldNames } from './fields.ts';
+import type { ControlUnitAsk } from '../models/families/controls.ts';
 
 export interface NeutralMask {
   source: ImageSource;
@@ -40,6 +41,15 @@ export interface HiresAsk {
 export interface SdUpscaleAsk {
   spec: SdUpscale;
   names: Readonly<Record<'script' | 'scale' | 'upscaler', string>>;
+}
+
+/** A ControlNet or image-prompt unit as a protocol asked for it; the resolver checks it against the model and stores its image. */
+export interface NeutralControl {
+  unit: ControlUnitAsk;
+  /** The unit's hint or prompt image (its `field` is the client's name for it). */
+  source: ImageSource;
+  /** The client's names: the unit itself (for a refusal), and its step range (reported where the model ignores it). */
+  names: Readonly<Record<'unit' | 'start' | 'end', string>>;
 }
 
 export interface NeutralImageRequest {
@@ -80,6 +90,8 @@ export interface NeutralImageRequest {
   hires?: HiresAsk;
   sdUpscale?: SdUpscaleAsk;
   output?: OutputFormat;
+  /** ControlNet and image-prompt units, in the order they apply. */
+  controls?: NeutralControl[];
   /** `<lora:…>` prompt tags: applied, or removed from the prompt unapplied. */
   loraTags: 'apply' | 'strip';
   /** What the protocol took but adjusted or does not apply, said before the resolver's own warnings. */

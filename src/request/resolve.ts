@@ -24,6 +24,7 @@ import { chooseHires } from './hires.ts';
 import { parseLoraTags, resolveLoras } from './loras.ts';
 import { chooseRouting } from './routing.ts';
 import { sdUpscaleBatch, sdUpscaleOutput } from './sd-upscale.ts';
+import { checkControls, controlUnits } from './controls.ts';
 import type { CatalogLists } from './upscalers.ts';
 
 export type { DecodedImage } from '../images/decode.ts';
@@ -84,6 +85,7 @@ function planRequest(r: NeutralImageRequest, ctx: ResolveContext) {
   const { cfg, guidance, negativePrompt } = chooseGuidance(r, profile, warnings);
 
   const routing = chooseRouting(r, profile, ctx.limits, warnings);
+  if (r.controls) checkControls(r.controls, profile, warnings);
   if (r.sdUpscale && routing.kind !== 'img2img') {
     const field = r.sdUpscale.names.script;
     throw new RequestError(422, field, `${field}: SD upscale needs an img2img model; ${profile.id} edits from references`);
@@ -114,6 +116,7 @@ function planRequest(r: NeutralImageRequest, ctx: ResolveContext) {
     ...(routing.init !== undefined ? { init: routing.init } : {}),
     ...(routing.mask !== undefined ? { mask: { ...routing.mask.source, invert: routing.mask.invert, round: routing.mask.round } } : {}),
     refs: routing.refs,
+    ...(r.controls?.length ? { controls: r.controls.map((c) => c.source) } : {}),
   };
   return {
     r,
@@ -171,6 +174,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: ResolveContext
   const initImage = decoded.init && keep(decoded.init);
   const mask = decoded.mask && keep(decoded.mask);
   const extraImages = decoded.refs.map(keep);
+  const controls = r.controls?.length ? controlUnits(r.controls, (decoded.controls ?? []).map(keep)) : undefined;
   const inpaint = mask ? (r.inpaint ?? { maskBlur: DEFAULT_MASK_BLUR }) : undefined;
   const upscaled =
     r.sdUpscale && decoded.init ? sdUpscaleOutput(r.sdUpscale, decoded.init.ref, plan.size, { profile, limits: ctx.limits, warnings }) : undefined;
@@ -203,6 +207,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: ResolveContext
     ...(resizeMode ? { resizeMode } : {}),
     ...(upscaled ? { sdUpscale: upscaled.sdUpscale } : r.sdUpscale ? { sdUpscale: r.sdUpscale.spec } : {}),
     ...(r.output ? { output: r.output } : {}),
+    ...(controls ? { controls } : {}),
     report: {
       samplerName: samplerLabel(sampler),
       scheduler: custom ? custom.label : schedulerLabel(scheduler),

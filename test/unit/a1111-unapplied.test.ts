@@ -27,7 +27,7 @@ const ACTIVE: Record<string, unknown> = {
   refiner_switch_at: 0.8,
   firstpass_image: pngB64(64, 64),
   force_task_id: 'task(abc)',
-  alwayson_scripts: { ControlNet: { args: [] } },
+  alwayson_scripts: { ADetailer: { args: [] } },
   infotext: 'a cat\nSteps: 20',
   clip_skip: 2,
   firstphase_width: 512,

@@ -3,7 +3,7 @@
  * validated by its schema and mapped ONCE into the neutral request (src/request/neutral.ts), each neutral
  * field beside the A1111 field it came from; the one resolver (src/request/resolve.ts) decides the render.
  * What only A1111 has stays here: its sampler field variants, `override_settings`, scripts, the inpaint
- * options, the fields accepted but not applied, and the `parameters` its answer echoes.
+ * options, ControlNet's units (controlnet.ts), the fields accepted but not applied, and the `parameters` its answer echoes.
  */
 import type { RenderRequest } from '../../render/types.ts';
 import type { SizeFieldNames } from '../../render/history-size.ts';
@@ -22,6 +22,7 @@ import { schemaFor, type A1111Body, type A1111Route } from './schema.ts';
 import { chooseInpaint } from './inpaint.ts';
 import { chooseSdUpscale, isSdUpscale } from './sd-upscale.ts';
 import { unappliedFieldWarnings } from './unapplied.ts';
+import { chooseControls } from './controlnet.ts';
 import { chooseOutputFormat, overrideWarnings } from './tweaks.ts';
 
 export type { DecodedImage } from '../../images/decode.ts';
@@ -114,6 +115,7 @@ function toNeutral(route: A1111Route, body: unknown, ctx: NormalizeContext): { b
   const model = chooseModelName(b);
   const sampler = chooseSamplerName(b, warnings);
   const images = chooseImages(route, b);
+  const controls = chooseControls(b.alwayson_scripts, images.init, warnings);
   const names: FieldNames = {
     ...A1111_NAMES,
     model: model.field,
@@ -158,6 +160,7 @@ function toNeutral(route: A1111Route, body: unknown, ctx: NormalizeContext): { b
       : {}),
     refs: images.refs,
     loraTags: b.disable_extra_networks === true ? 'strip' : 'apply',
+    ...(controls.length > 0 ? { controls } : {}),
     warnings,
   };
   return { b, neutral };

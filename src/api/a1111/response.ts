@@ -2,6 +2,7 @@
  * A1111 response pieces: `parameters` (the request echoed with defaults filled), `info` (a JSON *string*,
  * as A1111 returns it) and per-image infotexts (also embedded as the PNG `parameters` text chunk).
  */
+import { alwaysOnScriptsEcho } from './controlnet.ts';
 import { infotextFor } from '../../render/infotext.ts';
 import { outcomeWarnings } from '../../render/outcome.ts';
 import type { RenderRequest, RenderResult } from '../../render/types.ts';
@@ -199,6 +200,7 @@ export function buildParameters(route: A1111Route, body: unknown, request?: Rend
       out.mask = null;
     }
     out.extra_images = null;
+    out.alwayson_scripts = alwaysOnScriptsEcho(out.alwayson_scripts);
   }
   if (!request) return out;
   const fill = (k: string, v: unknown) => {

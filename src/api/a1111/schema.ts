@@ -27,7 +27,7 @@ export const STRING_ERROR = 'expected a string';
 export const LIST_ERROR = 'expected a list of strings';
 export const OBJECT_ERROR = 'expected an object';
 
-function laxInt(opts: { bools?: boolean } = {}) {
+export function laxInt(opts: { bools?: boolean } = {}) {
   return z.preprocess(
     (v) => {
       if (v === null) return undefined;
@@ -42,7 +42,7 @@ function laxInt(opts: { bools?: boolean } = {}) {
   );
 }
 
-function laxFloat() {
+export function laxFloat() {
   return z.preprocess(
     (v) => {
       if (v === null) return undefined;
@@ -56,7 +56,7 @@ function laxFloat() {
 const TRUE_STRINGS = new Set(['true', '1', 'yes', 'on', 't', 'y']);
 const FALSE_STRINGS = new Set(['false', '0', 'no', 'off', 'f', 'n']);
 
-function laxBool() {
+export function laxBool() {
   return z.preprocess(
     (v) => {
       if (v === null) return undefined;
@@ -72,7 +72,7 @@ function laxBool() {
   );
 }
 
-function laxStr() {
+export function laxStr() {
   return z.preprocess(
     (v) => (v === null ? undefined : typeof v === 'number' && Number.isFinite(v) ? String(v) : v),
     z.string({ error: STRING_ERROR }).optional(),

@@ -6,6 +6,7 @@
  */
 import { present } from '../../request/fields.ts';
 import type { A1111Body, A1111Route } from './schema.ts';
+import { controlNetScriptKey } from './controlnet.ts';
 
 /** Fields the service applies (graph, sizes, answer shape) — some with warnings of their own elsewhere. */
 export const APPLIED_FIELDS: Record<A1111Route | 'common', readonly string[]> = {
@@ -104,7 +105,11 @@ export const UNAPPLIED_FIELDS: Record<string, Unapplied> = {
   },
   firstpass_image: { matters: (b) => present(b.firstpass_image), text: 'not applied; the hires fix renders its own first pass' },
   force_task_id: { matters: (b) => present(b.force_task_id), text: 'not applied; progress and results are reported under the render id in info.render_id' },
-  alwayson_scripts: { matters: (b) => Object.keys(b.alwayson_scripts ?? {}).length > 0, text: 'always-on scripts (extensions) are not available; ignored' },
+  // ControlNet's units are applied (controlnet.ts); any other always-on script is not.
+  alwayson_scripts: {
+    matters: (b) => otherAlwaysOnScripts(b).length > 0,
+    text: 'always-on scripts (extensions) other than ControlNet are not available; ignored',
+  },
   infotext: { matters: (b) => present(b.infotext), text: 'parsing parameters from an infotext is not supported; ignored' },
   clip_skip: { matters: (b) => (b.clip_skip ?? 1) > 1, text: 'not supported by these models; ignored' },
   firstphase_width: { matters: (b) => (b.firstphase_width ?? 0) > 0, text: 'not applied; the first pass renders at width x height' },
@@ -117,6 +122,11 @@ export const UNAPPLIED_FIELDS: Record<string, Unapplied> = {
   latent_mask: { matters: (b) => present(b.latent_mask), text: 'not applied; the mask is used for the latent too' },
   include_init_images: { matters: (b) => b.include_init_images === true, text: 'not applied; the answer carries only the rendered images' },
 };
+
+function otherAlwaysOnScripts(b: A1111Body): string[] {
+  const controlNet = controlNetScriptKey(b.alwayson_scripts);
+  return Object.keys(b.alwayson_scripts ?? {}).filter((k) => k !== controlNet);
+}
 
 export function unappliedFieldWarnings(b: A1111Body, ctx: { sampler: string }, warnings: string[]): void {
   for (const [field, u] of Object.entries(UNAPPLIED_FIELDS)) {

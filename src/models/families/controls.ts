@@ -11,9 +11,16 @@
  * contract check (src/cli/contract-profiles.ts) reports the ones a ComfyUI lacks.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
-import type { ControlNetUnit, ControlUnit, UnionControlType } from '../../render/types.ts';
+import {
+  UNION_CONTROL_TYPES,
+  type ControlNetUnit,
+  type ControlPreprocessor,
+  type ControlUnit,
+  type ImagePromptUnit,
+  type UnionControlType,
+} from '../../render/types.ts';
 import type { ModelProfile } from '../profile.ts';
-import { engineFiles, requireFile } from './engine.ts';
+import { engineFiles, requireFile, type NodeAdder } from './engine.ts';
 import type { BuildInput, GraphBuilder } from './graph-builder.ts';
 
 /** File roles of the Flux control nodes: the union ControlNet, the Redux style model and its SigLIP encoder. */
@@ -35,23 +42,39 @@ function unitImage(input: BuildInput, index: number): string {
   return name;
 }
 
+/**
+ * `image` through a preprocessor (ComfyUI core nodes): as it is, Canny, or inverted. `id` names the node of each
+ * preprocessor, `title` prefixes its title.
+ */
+export function preprocessImage(
+  g: NodeAdder,
+  image: NodeLink,
+  spec: { preprocessor: ControlPreprocessor; canny?: { low: number; high: number } },
+  node: { id: (preprocessor: 'canny' | 'invert') => string; title: string },
+): NodeLink {
+  if (spec.preprocessor === 'canny') {
+    const { low, high } = spec.canny ?? { low: 0.4, high: 0.8 };
+    return g.add(node.id('canny'), 'Canny', `${node.title}: canny`, { image, low_threshold: low, high_threshold: high });
+  }
+  if (spec.preprocessor === 'invert') return g.add(node.id('invert'), 'ImageInvert', `${node.title}: invert`, { image });
+  return image;
+}
+
 /** The unit's hint image: as sent, through Canny, or inverted. */
 function hintImage(g: GraphBuilder, input: BuildInput, unit: ControlNetUnit, index: number): NodeLink {
   const image = g.add(`control_image_${index}`, 'LoadImage', `Control image ${index}`, { image: unitImage(input, index) });
-  if (unit.preprocessor === 'canny') {
-    const { low, high } = unit.canny ?? { low: 0.4, high: 0.8 };
-    return g.add(`control_canny_${index}`, 'Canny', `Preprocessor ${index}: canny`, { image, low_threshold: low, high_threshold: high });
-  }
-  if (unit.preprocessor === 'invert') return g.add(`control_invert_${index}`, 'ImageInvert', `Preprocessor ${index}: invert`, { image });
-  return image;
+  return preprocessImage(g, image, unit, { id: (p) => `control_${p}_${index}`, title: `Preprocessor ${index}` });
 }
 
 function hasRole(profile: ModelProfile, role: string): boolean {
   return Boolean(engineFiles(profile)[role]);
 }
 
+/** A unit as asked, before its image is stored: what controlUnsupported needs to judge it. */
+export type ControlUnitAsk = Omit<ControlNetUnit, 'image'> | Omit<ImagePromptUnit, 'image'>;
+
 /** Why `profile` cannot apply `unit` (undefined: it can). The front checks this before it stores anything. */
-export function controlUnsupported(profile: ModelProfile, unit: ControlUnit): string | undefined {
+export function controlUnsupported(profile: ModelProfile, unit: ControlUnitAsk): string | undefined {
   if (profile.family === 'flux') {
     if (unit.kind === 'image-prompt')
       return hasRole(profile, 'redux') && hasRole(profile, 'clipVision') ? undefined : `${profile.id} has no Redux files configured`;
@@ -126,7 +149,36 @@ export function applyFluxControls(
   return { positive, negative };
 }
 
-function qwenPatchRole(unit: ControlNetUnit): string | undefined {
+/** Whether the profile applies a ControlNet unit's step range (start/end): Flux's ControlNetApplyAdvanced does, Qwen's patches do not. */
+export function controlStepRangeApplies(profile: ModelProfile): boolean {
+  return profile.family === 'flux';
+}
+
+/** A control file a profile has configured, and what it offers: the ControlNet or patch files' control types, or image prompts. */
+export interface ControlFile {
+  file: string;
+  kind: 'controlnet' | 'image-prompt';
+  controlTypes: readonly UnionControlType[];
+}
+
+/** The control files of `profile` (none for a family without control units). */
+export function controlFilesOf(profile: ModelProfile): ControlFile[] {
+  const files = engineFiles(profile);
+  const out: ControlFile[] = [];
+  if (profile.family === 'flux') {
+    if (files.controlnet) out.push({ file: files.controlnet, kind: 'controlnet', controlTypes: UNION_CONTROL_TYPES });
+    if (files.redux && files.clipVision) out.push({ file: files.redux, kind: 'image-prompt', controlTypes: [] });
+  }
+  if (profile.family === 'qwen') {
+    for (const [type, role] of Object.entries(QWEN_PATCH_ROLES) as [UnionControlType, string][]) {
+      const file = files[role];
+      if (file) out.push({ file, kind: 'controlnet', controlTypes: [type] });
+    }
+  }
+  return out;
+}
+
+function qwenPatchRole(unit: Omit<ControlNetUnit, 'image'>): string | undefined {
   // `auto` on a per-type patch: the preprocessor says what the hint is.
   const type = unit.controlType === 'auto' && unit.preprocessor === 'canny' ? 'canny/lineart/anime_lineart/mlsd' : unit.controlType;
   return QWEN_PATCH_ROLES[type];
