@@ -13,6 +13,7 @@ import type { ResolveLimits } from '../../request/limits.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { cannyThresholds, PREPROCESSOR_MODULES } from './controlnet.ts';
 import { laxBool, laxFloat, laxInt, laxStr } from './schema.ts';
+import { imageOnlyRequest } from './extras.ts';
 
 const imageList = z.preprocess(
   (v) => (v === null ? undefined : v),
@@ -111,23 +112,8 @@ function finishDetect(plan: DetectPlan, decoded: DecodedImage[], ctx: DetectCont
   const width = first.width ?? 0;
   const height = first.height ?? 0;
   const request: RenderRequest = {
-    kind: 'preprocess',
-    model: ctx.defaultModel,
-    prompt: '',
-    negativePrompt: '',
-    seed: 0,
-    steps: 0,
-    cfg: 0,
-    sampler: '',
-    scheduler: '',
-    width,
-    height,
-    batchSize: refs.length,
-    nIter: 1,
-    denoise: 0,
-    extraImages: refs,
+    ...imageOnlyRequest('preprocess', ctx.defaultModel, refs, { width, height }),
     preprocess: { preprocessor: plan.preprocessor, ...(plan.canny ? { canny: plan.canny } : {}) },
-    report: { samplerName: '', scheduler: '', requestedWidth: width, requestedHeight: height },
   };
   const unique = new Map(decoded.map((d) => [d.ref.sha256, d]));
   return { request, images: [...unique.values()], warnings: plan.warnings };

@@ -135,10 +135,18 @@ function* extrasSteps(
   });
   const first = upscaleTarget(spec, refs[0]!)!;
   const unique = new Map(decoded.map((d) => [d.ref.sha256, d]));
-  const request: RenderRequest = {
-    kind: 'upscale',
-    // No diffusion model runs; the default model's profile only lends its time limits to the render.
-    model: ctx.defaultModel,
+  const request: RenderRequest = { ...imageOnlyRequest('upscale', ctx.defaultModel, refs, first), upscale: spec };
+  return { request, images: [...unique.values()], warnings };
+}
+
+/**
+ * A render of images with no diffusion model (an upscale, a preprocessor): one item per image at `size`; the
+ * default model's profile only lends its time limits.
+ */
+export function imageOnlyRequest(kind: 'upscale' | 'preprocess', model: string, refs: BlobRef[], size: { width: number; height: number }): RenderRequest {
+  return {
+    kind,
+    model,
     prompt: '',
     negativePrompt: '',
     seed: 0,
@@ -146,14 +154,12 @@ function* extrasSteps(
     cfg: 0,
     sampler: '',
     scheduler: '',
-    width: first.width,
-    height: first.height,
+    width: size.width,
+    height: size.height,
     batchSize: refs.length,
     nIter: 1,
     denoise: 0,
     extraImages: refs,
-    upscale: spec,
-    report: { samplerName: '', scheduler: '', requestedWidth: first.width, requestedHeight: first.height },
+    report: { samplerName: '', scheduler: '', requestedWidth: size.width, requestedHeight: size.height },
   };
-  return { request, images: [...unique.values()], warnings };
 }
