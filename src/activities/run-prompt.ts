@@ -38,6 +38,7 @@ import type { Backend, PromptRun, RenderRequest, StageTiming } from '../render/t
 import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { ItemProgress } from './item-progress.ts';
 import { StageRates } from './stage-rates.ts';
+import { silentStagePriors } from '../models/stage-priors.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { collectFiles, collectPromptOutputs } from './collect-outputs.ts';
 import { toFailure, withBackend } from './failures.ts';
@@ -103,7 +104,11 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, rates
   // Where the item sits in its render, so every progress route reads the render's progress from the heartbeat alone.
   const position = input.request ? { item: input.item, items: input.request.batchSize * input.request.nIter } : {};
   let beat: PromptHeartbeat = { backend: backend.id, promptId: '', lastEventAt: startedAt, attempt, ...position };
-  const stages = new ItemProgress(input.graph, input.request?.kind === 'video', input.request ? rates.estimate(input.request) : {});
+  const stages = new ItemProgress(
+    input.graph,
+    input.request?.kind === 'video',
+    input.request ? rates.estimate(input.request, silentStagePriors(input.request.model)) : {},
+  );
   const onProgress = (p: FollowProgress): void => {
     beat = { backend: backend.id, promptId: p.promptId, lastEventAt: p.lastEventAt ?? p.lastActivityAt, attempt, ...position };
     if (p.node !== undefined) beat.node = p.node;

@@ -9,6 +9,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { StageEstimate } from './item-progress.ts';
+import type { SilentStagePriors } from '../models/stage-priors.ts';
 
 interface ModelRates {
   /** Text encoding, ms. */
@@ -57,10 +58,11 @@ export class StageRates {
     }
   }
 
-  /** What the encode and the decode of `request` should take, from earlier renders of its model. */
-  estimate(request: SizedRequest): StageEstimate {
+  /** What the encode and the decode of `request` should take, from earlier renders of its model (and its family's priors). */
+  estimate(request: SizedRequest, prior?: SilentStagePriors): StageEstimate {
     const r = this.rates.get(request.model);
     const out: StageEstimate = { decodeUnits: decodeUnits(request) };
+    if (prior) out.prior = prior;
     if (r?.encodeMs !== undefined) out.encodeMs = r.encodeMs;
     if (r?.decodeMsPerUnit !== undefined) out.decodeMs = r.decodeMsPerUnit * decodeUnits(request);
     return out;

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { creep, ItemProgress, STAGE_ENDS } from '../../src/activities/item-progress.ts';
+import { ItemProgress, RISE_PER_EFOLD, silentFraction, STAGE_ENDS, type StageEstimate } from '../../src/activities/item-progress.ts';
+import { silentStagePriors } from '../../src/models/stage-priors.ts';
 import { decodeUnits, StageRates } from '../../src/activities/stage-rates.ts';
 import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 
@@ -114,13 +115,16 @@ describe('video decode: estimated from its measured rate, rising to the end', ()
     }
   });
 
-  it('creep: linear to 55 % at the expected time, then each doubling adds a fifth, never 100 %', () => {
-    expect(creep(0, 10)).toBe(0);
-    expect(creep(5, 10)).toBeCloseTo(0.275);
-    expect(creep(10, 10)).toBeCloseTo(0.55);
-    expect(creep(20, 10)).toBeCloseTo(0.55 + 0.28 * Math.LN2);
-    expect(creep(40, 10) - creep(20, 10)).toBeCloseTo(0.28 * Math.LN2);
-    expect(creep(1e9, 10)).toBe(0.99);
+  it('silentFraction: linear to 55 % of the share at the expected time, then 0.12 per e-fold of the item time, up to its limit', () => {
+    const stage = { from: 0.6, to: 0.96, limit: 0.985, startedAt: 10_000, expectedMs: 20_000 };
+    expect(silentFraction(stage, 10_000)).toBe(0.6);
+    expect(silentFraction(stage, 20_000)).toBeCloseTo(0.6 + 0.36 * 0.275);
+    const atExpected = 0.6 + 0.36 * 0.55;
+    expect(silentFraction(stage, 30_000)).toBeCloseTo(atExpected);
+    // The time constant is the item's elapsed time: twice the time since the item started, 0.12 × ln 2 more.
+    expect(silentFraction(stage, 60_000)).toBeCloseTo(atExpected + RISE_PER_EFOLD * Math.LN2);
+    expect(silentFraction(stage, 120_000) - silentFraction(stage, 60_000)).toBeCloseTo(RISE_PER_EFOLD * Math.LN2);
+    expect(silentFraction(stage, 1e12)).toBe(0.985);
   });
 
   it('a decode five times longer than measured: still no percent held for a tenth of the render', () => {
@@ -144,6 +148,16 @@ describe('stage rates: measured per model, scaled by frames and size', () => {
     expect(rates.estimate(wan).decodeMs).toBeCloseTo(80_000, 3);
     expect(decodeUnits({ width: 1280, height: 704, video: { frames: 121 } })).toBeCloseTo(109.05, 1);
   });
+
+  it("a model no render measured yet carries its family's priors; a measured one keeps them beside its rates", () => {
+    const rates = new StageRates();
+    const wan = { model: 'videogen-wan22-5b', width: 320, height: 192, video: { frames: 17 } } as const;
+    const prior = silentStagePriors(wan.model)!;
+    expect(rates.estimate(wan, prior)).toEqual({ decodeUnits: expect.closeTo(1.04448, 4), prior });
+    rates.record(wan, { decodeMs: 10_000 });
+    expect(rates.estimate(wan, prior)).toMatchObject({ decodeMs: expect.closeTo(10_000, 3), prior });
+    expect(silentStagePriors('no-such-model')).toBeUndefined();
+  });
 });
 
 describe('textinfo says what happens', () => {
@@ -161,5 +175,111 @@ describe('textinfo says what happens', () => {
     expect(textinfo({ jobCount: 1, current: { ...current, phase: 'saving' } })).toBe('Saving image 1/2');
     expect(textinfo({ jobCount: 1, current: { ...current, phase: 'encoding' } })).toBe('Encoding the prompt, image 1/2');
     expect(textinfo({ jobCount: 1, current: { ...current, value: 3, max: 8, phase: 'sampling' } })).toBe('Sampling step 3/8, image 1/2');
+  });
+});
+
+/**
+ * Whole items with fake time, ticked every second as run-prompt.ts does: the longest time one integer percent
+ * (what /v1/videos shows; /sdapi/v1/progress shows the same fraction) is held, against the item's length.
+ */
+describe('first renders of a model: no percent held for a tenth of the render, whatever the box', () => {
+  const wan: ComfyGraph = {
+    unet: node('UNETLoader'),
+    clip: node('CLIPLoader'),
+    positive: node('CLIPTextEncode'),
+    negative: node('CLIPTextEncode'),
+    sampler: node('KSampler'),
+    decode: node('VAEDecode'),
+    create_video: node('CreateVideo'),
+    save: node('SaveVideo'),
+  };
+  interface Timeline {
+    loadMs: number;
+    encodeMs: number;
+    steps: number;
+    samplingMs: number;
+    decodeMs: number;
+    saveMs: number;
+  }
+
+  function run(t: Timeline, estimate: StageEstimate): { series: { at: number; fraction: number }[]; total: number } {
+    const p = new ItemProgress(wan, true, estimate);
+    const series: { at: number; fraction: number }[] = [];
+    const events: [number, string, number | undefined, number | undefined][] = [[0, 'unet', 0, 1]];
+    let at = t.loadMs;
+    events.push([at, 'positive', undefined, undefined], [at + t.encodeMs / 2, 'negative', undefined, undefined]);
+    at += t.encodeMs;
+    for (let s = 0; s <= t.steps; s++) events.push([at + (t.samplingMs * s) / t.steps, 'sampler', s, t.steps]);
+    at += t.samplingMs;
+    events.push([at, 'decode', undefined, undefined]);
+    at += t.decodeMs;
+    events.push([at, 'create_video', undefined, undefined]);
+    const total = at + t.saveMs;
+    let next = 0;
+    for (let now = 0; now <= total; now += 1_000) {
+      while (next < events.length && events[next]![0] <= now) {
+        const [when, id, value, max] = events[next++]!;
+        series.push({ at: when, fraction: p.update(id, value, max, when).fraction });
+      }
+      series.push({ at: now, fraction: p.tick(now).fraction });
+    }
+    return { series, total };
+  }
+
+  /** The longest time (ms) one integer percent was shown. */
+  function longestHeld(series: { at: number; fraction: number }[]): number {
+    let best = 0;
+    let since = series[0]!.at;
+    for (let i = 1; i < series.length; i++) {
+      if (Math.floor(series[i]!.fraction * 100) !== Math.floor(series[i - 1]!.fraction * 100)) since = series[i]!.at;
+      best = Math.max(best, series[i]!.at - since);
+    }
+    return best;
+  }
+
+  const units = 320 * 192 * 17 * 1e-6;
+  const firstWan: StageEstimate = { decodeUnits: units, prior: silentStagePriors('videogen-wan22-5b')! };
+
+  it('the Wan 2.2 priors come from its family', () => {
+    expect(firstWan.prior).toEqual({ encodeMs: 5_000, decodeMsPerUnit: 1_000 });
+  });
+
+  it("issue 28's first Wan render on a CPU (encode 721 s, decode 837 s of 1583 s): rises through both", () => {
+    const { series, total } = run({ loadMs: 14_000, encodeMs: 721_000, steps: 4, samplingMs: 7_000, decodeMs: 837_000, saveMs: 4_000 }, firstWan);
+    for (let i = 1; i < series.length; i++) expect(series[i]!.fraction).toBeGreaterThanOrEqual(series[i - 1]!.fraction);
+    expect(longestHeld(series)).toBeLessThan(total / 10);
+    // Through the decode it rose by more than a few points (not held at 95 % as before).
+    const decodeStart = series.find((s) => s.at >= 742_000)!.fraction;
+    const decodeEnd = series.filter((s) => s.at < 1_579_000).at(-1)!.fraction;
+    expect(decodeEnd - decodeStart).toBeGreaterThan(0.1);
+    expect(decodeEnd).toBeLessThan(STAGE_ENDS.video.decoding);
+  });
+
+  it('a first Wan render on a GPU (30 steps in 8 min, 100 s decode of a 109-unit clip): smooth, and the decode follows the prior', () => {
+    const { series, total } = run(
+      { loadMs: 20_000, encodeMs: 5_000, steps: 30, samplingMs: 480_000, decodeMs: 100_000, saveMs: 5_000 },
+      { ...firstWan, decodeUnits: 109 },
+    );
+    expect(longestHeld(series)).toBeLessThan(total / 10);
+    // Expected: the prior's 109 s, or a quarter of the 505 s before the decode when longer (126 s): 100 s in, 79 % of 55 %.
+    const decodeEnd = series.filter((s) => s.at < 605_000).at(-1)!.fraction;
+    expect(decodeEnd).toBeCloseTo(STAGE_ENDS.video.sampling + 0.36 * 0.55 * (100 / 126.25), 2);
+    // The encode took its prior: sampling starts where its share does.
+    expect(series.find((s) => s.at >= 25_000)!.fraction).toBeLessThan(STAGE_ENDS.video.encoding + 0.01);
+  });
+
+  it('a box ten times faster than the prior jumps forward; one a hundred times slower still rises', () => {
+    const fast = run({ loadMs: 2_000, encodeMs: 500, steps: 30, samplingMs: 48_000, decodeMs: 10_000, saveMs: 500 }, { ...firstWan, decodeUnits: 109 });
+    expect(longestHeld(fast.series)).toBeLessThan(fast.total / 10);
+    const slow = run({ loadMs: 60_000, encodeMs: 500_000, steps: 2, samplingMs: 60_000, decodeMs: 1_000_000, saveMs: 5_000 }, firstWan);
+    expect(longestHeld(slow.series)).toBeLessThan(slow.total / 10);
+  });
+
+  it('a measured rate five times too short (the box got slower): still no percent held for a tenth of the render', () => {
+    const { series, total } = run(
+      { loadMs: 5_000, encodeMs: 20_000, steps: 4, samplingMs: 40_000, decodeMs: 300_000, saveMs: 2_000 },
+      { ...firstWan, encodeMs: 20_000, decodeMs: 60_000 },
+    );
+    expect(longestHeld(series)).toBeLessThan(total / 10);
   });
 });

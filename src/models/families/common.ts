@@ -29,7 +29,22 @@ export interface FamilyBuilder {
   readonly sampling: FamilySampling;
   /** Video families: the tasks they render and their progress stages. */
   readonly video?: VideoFamily;
+  /** What the stages without a progress bar are expected to take before a render of the model measured them. */
+  readonly silentStages: SilentStagePriors;
   build(input: BuildInput): ComfyGraph;
+}
+
+/**
+ * The prior of the silent stages (text encoding, the final decode) of a family's models on a mid-range GPU:
+ * the progress of a model's first render on a worker moves against these (src/activities/item-progress.ts),
+ * later ones against what earlier renders measured. Set from the encoders' and VAEs' sizes, not measured
+ * here; a box far slower (a CPU) still sees progress rise, on a floor that follows the time spent.
+ */
+export interface SilentStagePriors {
+  /** The text encoding of one prompt, ms. */
+  encodeMs: number;
+  /** The final VAE decode, ms per output megapixel-frame. */
+  decodeMsPerUnit: number;
 }
 
 /** Single text encoder (Qwen): core CLIPLoader, or CLIPLoaderGGUF for a `.gguf` file (same `type` enum). */

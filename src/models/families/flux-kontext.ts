@@ -6,7 +6,7 @@
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
 import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
-import { FLUX_FILE_ROLES, FLUX_SAMPLING, fluxBase } from './flux.ts';
+import { FLUX_FILE_ROLES, FLUX_SAMPLING, FLUX_SILENT_STAGES, fluxBase } from './flux.ts';
 
 /** Kontext's recommended guidance when the request carries none. */
 const KONTEXT_GUIDANCE = 2.5;
@@ -16,6 +16,7 @@ export const fluxKontextBuilder: FamilyBuilder = {
   sampling: FLUX_SAMPLING,
   fileRoles: FLUX_FILE_ROLES,
   kinds: ['edit', 'txt2img'],
+  silentStages: FLUX_SILENT_STAGES,
   build(input: BuildInput): ComfyGraph {
     const { request, images } = input;
     if (request.kind === 'edit' && images.refs.length === 0) throw new Error('Kontext edit graph without reference images');

@@ -5,7 +5,18 @@
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import type { FamilySampling } from './sampling-facts.ts';
-import { GraphBuilder, applyLoras, loadUnet, loadVae, requireFile, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
+import {
+  GraphBuilder,
+  applyLoras,
+  loadUnet,
+  loadVae,
+  requireFile,
+  sampleDecodeSave,
+  sourceLatent,
+  type BuildInput,
+  type FamilyBuilder,
+  type SilentStagePriors,
+} from './common.ts';
 import { applyFluxControls, FLUX_CONTROL_ROLES } from './controls.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
@@ -18,6 +29,9 @@ export const FLUX_TEXT_FILES = {
 export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
 
 /** Flux is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to it (its Align Your Steps). */
+/** T5-XXL (4.7B) and CLIP-L; Flux's 16-channel VAE decodes a megapixel in well under a second. */
+export const FLUX_SILENT_STAGES: SilentStagePriors = { encodeMs: 3_000, decodeMsPerUnit: 500 };
+
 export const FLUX_SAMPLING: FamilySampling = {
   prediction: 'flow',
   emptyLatent: 'EmptySD3LatentImage',
@@ -67,6 +81,7 @@ export const fluxBuilder: FamilyBuilder = {
   optionalFileRoles: FLUX_CONTROL_ROLES,
   sampling: FLUX_SAMPLING,
   kinds: ['txt2img', 'img2img'],
+  silentStages: FLUX_SILENT_STAGES,
   build(input: BuildInput): ComfyGraph {
     const g = new GraphBuilder();
     const { model, vae, text, negative: zeroed } = fluxBase(g, input);

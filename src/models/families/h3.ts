@@ -25,6 +25,8 @@ export const h3Builder: FamilyBuilder = {
   sampling: { prediction: 'flow' },
   fileRoles: H3_FILE_ROLES,
   kinds: ['video'],
+  // A 32B vision-language text encoder (NVFP4) and a video VAE with an audio VAE beside it.
+  silentStages: { encodeMs: 20_000, decodeMsPerUnit: 1_500 },
   video: {
     tasks: [
       { id: 't2va', images: 'none' },

@@ -8,7 +8,7 @@
  */
 import type { ComfyGraph, InputValue } from '../../comfyui/graph.ts';
 import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
-import { QWEN_FILE_ROLES, QWEN_SAMPLING, qwenBase } from './qwen.ts';
+import { QWEN_FILE_ROLES, QWEN_SAMPLING, QWEN_SILENT_STAGES, qwenBase } from './qwen.ts';
 
 export const QWEN_EDIT_MAX_IMAGES = 3;
 
@@ -17,6 +17,8 @@ export const qwenEditBuilder: FamilyBuilder = {
   sampling: QWEN_SAMPLING,
   fileRoles: QWEN_FILE_ROLES,
   kinds: ['edit', 'txt2img'],
+  // The 7B vision-language encoder reads the reference images too: twice the text-only encode.
+  silentStages: { ...QWEN_SILENT_STAGES, encodeMs: 2 * QWEN_SILENT_STAGES.encodeMs },
   build(input: BuildInput): ComfyGraph {
     const { request, images } = input;
     // txt2img: the same encoder without images (its image inputs are optional) renders text-to-image.

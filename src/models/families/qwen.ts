@@ -5,7 +5,18 @@
 import type { ComfyGraph } from '../../comfyui/graph.ts';
 import type { NodeLink } from '../../comfyui/graph.ts';
 import type { FamilySampling } from './sampling-facts.ts';
-import { GraphBuilder, loadSingleClip, applyLoras, loadUnet, loadVae, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
+import {
+  GraphBuilder,
+  loadSingleClip,
+  applyLoras,
+  loadUnet,
+  loadVae,
+  sampleDecodeSave,
+  sourceLatent,
+  type BuildInput,
+  type FamilyBuilder,
+  type SilentStagePriors,
+} from './common.ts';
 import { applyQwenControls, QWEN_PATCH_ROLES } from './controls.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
@@ -42,6 +53,9 @@ export function qwenBase(g: GraphBuilder, input: BuildInput) {
 }
 
 /** Qwen-Image is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to FLUX, Wan and Chroma, not to Qwen. */
+/** Qwen2.5-VL 7B as the text encoder; the Qwen-Image VAE (Wan 2.1's) is slower than Flux's. */
+export const QWEN_SILENT_STAGES: SilentStagePriors = { encodeMs: 5_000, decodeMsPerUnit: 1_000 };
+
 export const QWEN_SAMPLING: FamilySampling = {
   prediction: 'flow',
   emptyLatent: 'EmptySD3LatentImage',
@@ -56,6 +70,7 @@ export const qwenBuilder: FamilyBuilder = {
   optionalFileRoles: [...new Set(Object.values(QWEN_PATCH_ROLES))],
   sampling: QWEN_SAMPLING,
   kinds: ['txt2img', 'img2img'],
+  silentStages: QWEN_SILENT_STAGES,
   build(input: BuildInput): ComfyGraph {
     const { request } = input;
     const g = new GraphBuilder();

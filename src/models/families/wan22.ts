@@ -20,6 +20,8 @@ export const wan22Builder: FamilyBuilder = {
   sampling: { prediction: 'flow', alignYourSteps: { node: 'OptimalStepsScheduler', modelType: 'Wan' } },
   fileRoles: WAN22_FILE_ROLES,
   kinds: ['video'],
+  // UMT5-XXL (5.7B) over 512 tokens; the Wan 2.2 VAE decodes a 1280x704x121 clip (109 units) in about two minutes.
+  silentStages: { encodeMs: 5_000, decodeMsPerUnit: 1_000 },
   // One model for both: the start image alone selects image-to-video.
   video: {
     tasks: [
