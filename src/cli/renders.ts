@@ -410,8 +410,8 @@ export function formatTimeline(tl: RenderTimeline): string {
     L.push('', 'prompts:');
     for (const p of tl.prompts) {
       // An item stopped by interrupt or skip completed its activity, but not its prompt.
-      const stopped = tl.outputOutcomes?.find((o) => o.item === p.item && o.outcome === 'partial');
-      const what = stopped ? `${p.outcome ?? ''} (${stopped.stoppedBy === 'skip' ? 'skipped' : 'interrupted'}${stepOf(stopped)})` : (p.outcome ?? '');
+      const stopped = p.stopped;
+      const what = stopped ? `${p.outcome ?? ''} (${stopped.by === 'skip' ? 'skipped' : 'interrupted'}${stepOf(stopped)})` : (p.outcome ?? '');
       L.push(`  item ${p.item}  ${p.promptId}  attempt ${p.attempt ?? '?'}  ${what}`);
     }
   }

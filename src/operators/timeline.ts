@@ -413,6 +413,26 @@ interface Execution {
   closed: boolean;
 }
 
+/**
+ * The prompts an interrupt or a skip stopped (the last attempt of each such item): their activity completed,
+ * so their attempt outcome is `completed`, but ComfyUI's history says `execution_interrupted`.
+ */
+function markStoppedPrompts(tl: RenderTimeline, result: Partial<Pick<RenderResult, 'skipped' | 'partial'>>): void {
+  const skipped = Array.isArray(result.skipped) ? result.skipped : [];
+  const partial = Array.isArray(result.partial) ? result.partial : [];
+  const items = new Set([...skipped, ...partial.map((p) => p.item)]);
+  for (const item of items) {
+    const last = tl.prompts.filter((p) => p.item === item).sort((a, b) => (b.attempt ?? 0) - (a.attempt ?? 0))[0];
+    if (!last) continue;
+    const reached = partial.find((p) => p.item === item);
+    last.stopped = {
+      by: skipped.includes(item) ? 'skip' : 'interrupt',
+      ...(reached?.step !== undefined ? { step: reached.step } : {}),
+      ...(reached?.steps !== undefined ? { steps: reached.steps } : {}),
+    };
+  }
+}
+
 /** What happened, once the render ended: from its result (completed) or its failure. */
 function addOutcome(tl: RenderTimeline, closed: RenderStatusName | undefined, result: Partial<RenderResult> | undefined): void {
   if (closed === 'completed') {
@@ -420,6 +440,7 @@ function addOutcome(tl: RenderTimeline, closed: RenderStatusName | undefined, re
     const { outcome, summary, ...details } = outcomeOf(r);
     tl.outcome = { outcome, summary, ...details };
     tl.outputOutcomes = outputOutcomes({ ...r, ...(tl.request ? { request: tl.request } : {}) });
+    markStoppedPrompts(tl, r);
   } else if (closed === 'failed' || closed === 'timed-out' || closed === 'terminated') {
     const cls = tl.failure ? failureClass(tl.failure) : undefined;
     tl.outcome = { outcome: closed, summary: `${closed}: ${tl.reason ?? 'no reason recorded'}`, ...(cls ? { failureClass: cls } : {}) };

@@ -143,6 +143,11 @@ export interface PromptView {
   startedAt?: string;
   finishedAt?: string;
   outcome?: AttemptOutcome;
+  /**
+   * The prompt was stopped by `/sdapi/v1/interrupt` or `/sdapi/v1/skip` (ComfyUI's history says
+   * `execution_interrupted`), at the sampling step reached when known: its activity completed, the prompt did not.
+   */
+  stopped?: { by: 'interrupt' | 'skip'; step?: number; steps?: number };
 }
 
 export interface GraphView {

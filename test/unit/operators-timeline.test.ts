@@ -134,15 +134,25 @@ describe('what happened, beyond the status', () => {
     expect(text).toContain('OUTCOME: partial: interrupted at step 2/4');
     expect(text).toMatch(/^ {2}0 {2}sha256 \S+ .* PARTIAL \(interrupted at step 2\/4\)$/m);
     expect(text).toMatch(/^ {2}item 0 .* completed \(interrupted at step 2\/4\)$/m);
+    // GET /renders/{id}: the prompt itself says it was stopped (ComfyUI's history: execution_interrupted).
+    expect(tl.prompts).toEqual([expect.objectContaining({ item: 0, outcome: 'completed', stopped: { by: 'interrupt', step: 2, steps: 4 } })]);
+  });
+
+  it('a skip before any preview: no partial output, but the prompt still says it was skipped', () => {
+    const tl = completedWith((r) => Object.assign(r, { skipped: [0] }));
+    expect(tl.prompts[0]!.stopped).toEqual({ by: 'skip' });
+    expect(formatTimeline(tl)).toMatch(/^ {2}item 0 .* completed \(skipped\)$/m);
   });
 
   it('a skipped item and a black output', () => {
     const skipped = completedWith((r) => Object.assign(r, { skipped: [0], partial: [{ item: 0, step: 1, steps: 4 }] }));
     expect(skipped.outcome).toMatchObject({ outcome: 'partial', skipped: [0], summary: 'partial: item 0 skipped at step 1/4' });
     expect(skipped.outputOutcomes![0]).toMatchObject({ outcome: 'partial', stoppedBy: 'skip' });
+    expect(skipped.prompts[0]!.stopped).toEqual({ by: 'skip', step: 1, steps: 4 });
     const black = completedWith((r) => (r.outputs[0].blank = 'black'));
     expect(black.outcome).toMatchObject({ outcome: 'blank', blank: [0], summary: 'blank: output 0 is black (NaN in the VAE)' });
     expect(black.outputOutcomes).toEqual([{ index: 0, item: 0, outcome: 'completed', blank: 'black' }]);
+    expect(black.prompts[0]!.stopped).toBeUndefined();
     expect(formatTimeline(black)).toMatch(/BLANK \(black: NaN in the VAE\)$/m);
   });
 

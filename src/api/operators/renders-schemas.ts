@@ -92,7 +92,9 @@ export const renderTimelineSchema = z
     priority: z.number().optional(),
     request: z.unknown().optional().describe('the resolved request exactly as the workflow received it'),
     graphs: z.array(z.unknown()).describe('the ComfyUI graph of each output item'),
-    prompts: z.array(z.unknown()).describe('ComfyUI prompts: item, promptId, attempt, times, outcome'),
+    prompts: z
+      .array(z.unknown())
+      .describe('ComfyUI prompts: item, promptId, attempt, times, outcome; `stopped` {by: interrupt|skip, step, steps} when an interrupt or a skip stopped it'),
     outputs: z.array(blobRefSchema),
     outputOutcomes: z.array(outputOutcomeSchema).optional().describe('what happened to each output: completed, or partial (stopped at a step); blank'),
     outcome: outcomeSchema.optional(),
