@@ -269,6 +269,12 @@ describe('finding renders', () => {
     expect(interrupted).toMatchObject({ status: 'completed', outcome: 'partial' });
     expect(interrupted.outcomeSummary).toMatch(/^partial: interrupted at step \d+\/8$/);
     expect(partial.renders.find((r) => r.id === ids.skipped)!.outcomeSummary).toMatch(/^partial: item 0 skipped at step \d+\/8$/);
+    // GET /renders/{id}: the stopped prompt says so beside its completed activity, with the step it reached.
+    const shown = (await http('GET', `/renders/${ids.interrupted}`)).json as RenderTimeline;
+    expect(shown.prompts[0]).toMatchObject({ item: 0, outcome: 'completed', stopped: { by: 'interrupt', steps: 8 } });
+    const skippedShown = (await http('GET', `/renders/${ids.skipped}`)).json as RenderTimeline;
+    expect(skippedShown.prompts.find((p) => p.item === 0)).toMatchObject({ stopped: { by: 'skip', steps: 8 } });
+    expect(skippedShown.prompts.find((p) => p.item === 1)?.stopped).toBeUndefined();
     // The table says it beside the status.
     const table = await cli('list', '--outcome', 'partial');
     expect(table.stdout).toMatch(new RegExp(`^${ids.interrupted}\\s+completed\\s+partial\\s`, 'm'));
