@@ -25,9 +25,17 @@ export function renderFraction(item: number, items: number, fraction: number): n
   return clamp01((i + fraction) / n);
 }
 
-/** `/v1/videos`' integer percent of a render's fraction: the same number `/sdapi/v1/progress` shows, ×100, rounded down. */
+/** `/sdapi/v1/progress`' value of a render's fraction: four decimals, as A1111 clients read it. */
+export function progressValue(fraction: number): number {
+  return Math.round(clamp01(fraction) * 10_000) / 10_000;
+}
+
+/**
+ * `/v1/videos`' integer percent of a render's fraction: the value `/sdapi/v1/progress` shows, ×100, rounded
+ * down (0.049996 shows as 0.05 there and 5 here, not 4).
+ */
 export function percent(fraction: number): number {
-  return Math.floor(100 * clamp01(fraction) + 1e-9);
+  return Math.floor(Math.round(clamp01(fraction) * 10_000) / 100 + 1e-9);
 }
 
 const MAX_REMEMBERED = 1_000;

@@ -266,3 +266,17 @@ describe('one progress for a render, on every route, that never goes back', () =
     expect(again.current).toMatchObject({ progress: 0.6, phase: 'encoding' });
   });
 });
+
+describe('one number on both progress routes', () => {
+  it('/v1/videos shows the value /sdapi/v1/progress shows, ×100 rounded down, also next to a percent boundary', async () => {
+    const { percent, progressValue } = await import('../../src/operators/render-progress.ts');
+    // Seen on a real Wan render: a fraction of 0.0499996 was 0.05 on /sdapi/v1/progress and 4 on /v1/videos.
+    for (const f of [0, 0.0499996, 0.05, 0.33999, 0.34, 0.123456, 0.99, 0.999951, 1, 1.2, -0.1, Number.NaN]) {
+      expect(percent(f)).toBe(Math.floor(progressValue(f) * 100 + 1e-9));
+    }
+    expect(progressValue(0.0499996)).toBe(0.05);
+    expect(percent(0.0499996)).toBe(5);
+    expect(percent(0.0499)).toBe(4);
+    expect(percent(0.29)).toBe(29);
+  });
+});

@@ -16,6 +16,7 @@ import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../context.ts';
 import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
 import { markPolled, readPreview } from '../../operators/previews.ts';
+import { progressValue } from '../../operators/render-progress.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { optionsSchema, progressQuerySchema, progressSchema, samplersSchema, schedulersSchema, sdModelsSchema } from './answer-schemas.ts';
 import { a1111Errors, nullAnswer } from '../openapi-shapes.ts';
@@ -190,7 +191,8 @@ export function a1111Progress(s: ProgressSnapshot, currentImage?: string): z.out
   const c = s.current;
   const started = c?.itemStartedAt !== undefined ? new Date(c.itemStartedAt).toISOString().replace(/[-:T]/g, '').slice(0, 14) : '0';
   return {
-    progress: c ? round(c.progress, 4) : round(s.pendingProgress ?? 0, 4),
+    // The value /v1/videos shows as a percent (render-progress.ts `percent`): the two routes agree.
+    progress: progressValue(c ? c.progress : (s.pendingProgress ?? 0)),
     eta_relative: c ? round(c.etaSeconds, 2) : 0,
     state: {
       skipped: false,
