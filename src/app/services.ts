@@ -79,7 +79,7 @@ export interface ServiceOptions {
 
 export async function runServices(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Running> {
   // Before any client or worker exists: they pick the global tracer provider up when they make spans.
-  const tracing = startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
+  const tracing = await startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
   if (tracing) logger.info({ mode }, 'OpenTelemetry tracing on');
   // The Temporal workers and the HTTP front each load only where they run (RSS: the SDK's worker runtime is
   // tens of MB a `start` front does not need, and Fastify with every route the same in its worker thread).

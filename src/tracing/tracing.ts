@@ -3,13 +3,13 @@
  * interceptors, the HTTP hooks and the activities' own spans all find it), with the W3C trace-context
  * propagator and async-hooks context. Off unless an OTLP endpoint is configured (or a test hands in its own
  * exporter): then nothing is registered, every span is the API's no-op and the workflow bundle carries no
- * tracing interceptor, exactly as before tracing existed.
+ * tracing interceptor, exactly as before tracing existed. The SDK (exporter, provider, resources: ~300
+ * modules) is imported only when tracing is on: off, it is never loaded, in neither of `start`'s threads
+ * (bench/README.md, issue 25).
  */
 import { context, propagation, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource, envDetectorSync } from '@opentelemetry/resources';
-import { BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config/config.ts';
 import { trimTrailingSlashes } from '../text/trim.ts';
 
@@ -35,10 +35,16 @@ export function otlpTracesUrl(config: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT'
   return `${trimTrailingSlashes(config.OTEL_EXPORTER_OTLP_ENDPOINT)}/v1/traces`;
 }
 
-/** Starts tracing when configured; undefined (and nothing registered) when off. */
-export function startTracing(config: Config, opts: TracingOptions = {}): Tracing | undefined {
+/** Starts tracing when configured; undefined (and nothing registered, nothing of the SDK loaded) when off. */
+export async function startTracing(config: Config, opts: TracingOptions = {}): Promise<Tracing | undefined> {
   const url = otlpTracesUrl(config);
   if (!opts.exporter && !url) return undefined;
+  const [{ OTLPTraceExporter }, { Resource, envDetectorSync }, { BatchSpanProcessor, SimpleSpanProcessor }, { NodeTracerProvider }] = await Promise.all([
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/sdk-trace-node'),
+  ]);
   // Batched for OTLP (one POST per batch, off the request path); one by one for a test's exporter, so a
   // test sees a span as soon as it ended.
   const processor = opts.exporter ? new SimpleSpanProcessor(opts.exporter) : new BatchSpanProcessor(new OTLPTraceExporter({ url: url! }));

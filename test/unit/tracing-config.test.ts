@@ -10,8 +10,8 @@ import { loadConfig } from '../../src/config/config.ts';
 import { otlpTracesUrl, startTracing } from '../../src/tracing/tracing.ts';
 
 describe('tracing configuration', () => {
-  it('is off unless an OTLP endpoint is set: nothing registered, spans are no-ops', () => {
-    expect(startTracing(loadConfig({}))).toBeUndefined();
+  it('is off unless an OTLP endpoint is set: nothing registered, spans are no-ops', async () => {
+    expect(await startTracing(loadConfig({}))).toBeUndefined();
     expect(trace.getTracer('t').startSpan('x').isRecording()).toBe(false);
   });
 
@@ -41,7 +41,9 @@ describe('tracing configuration', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as AddressInfo;
     try {
-      const tracing = startTracing(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: 'cd-test' }), { mode: 'worker' });
+      const tracing = await startTracing(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: 'cd-test' }), {
+        mode: 'worker',
+      });
       expect(tracing).toBeDefined();
       trace.getTracer('t').startSpan('a-span-for-the-collector').end();
       await tracing!.shutdown();
