@@ -9,6 +9,7 @@ import { comboOptions } from '../comfyui/object-info.ts';
 import type { SystemStats } from '../comfyui/schemas.ts';
 import { profileNeeds, unusableReason } from '../models/availability.ts';
 import { disabledModels, listProfiles } from '../models/registry.ts';
+import { segmentationNeeds, type SegmentationNeeds } from '../models/segmentation.ts';
 
 export interface CatalogSource {
   objectInfo(cls: string): Promise<NodeInfo | undefined>;
@@ -65,6 +66,25 @@ export class ComfyCatalog {
   refresh(): void {
     this.cache.clear();
     this.availability = undefined;
+    this.segmentationCache = undefined;
+  }
+
+  private segmentationCache: { at: number; value: Promise<SegmentationNeeds[] | undefined> } | undefined;
+
+  /**
+   * What background removal and text segmentation lack on this ComfyUI (src/models/segmentation.ts), cached like
+   * `models()`; undefined when ComfyUI could not be asked (a request then goes ahead and ComfyUI validates it).
+   */
+  segmentation(): Promise<SegmentationNeeds[] | undefined> {
+    const hit = this.segmentationCache;
+    if (hit && Date.now() - hit.at < AVAILABILITY_CACHE_MS) return hit.value;
+    if (!this.source.allObjectInfo) return Promise.resolve(undefined);
+    const value = withTimeout(this.source.allObjectInfo(), OBJECT_INFO_TIMEOUT_MS).then(segmentationNeeds, () => undefined);
+    this.segmentationCache = { at: Date.now(), value };
+    void value.then((v) => {
+      if (v === undefined && this.segmentationCache?.value === value) this.segmentationCache = undefined;
+    });
+    return value;
   }
 
   private availability: { at: number; value: Promise<ModelAvailability> } | undefined;
