@@ -24,7 +24,7 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
   if (request.kind === 'preprocess' && request.preprocess) {
     const p = request.preprocess;
     const thresholds = p.canny ? `, Low threshold: ${p.canny.low}, High threshold: ${p.canny.high}` : '';
-    return `Preprocessor: ${p.preprocessor}${thresholds}`;
+    return `Preprocessor: ${p.node ? quote(p.node.module) : p.preprocessor}${thresholds}`;
   }
   if (request.kind === 'segment' && request.segment) {
     const m = request.segment.method;

@@ -141,8 +141,21 @@ export interface RenderRequest {
 /** A control unit, protocol-neutral: what the family builders turn into ControlNet / model-patch / Redux nodes. */
 export type ControlUnit = ControlNetUnit | ImagePromptUnit;
 
-/** How a ControlNet's image becomes its hint: as sent, ComfyUI's core Canny, or inverted (white-on-black lines). */
-export type ControlPreprocessor = 'none' | 'canny' | 'invert';
+/**
+ * How a ControlNet's image becomes its hint: as sent, ComfyUI's core Canny, inverted (white-on-black lines), or
+ * `node`: a preprocessor node the live ComfyUI offers (comfyui_controlnet_aux's depth, lineart, pose, ...), named
+ * in the unit's `node`.
+ */
+export type ControlPreprocessor = 'none' | 'canny' | 'invert' | 'node';
+
+/** A late-bound preprocessor node as the live ComfyUI offered it (src/models/preprocessors.ts). */
+export interface PreprocessorNodeUse {
+  /** The module name the client sent. */
+  module: string;
+  classType: string;
+  /** Its `resolution` input (the unit's processor_res); absent when the node has none. */
+  resolution?: number;
+}
 
 /** SetUnionControlNetType's types (ComfyUI 0.33.0), `auto` = the union model decides from the image. */
 export const UNION_CONTROL_TYPES = [
@@ -164,6 +177,8 @@ export interface ControlNetUnit {
   preprocessor: ControlPreprocessor;
   /** Canny thresholds (0..1, ComfyUI's scale); only with `preprocessor: 'canny'`. */
   canny?: { low: number; high: number };
+  /** Only with `preprocessor: 'node'`. */
+  node?: PreprocessorNodeUse;
   /** What the hint shows: picks the union ControlNet's mode or the family's per-type model patch. */
   controlType: UnionControlType;
   /** Weight of the unit (ControlNetApplyAdvanced `strength`). */
@@ -249,6 +264,8 @@ export interface PreprocessSpec {
   preprocessor: ControlPreprocessor;
   /** Canny thresholds (0..1, ComfyUI's scale); only with `preprocessor: 'canny'`. */
   canny?: { low: number; high: number };
+  /** Only with `preprocessor: 'node'`. */
+  node?: PreprocessorNodeUse;
 }
 
 /**
