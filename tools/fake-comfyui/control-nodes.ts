@@ -41,9 +41,12 @@ registerNodes({
     const alpha = need(n, 'alpha', 'mask');
     return { outputs: [{ ...(image(n, 0, img.width, img.height, Math.max(img.count, alpha.count)) as Extract<FakeValue, { kind: 'image' }>), alpha: true }] };
   },
-  // comfy_extras/nodes_sam3.py: masks of the image's size (their union unless individual_masks) and the boxes.
-  SAM3_Detect: (n) => {
+  // comfy_extras/nodes_sam3.py: masks of the image's size (their union unless individual_masks) and the boxes
+  // (test/fixtures/real-comfyui/execution-controlnet-sam3-text.json).
+  // Its ProgressBar(B) steps once per image (recorded: one `progress` 1/1 for one image).
+  SAM3_Detect: async (n) => {
     const img = need(n, 'image', 'image');
+    await n.sample(img.count);
     return { outputs: [mask(n, 0, img), { kind: 'opaque', sig: n.outSig(1), type: 'BOUNDING_BOX' }] };
   },
 });
