@@ -9,6 +9,8 @@ import { comboOptions } from '../comfyui/object-info.ts';
 import type { SystemStats } from '../comfyui/schemas.ts';
 import { profileNeeds, unusableReason } from '../models/availability.ts';
 import { disabledModels, listProfiles } from '../models/registry.ts';
+import { segmentationNeeds, type SegmentationNeeds } from '../models/segmentation.ts';
+import { livePreprocessors, type PreprocessorNode } from '../models/preprocessors.ts';
 
 export interface CatalogSource {
   objectInfo(cls: string): Promise<NodeInfo | undefined>;
@@ -65,6 +67,40 @@ export class ComfyCatalog {
   refresh(): void {
     this.cache.clear();
     this.availability = undefined;
+    this.infoCache = undefined;
+  }
+
+  private infoCache: { at: number; value: Promise<ObjectInfo | undefined> } | undefined;
+
+  /** The whole `/object_info`, cached like `models()`; undefined when ComfyUI could not be asked (not kept). */
+  private wholeInfo(): Promise<ObjectInfo | undefined> {
+    const hit = this.infoCache;
+    if (hit && Date.now() - hit.at < AVAILABILITY_CACHE_MS) return hit.value;
+    if (!this.source.allObjectInfo) return Promise.resolve(undefined);
+    const value = withTimeout(this.source.allObjectInfo(), OBJECT_INFO_TIMEOUT_MS).then(
+      (info) => info,
+      () => undefined,
+    );
+    this.infoCache = { at: Date.now(), value };
+    void value.then((v) => {
+      if (v === undefined && this.infoCache?.value === value) this.infoCache = undefined;
+    });
+    return value;
+  }
+
+  /**
+   * What background removal and text segmentation lack on this ComfyUI (src/models/segmentation.ts); undefined
+   * when ComfyUI could not be asked (a request then goes ahead and ComfyUI validates it).
+   */
+  async segmentation(): Promise<SegmentationNeeds[] | undefined> {
+    const info = await this.wholeInfo();
+    return info ? segmentationNeeds(info) : undefined;
+  }
+
+  /** The late-bound ControlNet preprocessor nodes this ComfyUI has (src/models/preprocessors.ts); [] when it could not be asked. */
+  async preprocessors(): Promise<PreprocessorNode[]> {
+    const info = await this.wholeInfo();
+    return info ? livePreprocessors(info) : [];
   }
 
   private availability: { at: number; value: Promise<ModelAvailability> } | undefined;

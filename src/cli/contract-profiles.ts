@@ -11,6 +11,7 @@ import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { packageOfNode } from '../comfyui/plugins.ts';
 import { profileNeeds, type ProfileNeeds } from '../models/availability.ts';
 import type { ModelProfile } from '../models/profile.ts';
+import type { SegmentationNeeds } from '../models/segmentation.ts';
 
 import { pluginCheck } from './contract-engines.ts';
 
@@ -86,4 +87,19 @@ function controlNeedLines(needs: readonly ProfileNeeds[]): ContractResult[] {
   return [...lines]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, l]) => ({ name, ok: false, optional: true, detail: `${l.detail}; control units of ${[...l.profiles].join(', ')} that need it are refused` }));
+}
+
+/**
+ * Background removal and text segmentation, one line each: what their graphs lack (files, node classes), or
+ * that they can run. Optional: the models render without them; only `/rembg` or `/sam/sam-predict` is refused.
+ */
+export function segmentationLines(needs: readonly SegmentationNeeds[]): ContractResult[] {
+  return needs.flatMap((n): ContractResult[] => {
+    const lacks = [
+      ...n.missingFiles.map((f) => ({ name: `model file ${f.file} for ${n.use} is missing`, detail: `not in ${f.where}; such requests are refused` })),
+      ...n.missingNodes.map((c) => ({ name: `node class ${c} for ${n.use} is not installed`, detail: 'such requests are refused' })),
+    ];
+    if (lacks.length === 0) return [{ name: `${n.use}: every node class and model file its graphs use is installed`, ok: true }];
+    return lacks.map((l) => ({ ...l, ok: false, optional: true }));
+  });
 }

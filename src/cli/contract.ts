@@ -14,7 +14,8 @@ import { ComfyClient } from '../comfyui/client.ts';
 import { runContractChecks, type ContractResult } from '../comfyui/contract.ts';
 import { profileNeeds } from '../models/availability.ts';
 import { disabledModels, listProfiles, loadModelOverrides } from '../models/registry.ts';
-import { formatNeeds, unusableProfiles } from './contract-profiles.ts';
+import { formatNeeds, segmentationLines, unusableProfiles } from './contract-profiles.ts';
+import { segmentationNeeds } from '../models/segmentation.ts';
 import { sanitizeForTerminal } from './sanitize.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { checkWorkflow, loadWorkflowFiles, SHIPPED_WORKFLOWS_DIR } from '../workflow-files/manifest.ts';
@@ -61,6 +62,7 @@ export async function runAllContractChecks(url: string): Promise<ContractReport>
     const needs = profileNeeds(profiles, info);
     unusable = unusableProfiles(needs);
     results.push(...formatNeeds(profiles, needs, info));
+    results.push(...segmentationLines(segmentationNeeds(info)));
     const workflows = workflowFileChecks(info);
     unusableWorkflows = workflows.filter((w) => !w.ok).map((w) => w.workflow);
     results.push(...workflows.map(({ workflow: _workflow, ...r }) => r));

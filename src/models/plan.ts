@@ -9,6 +9,7 @@ import { familyBuilder, OUTPUT_NODE } from './families/index.ts';
 import { getProfile } from './registry.ts';
 import { buildUpscaleGraph } from './families/upscale.ts';
 import { buildPreprocessGraph } from './families/preprocess.ts';
+import { buildSegmentGraph } from './families/segment.ts';
 
 /** ComfyUI input subfolder for every uploaded image. */
 export const INPUT_SUBFOLDER = 'comfy-durable';
@@ -31,6 +32,7 @@ export function filenamePrefixFor(renderId: string, index: number): string {
 export function planRender(req: RenderRequest, opts: { renderId: string }): RenderPlan {
   if (req.kind === 'upscale') return planUpscale(req, opts);
   if (req.kind === 'preprocess') return planPreprocess(req, opts);
+  if (req.kind === 'segment') return planSegment(req, opts);
   const profile = getProfile(req.model);
   if (!profile) throw new Error(`planRender: unknown model ${req.model}`);
   const builder = familyBuilder(profile.family);
@@ -100,6 +102,22 @@ function planPreprocess(req: RenderRequest, opts: { renderId: string }): RenderP
     seed: req.seed + index,
     graph: buildPreprocessGraph(spec, loadImageName(uploads[index]!), filenamePrefixFor(opts.renderId, index)),
   }));
+  const unique = [...new Map(uploads.map((u) => [u.filename, u])).values()];
+  return { items, uploads: unique, outputNode: OUTPUT_NODE };
+}
+
+/** Background removal / text segmentation: one item per image and output (image-major), each its own prompt. */
+function planSegment(req: RenderRequest, opts: { renderId: string }): RenderPlan {
+  if (!req.segment) throw new Error('planRender: segment request without a segment spec');
+  const { method, outputs } = req.segment;
+  const uploads = req.extraImages.map(inputUploadFor);
+  const items: RenderItem[] = req.extraImages.flatMap((blob, i) =>
+    outputs.map((output, o) => {
+      const index = i * outputs.length + o;
+      const source = { name: loadImageName(uploads[i]!), width: blob.width ?? req.width, height: blob.height ?? req.height };
+      return { index, seed: req.seed + index, graph: buildSegmentGraph(method, output, source, filenamePrefixFor(opts.renderId, index)) };
+    }),
+  );
   const unique = [...new Map(uploads.map((u) => [u.filename, u])).values()];
   return { items, uploads: unique, outputNode: OUTPUT_NODE };
 }

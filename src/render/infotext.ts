@@ -24,7 +24,14 @@ export function infotextFor(request: RenderRequest, itemIndex: number): string {
   if (request.kind === 'preprocess' && request.preprocess) {
     const p = request.preprocess;
     const thresholds = p.canny ? `, Low threshold: ${p.canny.low}, High threshold: ${p.canny.high}` : '';
-    return `Preprocessor: ${p.preprocessor}${thresholds}`;
+    return `Preprocessor: ${p.node ? quote(p.node.module) : p.preprocessor}${thresholds}`;
+  }
+  if (request.kind === 'segment' && request.segment) {
+    const m = request.segment.method;
+    const output = request.segment.outputs[itemIndex % request.segment.outputs.length];
+    return m.kind === 'remove-background'
+      ? `Rembg: ${quote(m.model)}, Output: ${output}`
+      : `Segment: ${quote(m.text)}, Threshold: ${m.threshold}, Model: ${quote(m.checkpoint)}, Output: ${output}`;
   }
   const params: [string, string | number | undefined][] = [
     ['Steps', request.steps],

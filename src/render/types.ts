@@ -22,11 +22,12 @@ export interface BlobRef {
 /**
  * `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images), and
  * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling),
- * `preprocess` (a ControlNet preprocessor run on each of `extraImages`, no model sampling), and
+ * `preprocess` (a ControlNet preprocessor run on each of `extraImages`, no model sampling), `segment`
+ * (background removal or text segmentation of `extraImages`: masks and cut-outs, no sampling), and
  * `video` (one MP4 per render; the details are in `RenderRequest.video`), and `prompt` (a client's own
  * API-format graph, run as it is: `RenderRequest.graph`).
  */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'preprocess' | 'video' | 'prompt';
+export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'preprocess' | 'segment' | 'video' | 'prompt';
 
 /**
  * A `prompt` render: an API-format graph a client wrote itself (ComfyUI's own API, a workflow file). The
@@ -127,6 +128,8 @@ export interface RenderRequest {
   upscale?: UpscaleSpec;
   /** `preprocess` (a ControlNet preprocessor run alone): what each of `extraImages` becomes. */
   preprocess?: PreprocessSpec;
+  /** `segment`: how each of `extraImages` is segmented and which images each gives. */
+  segment?: SegmentSpec;
   /** Present exactly when `kind` is `video`. */
   video?: VideoSpec;
   /** Present exactly when `kind` is `prompt`. */
@@ -138,8 +141,21 @@ export interface RenderRequest {
 /** A control unit, protocol-neutral: what the family builders turn into ControlNet / model-patch / Redux nodes. */
 export type ControlUnit = ControlNetUnit | ImagePromptUnit;
 
-/** How a ControlNet's image becomes its hint: as sent, ComfyUI's core Canny, or inverted (white-on-black lines). */
-export type ControlPreprocessor = 'none' | 'canny' | 'invert';
+/**
+ * How a ControlNet's image becomes its hint: as sent, ComfyUI's core Canny, inverted (white-on-black lines), or
+ * `node`: a preprocessor node the live ComfyUI offers (comfyui_controlnet_aux's depth, lineart, pose, ...), named
+ * in the unit's `node`.
+ */
+export type ControlPreprocessor = 'none' | 'canny' | 'invert' | 'node';
+
+/** A late-bound preprocessor node as the live ComfyUI offered it (src/models/preprocessors.ts). */
+export interface PreprocessorNodeUse {
+  /** The module name the client sent. */
+  module: string;
+  classType: string;
+  /** Its `resolution` input (the unit's processor_res); absent when the node has none. */
+  resolution?: number;
+}
 
 /** SetUnionControlNetType's types (ComfyUI 0.33.0), `auto` = the union model decides from the image. */
 export const UNION_CONTROL_TYPES = [
@@ -161,6 +177,8 @@ export interface ControlNetUnit {
   preprocessor: ControlPreprocessor;
   /** Canny thresholds (0..1, ComfyUI's scale); only with `preprocessor: 'canny'`. */
   canny?: { low: number; high: number };
+  /** Only with `preprocessor: 'node'`. */
+  node?: PreprocessorNodeUse;
   /** What the hint shows: picks the union ControlNet's mode or the family's per-type model patch. */
   controlType: UnionControlType;
   /** Weight of the unit (ControlNetApplyAdvanced `strength`). */
@@ -246,6 +264,26 @@ export interface PreprocessSpec {
   preprocessor: ControlPreprocessor;
   /** Canny thresholds (0..1, ComfyUI's scale); only with `preprocessor: 'canny'`. */
   canny?: { low: number; high: number };
+  /** Only with `preprocessor: 'node'`. */
+  node?: PreprocessorNodeUse;
+}
+
+/**
+ * What a segmentation finds: the foreground (a background-removal model, ComfyUI's RemoveBackground) or what a
+ * text names (SAM3_Detect with the text as its conditioning), each by its model file.
+ */
+export type SegmentMethod = { kind: 'remove-background'; model: string } | { kind: 'text'; checkpoint: string; text: string; threshold: number };
+
+/**
+ * An image a segmentation gives: `mask` (white = found, an inpaint mask as it is), `cutout` (the image with
+ * what was not found transparent), `blended` (the image with what was found tinted, to look at).
+ */
+export type SegmentOutput = 'mask' | 'cutout' | 'blended';
+
+export interface SegmentSpec {
+  method: SegmentMethod;
+  /** Each image gives these, in order: one item (one prompt, one file) per image and output. */
+  outputs: SegmentOutput[];
 }
 
 /** One ComfyUI prompt per output item. */

@@ -3,6 +3,7 @@
  * resize modes, pixel resize methods and ComfyUI's upscale-model files, and the matching of a client's file
  * name to ComfyUI's list.
  */
+import type { PreprocessorNode } from '../models/preprocessors.ts';
 import type { Upscaler } from '../render/types.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -10,6 +11,8 @@ import { RequestError } from '../errors/request-error.ts';
 export interface CatalogLists {
   loras?: string[];
   upscaleModels?: string[];
+  /** The late-bound ControlNet preprocessor nodes the live ComfyUI has (asked only for a unit with such a module). */
+  preprocessors?: readonly PreprocessorNode[];
 }
 
 /** A1111 shows files by stem: `style/detail.safetensors` → `detail`. */

@@ -3,7 +3,8 @@
  * 0.33.0 with tiny weights (test/fixtures/real-comfyui/execution-controlnet-*.json, tools/tiny-models/): the
  * same graphs, in the recorded order from an empty cache, give the same WebSocket transcript (ComfyUI's node
  * order, what is cached from the previous prompt, progress_state around every node, the sampler's steps) and
- * the same output shape; and, as on the real server, a unit changes the sampler's output.
+ * the same output shape; and, as on the real server, a unit changes the sampler's output. SAM3 text segmentation
+ * (execution-controlnet-sam3-text.json) is replayed on a fake of its own.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -132,6 +133,53 @@ describe('ControlNet and Redux executions, as recorded on the real server', () =
       expect(frames.map(frameLine)).toEqual(recorded.map(frameLine));
     } finally {
       await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slow: null }) });
+    }
+  });
+
+  it('runs SAM3 text segmentation (and ImageInvert) as the real server did: transcript, outputs, RGB mask and images, an RGBA cut-out', async () => {
+    const rec = recording('sam3-text');
+    // Its own fake: the real server's cache held none of this graph (a Flux render of the service ran before it),
+    // and the SAM3 checkpoint is listed as a ComfyUI with src/models/segmentation.ts's files lists it.
+    const own = await startFakeComfyUI({ port: 0, stepMs: 0, logLevel: 'silent' });
+    const capture = new CaptureWs(own.url, 'sam3-client', false);
+    try {
+      await capture.open();
+      await capture.waitFor((f) => f.kind === 'text' && f.type === 'status');
+      writeFileSync(path.join(own.dataDir, 'input', 'control-source.png'), renderPng({ width: 256, height: 256, contentKey: 'control-source' }));
+      const m = capture.mark();
+      const res = await fetch(`${own.url}/prompt`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: rec.graph, client_id: capture.clientId }),
+      });
+      const { prompt_id: promptId } = (await res.json()) as { prompt_id: string };
+      await capture.waitFor(donePred(promptId), m);
+      await capture.barrier();
+      // The real run's queue broadcasts include the service's prompts queued meanwhile: compared without them.
+      const own_ = (fs: Frame[]) => fs.filter((f) => f.type !== 'status').map(frameLine);
+      const recorded = rec.ws_messages.slice(1).map((f): Frame => ({ t: 0, kind: 'text', type: f.type, data: f.data }));
+      expect(own_(capture.since(m))).toEqual(own_(recorded));
+      const history = (await (await fetch(`${own.url}/history/${promptId}`)).json()) as Record<string, Recording['history']>;
+      const outputs = history[promptId]!.outputs;
+      expect(Object.keys(outputs).sort()).toEqual(Object.keys(rec.history.outputs).sort());
+      const png = async (node: string) => {
+        const image = outputs[node]!.images[0]!;
+        const q = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
+        return Buffer.from(await (await fetch(`${own.url}/view?${q.toString()}`)).arrayBuffer());
+      };
+      // PNG colour types as the real files: RGB (2) for mask, blended and inverted image, RGBA (6) for the cut-out; 256x256 each.
+      for (const [node, colourType] of [
+        ['save_mask', 2],
+        ['save_blended', 2],
+        ['save_invert', 2],
+        ['save_cutout', 6],
+      ] as const) {
+        const file = await png(node);
+        expect({ node, size: [file.readUInt32BE(16), file.readUInt32BE(20)], colourType: file[25] }).toEqual({ node, size: [256, 256], colourType });
+      }
+    } finally {
+      await capture.close();
+      await own.close();
     }
   });
 });

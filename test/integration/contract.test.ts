@@ -50,9 +50,19 @@ describe('contract checks', () => {
       const { results } = await runAllContractChecks(bare.url);
       const failed = results.filter((r) => !r.ok && !r.optional);
       // The recorded ComfyUI has only the canny DiffSynth patch: the others are named, as optional (the model renders).
-      const optional = results.filter((r) => r.optional);
+      const optional = results.filter((r) => r.optional && r.name.startsWith('control file'));
       expect(optional.map((r) => r.name)).toContain('control file qwen_image_depth_diffsynth_controlnet.safetensors is missing');
       expect(optional.every((r) => !r.ok && /control units of .* that need it are refused$/.test(r.detail ?? ''))).toBe(true);
+      // Background removal and SAM3 (src/models/segmentation.ts): the recording has BiRefNet, no SAM3 checkpoint.
+      expect(results.filter((r) => / for (background removal|text segmentation)/.test(r.name))).toEqual([
+        {
+          name: 'model file sam3.1_multiplex_fp16.safetensors for text segmentation (/sam/sam-predict) is missing',
+          ok: false,
+          optional: true,
+          detail: 'not in CheckpointLoaderSimple.ckpt_name; such requests are refused',
+        },
+      ]);
+      expect(results).toContainEqual({ name: 'background removal (/rembg): every node class and model file its graphs use is installed', ok: true });
       expect(failed.map((r) => r.name)).toEqual([
         'node class UnetLoaderGGUF is not installed (custom node city96/ComfyUI-GGUF)',
         'model file ae.safetensors is missing',

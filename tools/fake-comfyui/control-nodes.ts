@@ -7,7 +7,7 @@
  * encoder and the sampler changes the sampler's output, as on the real server.
  */
 import type { FakeValue, NodeRunCtx } from './nodes.ts';
-import { image, need, registerNodes } from './nodes.ts';
+import { image, int, need, registerNodes } from './nodes.ts';
 
 function mask(n: NodeRunCtx, i: number, like: { width: number; height: number; count: number }): FakeValue {
   return { kind: 'mask', sig: n.outSig(i), width: like.width, height: like.height, count: like.count };
@@ -19,6 +19,19 @@ registerNodes({
     const img = need(n, 'image', 'image');
     return { outputs: [image(n, 0, img.width, img.height, img.count)] };
   },
+  // nodes.py ImageInvert (the `invert` preprocessor): 1 - image, same size.
+  ImageInvert: (n) => {
+    const img = need(n, 'image', 'image');
+    return { outputs: [image(n, 0, img.width, img.height, img.count)] };
+  },
+  // nodes.py EmptyImage: a solid colour of the asked size (the tint of a segmentation's blended output).
+  EmptyImage: (n) => ({ outputs: [image(n, 0, int(n, 'width', 512), int(n, 'height', 512), int(n, 'batch_size', 1))] }),
+  // comfy_extras/nodes_post_processing.py ImageBlend: image2 is resized to image1, the output has image1's size.
+  ImageBlend: (n) => {
+    const img = need(n, 'image1', 'image');
+    need(n, 'image2', 'image');
+    return { outputs: [image(n, 0, img.width, img.height, img.count)] };
+  },
   // comfy_extras/nodes_bg_removal.py: the model's foreground probability, resized back to the image.
   RemoveBackground: (n) => ({ outputs: [mask(n, 0, need(n, 'image', 'image'))] }),
   InvertMask: (n) => ({ outputs: [mask(n, 0, need(n, 'mask', 'mask'))] }),
@@ -28,9 +41,12 @@ registerNodes({
     const alpha = need(n, 'alpha', 'mask');
     return { outputs: [{ ...(image(n, 0, img.width, img.height, Math.max(img.count, alpha.count)) as Extract<FakeValue, { kind: 'image' }>), alpha: true }] };
   },
-  // comfy_extras/nodes_sam3.py: masks of the image's size (their union unless individual_masks) and the boxes.
-  SAM3_Detect: (n) => {
+  // comfy_extras/nodes_sam3.py: masks of the image's size (their union unless individual_masks) and the boxes
+  // (test/fixtures/real-comfyui/execution-controlnet-sam3-text.json).
+  // Its ProgressBar(B) steps once per image (recorded: one `progress` 1/1 for one image).
+  SAM3_Detect: async (n) => {
     const img = need(n, 'image', 'image');
+    await n.sample(img.count);
     return { outputs: [mask(n, 0, img), { kind: 'opaque', sig: n.outSig(1), type: 'BOUNDING_BOX' }] };
   },
 });

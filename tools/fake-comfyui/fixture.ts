@@ -2,7 +2,8 @@
  * The recorded `/object_info` (tools/fake-comfyui/fixtures/object_info.json, node schemas verbatim from a real ComfyUI
  * 0.33.0), and the live view the fake serves: like the real server it regenerates the LoadImage /
  * LoadImageMask `image` combo from the files in the input directory root on every request.
- * The loaders' model-file lists also get every file a registered profile names (`withProfileFiles`).
+ * The loaders' model-file lists also get every file a registered profile names, and the background-removal and
+ * SAM3 files (`withProfileFiles`).
  */
 import { readFileSync } from 'node:fs';
 import { controlSampleGraphs, sampleGraphs } from '../../src/models/sample-graphs.ts';
@@ -10,6 +11,7 @@ import type { ObjectInfo } from '../../src/comfyui/object-info.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { missingModelFiles } from '../../src/comfyui/preflight.ts';
 import { listProfiles } from '../../src/models/registry.ts';
+import { SEGMENTATION_FILES, segmentationSampleGraphs, type SegmentationRole } from '../../src/models/segmentation.ts';
 import { listImageFiles } from './files.ts';
 import type { RawObjectInfo } from './node-schema.ts';
 import { isObject } from './node-schema.ts';
@@ -43,8 +45,10 @@ export function withProfileFiles(base: RawObjectInfo): RawObjectInfo {
   if (merged?.base === base && merged.key === key) return merged.info;
   const info = structuredClone(base);
   const parsed = objectInfoSchema.parse(info);
-  for (const profile of profiles) {
-    for (const graph of [...sampleGraphs(profile), ...controlSampleGraphs(profile)]) {
+  // The background-removal and SAM3 files too (src/models/segmentation.ts), as a ComfyUI with them installed.
+  const segmentation = (Object.keys(SEGMENTATION_FILES) as SegmentationRole[]).flatMap(segmentationSampleGraphs);
+  for (const graphs of [...profiles.map((p) => [...sampleGraphs(p), ...controlSampleGraphs(p)]), segmentation]) {
+    for (const graph of graphs) {
       for (const p of missingModelFiles(graph, parsed)) {
         if (p.classType && p.input) addToList(info, p.classType, p.input, p.value as string);
         if (p.classType && p.input) addToList(parsed, p.classType, p.input, p.value as string);

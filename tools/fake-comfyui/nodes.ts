@@ -352,7 +352,12 @@ export function registerNodes(impls: Record<string, NodeImpl>): void {
 export async function runFakeNode(n: NodeRunCtx): Promise<NodeResult> {
   const impl = IMPLS[n.classType];
   if (impl) return impl(n);
-  return { outputs: outputTypes(n.info).map((_, i) => opaque(n, i)) };
+  // A class the fake has no entry for that maps an image to one image (a custom preprocessor node given in the
+  // served /object_info, e.g. comfyui_controlnet_aux's): an image of the input's size, as Canny's is.
+  const types = outputTypes(n.info);
+  const input = n.value('image');
+  if (types.length === 1 && types[0] === 'IMAGE' && input?.kind === 'image') return { outputs: [image(n, 0, input.width, input.height, input.count)] };
+  return { outputs: types.map((_, i) => opaque(n, i)) };
 }
 
 /** Short `str()`-like rendering of a value for `execution_error.current_inputs`. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the API-format graphs that exercise ControlNet, the Flux Redux image prompt, background removal and the
-Qwen-Image DiffSynth model patch on a real ComfyUI 0.33.0 with the tiny files of write_control_models.py, plus the
+Qwen-Image DiffSynth model patch and SAM3 text segmentation on a real ComfyUI 0.33.0 with the tiny files of write_control_models.py, plus the
 control image they read, into OUT_DIR:
 
     python control_graphs.py OUT_DIR [--image-name control-source.png]
@@ -88,6 +88,32 @@ def background_removal(image_name):
     }
 
 
+def sam3_text(image_name):
+    """Text segmentation as src/models/families/segment.ts builds it (SAM3 checkpoint -> CLIPTextEncode -> SAM3_Detect,
+    threshold 0.3, 2 refine passes), with its three outputs in one graph: the mask, the cut-out (RGBA) and the blended
+    image (EmptyImage tint composited through the mask, blended at 0.5); plus ImageInvert (the ControlNet `invert`
+    preprocessor) of the source image."""
+    return {
+        'image': node('LoadImage', 'Image', image=image_name),
+        'sam_model': node('CheckpointLoaderSimple', 'Load SAM3', ckpt_name='sam3.1_multiplex_fp16.safetensors'),
+        'sam_text': node('CLIPTextEncode', 'What to find', clip=['sam_model', 1], text='the white disc'),
+        'detect': node('SAM3_Detect', 'SAM3 detect', model=['sam_model', 0], image=['image', 0], conditioning=['sam_text', 0], threshold=0.3,
+                       refine_iterations=2, individual_masks=False),
+        'mask_image': node('MaskToImage', 'Mask as image', mask=['detect', 0]),
+        'save_mask': node('SaveImage', 'Save mask', images=['mask_image', 0], filename_prefix='comfy-durable/sam3-mask'),
+        'transparent': node('InvertMask', 'Not found', mask=['detect', 0]),
+        'cutout': node('JoinImageWithAlpha', 'Cut-out', image=['image', 0], alpha=['transparent', 0]),
+        'save_cutout': node('SaveImage', 'Save cut-out', images=['cutout', 0], filename_prefix='comfy-durable/sam3-cutout'),
+        'tint': node('EmptyImage', 'Tint', width=SIZE, height=SIZE, batch_size=1, color=0x1E90FF),
+        'tinted': node('ImageCompositeMasked', 'Tint what was found', destination=['image', 0], source=['tint', 0], x=0, y=0, resize_source=False,
+                       mask=['detect', 0]),
+        'blended': node('ImageBlend', 'Blend', image1=['image', 0], image2=['tinted', 0], blend_factor=0.5, blend_mode='normal'),
+        'save_blended': node('SaveImage', 'Save blended', images=['blended', 0], filename_prefix='comfy-durable/sam3-blended'),
+        'invert': node('ImageInvert', 'Preprocessor: invert', image=['image', 0]),
+        'save_invert': node('SaveImage', 'Save inverted', images=['invert', 0], filename_prefix='comfy-durable/invert'),
+    }
+
+
 def qwen_diffsynth(image_name):
     """Qwen-Image with the DiffSynth canny model patch (ComfyUI's template layout). Qwen's 7B text encoder cannot
     run on this CPU machine: this graph is recorded for acceptance (validation) only."""
@@ -133,6 +159,7 @@ def graphs(image_name):
         'flux-dev-redux': redux_unit(flux_dev_base('redux'), image_name),
         'rembg-birefnet': background_removal(image_name),
         'qwen-image-diffsynth-canny': qwen_diffsynth(image_name),
+        'sam3-text': sam3_text(image_name),
     }
 
 

@@ -21,6 +21,8 @@ computed. The files and the loader path each one takes in ComfyUI 0.33.0:
 | style_models/flux1-redux-dev.safetensors                    | load_style_model -> ReduxImageEncoder (1152 -> 4096)   |
 | clip_vision/sigclip_vision_patch14_384.safetensors          | clip_vision.load -> clip_vision_siglip_384.json        |
 | background_removal/birefnet.safetensors                     | bg_removal_model.load -> BiRefNet (Swin-L)             |
+| checkpoints/sam3.1_multiplex_fp16.safetensors               | CheckpointLoaderSimple -> model_detection (SAM3 keys)  |
+|                                                             | -> SAM3Model + its CLIP text encoder (language_backbone) |
 
 The Flux ControlNets match the shared tiny Flux (hidden 128, 1 head, context 4096, vec 768, guidance embedding:
 they pair with flux1-dev-Q8_0.gguf). The others keep the real architectures' sizes, because ComfyUI builds those
@@ -157,6 +159,26 @@ def birefnet_background_removal():
     save(randomised_state_dict(model, torch.float16, seed=16), 'background_removal', 'birefnet.safetensors')
 
 
+def sam3_checkpoint():
+    """A SAM3 checkpoint as CheckpointLoaderSimple reads it: SAM3Model's own keys (detector.*, tracker.*; detected by
+    detector.backbone.vision_backbone.trunk.blocks.0.attn.qkv.weight and detector.transformer.decoder.query_embed.weight)
+    plus the text encoder under detector.backbone.language_backbone.: supported_models.SAM3 moves every
+    language_backbone key but the resizer to the CLIP, strips that prefix, and clip_text_transformers_convert leaves
+    keys already in its own (transformers) layout as they are, so the wrapper's own state-dict keys load back. Written
+    under the name ComfyUI's SAM3 templates use; without propagation_convs keys it loads as SAM3 (not 3.1)."""
+    import comfy.ldm.sam3.detector
+    import comfy.text_encoders.sam3_clip
+
+    ops = comfy.ops.disable_weight_init
+    model = comfy.ldm.sam3.detector.SAM3Model(device='cpu', dtype=torch.float32, operations=ops, image_model='SAM3')
+    sd = randomised_state_dict(model, torch.float16, seed=23)
+    del model
+    clip = comfy.text_encoders.sam3_clip.SAM3ClipModelWrapper(device='cpu', dtype=torch.float32)
+    for name, value in randomised_state_dict(clip, torch.float16, seed=24).items():
+        sd['detector.backbone.language_backbone.' + name] = value
+    save(sd, 'checkpoints', 'sam3.1_multiplex_fp16.safetensors')
+
+
 WRITERS = {
     'flux-union': flux_union_controlnet,
     'flux-plain': flux_plain_controlnet,
@@ -164,6 +186,7 @@ WRITERS = {
     'redux': redux_style_model,
     'clip-vision': siglip_clip_vision,
     'birefnet': birefnet_background_removal,
+    'sam3': sam3_checkpoint,
 }
 
 

@@ -11,7 +11,9 @@ import type { ControlPreprocessor, RenderRequest } from '../../render/types.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { ResolveLimits } from '../../request/limits.ts';
 import { RequestError, describeValue } from './errors.ts';
-import { cannyThresholds, PREPROCESSOR_MODULES } from './controlnet.ts';
+import { cannyThresholds, findPreprocessorNode, nodeUse, PREPROCESSOR_MODULES } from './controlnet.ts';
+import type { PreprocessorNode } from '../../models/preprocessors.ts';
+import type { PreprocessorNodeUse } from '../../render/types.ts';
 import { laxBool, laxFloat, laxInt, laxStr } from './schema.ts';
 import { imageOnlyRequest } from './extras.ts';
 
@@ -38,7 +40,8 @@ export interface NormalizedDetect {
   warnings: string[];
 }
 
-type DetectContext = { defaultModel: string; limits: ResolveLimits };
+/** `live`: the preprocessor nodes the live ComfyUI has (src/models/preprocessors.ts), for modules beyond the core ones. */
+type DetectContext = { defaultModel: string; limits: ResolveLimits; live?: readonly PreprocessorNode[] };
 
 /** The body checked, then its images decoded on this thread (tests, tools). The service calls normalizeDetectOffLoop. */
 export function normalizeDetect(body: unknown, ctx: DetectContext): NormalizedDetect {
@@ -58,6 +61,7 @@ export async function normalizeDetectOffLoop(body: unknown, ctx: DetectContext):
 
 interface DetectPlan {
   preprocessor: ControlPreprocessor;
+  node?: PreprocessorNodeUse;
   canny?: { low: number; high: number };
   inputs: Array<{ value: string; field: string }>;
   warnings: string[];
@@ -70,7 +74,9 @@ function planDetect(body: unknown, ctx: DetectContext): DetectPlan {
   const parsed = detectBodySchema.safeParse(body ?? {});
   if (!parsed.success) throw requestErrorFromIssues(parsed.error.issues, { status: 422, value: body });
   const b = parsed.data;
-  const preprocessor = chooseDetectModule(b.controlnet_module);
+  const chosen = chooseDetectModule(b.controlnet_module, ctx.live ?? []);
+  const preprocessor = typeof chosen === 'string' ? chosen : 'node';
+  const node = typeof chosen === 'string' ? undefined : nodeUse(chosen, b.controlnet_processor_res);
   const field = b.controlnet_input_images === undefined && b.controlnet_images !== undefined ? 'controlnet_images' : 'controlnet_input_images';
   const images = b.controlnet_input_images ?? b.controlnet_images ?? [];
   // The extension's wording: "No image selected".
@@ -81,27 +87,31 @@ function planDetect(body: unknown, ctx: DetectContext): DetectPlan {
     });
   }
   const warnings: string[] = [];
-  if ((b.controlnet_masks ?? []).length > 0) warnings.push(`controlnet_masks: module "${preprocessor}" does not accept a mask; ignored`);
+  if ((b.controlnet_masks ?? []).length > 0) warnings.push(`controlnet_masks: module "${node?.module ?? preprocessor}" does not accept a mask; ignored`);
   if (preprocessor === 'canny' && b.controlnet_processor_res !== undefined && b.controlnet_processor_res > 0) {
     warnings.push("controlnet_processor_res: not applied; the preprocessor runs at the image's own size");
   }
   return {
     preprocessor,
+    ...(node ? { node } : {}),
     ...(preprocessor === 'canny' ? { canny: cannyThresholds({ threshold_a: b.controlnet_threshold_a, threshold_b: b.controlnet_threshold_b }) } : {}),
     inputs: images.map((value, i) => ({ value, field: `${field}.${i}` })),
     warnings,
   };
 }
 
-function chooseDetectModule(asked: string | undefined): ControlPreprocessor {
+function chooseDetectModule(asked: string | undefined, live: readonly PreprocessorNode[]): Exclude<ControlPreprocessor, 'node'> | PreprocessorNode {
   const m = (asked ?? 'none').trim().toLowerCase();
   if (m === '' || m === 'none') return 'none';
   if (m === 'canny') return 'canny';
   if (m === 'invert' || m === 'invert (from white bg & black line)') return 'invert';
+  const node = m.startsWith('ip-adapter') ? undefined : findPreprocessorNode(m, live);
+  if (node) return node;
   // The extension refuses its image-prompt modules here too ("Module not supported").
   const why = m.startsWith('ip-adapter') ? 'is an image-prompt module, which has no image to detect' : 'is not available';
-  throw new RequestError(422, MODULE_FIELD, `${MODULE_FIELD}: module ${describeValue(asked)} ${why}; available modules: ${PREPROCESSOR_MODULES.join(', ')}`, {
-    available: PREPROCESSOR_MODULES,
+  const available = [...PREPROCESSOR_MODULES, ...live.map((n) => n.module)];
+  throw new RequestError(422, MODULE_FIELD, `${MODULE_FIELD}: module ${describeValue(asked)} ${why}; available modules: ${available.join(', ')}`, {
+    available,
   });
 }
 
@@ -113,7 +123,7 @@ function finishDetect(plan: DetectPlan, decoded: DecodedImage[], ctx: DetectCont
   const height = first.height ?? 0;
   const request: RenderRequest = {
     ...imageOnlyRequest('preprocess', ctx.defaultModel, refs, { width, height }),
-    preprocess: { preprocessor: plan.preprocessor, ...(plan.canny ? { canny: plan.canny } : {}) },
+    preprocess: { preprocessor: plan.preprocessor, ...(plan.node ? { node: plan.node } : {}), ...(plan.canny ? { canny: plan.canny } : {}) },
   };
   const unique = new Map(decoded.map((d) => [d.ref.sha256, d]));
   return { request, images: [...unique.values()], warnings: plan.warnings };

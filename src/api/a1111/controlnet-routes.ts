@@ -21,7 +21,7 @@ import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
 import { renderHeadersSchema } from '../request-headers.ts';
 import { specOnly } from '../route-schemas.ts';
 import { detectBodySchema, normalizeDetectOffLoop } from './controlnet-detect.ts';
-import { IMAGE_PROMPT_MODULES, MAX_CONTROL_UNITS, PREPROCESSOR_MODULES } from './controlnet.ts';
+import { IMAGE_PROMPT_MODULES, isCoreModule, MAX_CONTROL_UNITS, PREPROCESSOR_MODULES } from './controlnet.ts';
 
 /** The unit API this service takes: the extension's version 3 (pydantic-validated units, `image` as str / dict / pair). */
 export const CONTROLNET_API_VERSION = 3;
@@ -129,9 +129,14 @@ export function registerControlNetRoutes(fastify: FastifyInstance, ctx: ApiConte
 
   app.get('/controlnet/module_list', doc('Preprocessor modules', moduleListSchema, z.object({ alias_names: boolQuery })), async (req) => {
     const alias = (req.query as { alias_names?: boolean }).alias_names === true;
+    // The core modules, then the preprocessor nodes the live ComfyUI has (a resolution slider when the node takes one).
+    const live = (await ctx.catalog?.preprocessors()) ?? [];
+    const liveNames = live.map((n) => n.module).filter((m) => !ALL_MODULES.includes(m));
+    const sliders = (m: string) => MODULE_SLIDERS[m] ?? (live.find((n) => n.module === m)?.resolution ? [RESOLUTION] : []);
+    const names = [...ALL_MODULES, ...liveNames];
     return {
-      module_list: ALL_MODULES.map((m) => moduleName(m, alias)),
-      module_detail: Object.fromEntries(ALL_MODULES.map((m) => [moduleName(m, alias), { model_free: false, sliders: MODULE_SLIDERS[m] ?? [] }])),
+      module_list: names.map((m) => moduleName(m, alias)),
+      module_detail: Object.fromEntries(names.map((m) => [moduleName(m, alias), { model_free: false, sliders: sliders(m) }])),
     };
   });
 
@@ -163,7 +168,7 @@ export function registerControlNetRoutes(fastify: FastifyInstance, ctx: ApiConte
     {
       bodyLimit: imageRouteLimits(ctx.config).extraBatch,
       schema: {
-        summary: 'Run a preprocessor (none, canny, invert) on images, as a durable render',
+        summary: 'Run a preprocessor (none, canny, invert, or a preprocessor node ComfyUI has) on images, as a durable render',
         tags: ['ControlNet'],
         headers: specOnly(renderHeadersSchema),
         body: specOnly(detectBodySchema),
@@ -172,7 +177,9 @@ export function registerControlNetRoutes(fastify: FastifyInstance, ctx: ApiConte
     },
     async (req, reply) => {
       const defaultModel = resolveModel(ctx.options.getString('sd_model_checkpoint') ?? '')?.id ?? ctx.config.DEFAULT_MODEL;
-      const normalized = await normalizeDetectOffLoop(req.body, { defaultModel, limits: resolveLimits(ctx.config) });
+      const module = (req.body as { controlnet_module?: unknown } | undefined)?.controlnet_module;
+      const live = ctx.catalog && !isCoreModule(module) ? await ctx.catalog.preprocessors() : [];
+      const normalized = await normalizeDetectOffLoop(req.body, { defaultModel, limits: resolveLimits(ctx.config), live });
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
       const finished = await startAndWait(ctx, req, reply, 'controlnet.detect', normalized);
       if (!('result' in finished)) return finished;

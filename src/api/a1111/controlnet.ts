@@ -6,7 +6,9 @@
  * - `image` (or its old name `input_image`): base64 or a data URL, a `{image, mask}` object, an `[image, mask]`
  *   pair, or a list of one such object; on img2img a unit without an image takes the init image, as in the
  *   extension. A mask is taken and named in the warnings (not applied).
- * - `module`: `none`, `canny`, `invert` (the hint's preprocessor) and every `ip-adapter*` module (an image prompt).
+ * - `module`: `none`, `canny`, `invert` (the hint's preprocessor), every `ip-adapter*` module (an image prompt), and
+ *   the preprocessor nodes the live ComfyUI offers (src/models/preprocessors.ts: comfyui_controlnet_aux's
+ *   `depth_anything`, `lineart_realistic`, `dw_openpose_full`, ... with `processor_res` as their `resolution`).
  * - `model`: an `ip-adapter` or `redux` model is an image prompt; otherwise its name (or the module, or
  *   `union_control_type`) picks the union control type by keyword, else `auto`.
  * - `weight` → strength; `guidance_start` / `guidance_end` (old name `guidance`) → the step range;
@@ -16,7 +18,8 @@
  */
 import { z } from 'zod';
 import type { ImageSource } from '../../images/image-set.ts';
-import type { ControlPreprocessor, UnionControlType } from '../../render/types.ts';
+import type { ControlPreprocessor, PreprocessorNodeUse, UnionControlType } from '../../render/types.ts';
+import type { PreprocessorNode } from '../../models/preprocessors.ts';
 import type { NeutralControl } from '../../request/neutral.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import { RequestError, describeValue } from './errors.ts';
@@ -90,7 +93,12 @@ export function controlNetScriptKey(scripts: Record<string, unknown> | undefined
  * The enabled units of `alwayson_scripts.<ControlNet>.args` as neutral controls; `init` is the img2img init
  * image a unit without its own image takes. Unit problems are 422s naming the unit's field.
  */
-export function chooseControls(scripts: Record<string, unknown> | undefined, init: ImageSource | undefined, warnings: string[]): NeutralControl[] {
+export function chooseControls(
+  scripts: Record<string, unknown> | undefined,
+  init: ImageSource | undefined,
+  warnings: string[],
+  live: readonly PreprocessorNode[] = [],
+): NeutralControl[] {
   const key = controlNetScriptKey(scripts);
   if (key === undefined) return [];
   const base = `alwayson_scripts.${key}`;
@@ -111,7 +119,7 @@ export function chooseControls(scripts: Record<string, unknown> | undefined, ini
     }
     const unit = parseUnit(arg as Record<string, unknown>, field);
     if (unit.enabled !== true) return;
-    controls.push(toControl(unit, field, init, warnings));
+    controls.push(toControl(unit, field, init, warnings, live));
   });
   if (controls.length > MAX_CONTROL_UNITS) {
     throw new RequestError(422, `${base}.args`, `${base}.args: ${controls.length} enabled units; at most ${MAX_CONTROL_UNITS} per request`, {
@@ -127,8 +135,10 @@ function parseUnit(arg: Record<string, unknown>, field: string): UnitBody {
   return parsed.data;
 }
 
-function toControl(u: UnitBody, field: string, init: ImageSource | undefined, warnings: string[]): NeutralControl {
-  const module = chooseModule(u, field);
+function toControl(u: UnitBody, field: string, init: ImageSource | undefined, warnings: string[], live: readonly PreprocessorNode[]): NeutralControl {
+  const chosen = chooseModule(u, field, live);
+  const module = typeof chosen === 'string' ? chosen : 'node';
+  const node = typeof chosen === 'string' ? undefined : nodeUse(chosen, u.processor_res);
   const source = chooseUnitImage(u, field, init, warnings);
   const strength = inRange(u.weight ?? 1, 0, 2, `${field}.weight`);
   const { start, end } = chooseStepRange(u, field);
@@ -158,7 +168,8 @@ function toControl(u: UnitBody, field: string, init: ImageSource | undefined, wa
       kind: 'controlnet',
       preprocessor: module,
       ...(module === 'canny' ? { canny: cannyThresholds(u) } : {}),
-      controlType: chooseControlType(u, module),
+      ...(node ? { node } : {}),
+      controlType: chooseControlType(u, node ? node.module : module),
       strength,
       start,
       end,
@@ -168,22 +179,50 @@ function toControl(u: UnitBody, field: string, init: ImageSource | undefined, wa
   };
 }
 
-/** The unit's preprocessor, or `image-prompt` for the IP-Adapter modules. */
-function chooseModule(u: UnitBody, field: string): ControlPreprocessor | 'image-prompt' {
+/** The unit's preprocessor (a core one, or a node the live ComfyUI has), or `image-prompt` for the IP-Adapter modules. */
+function chooseModule(u: UnitBody, field: string, live: readonly PreprocessorNode[]): Exclude<ControlPreprocessor, 'node'> | 'image-prompt' | PreprocessorNode {
   const asked = (u.module ?? 'none').trim().toLowerCase();
   if (asked === '' || asked === 'none') return 'none';
   if (asked === 'canny') return 'canny';
   if (asked === 'invert' || asked === INVERT_LABEL) return 'invert';
   if (asked.startsWith('ip-adapter')) return 'image-prompt';
+  const node = findPreprocessorNode(u.module ?? '', live);
+  if (node) return node;
   const f = `${field}.module`;
-  throw new RequestError(
-    422,
-    f,
-    `${f}: module "${u.module}" is not available; available modules: ${AVAILABLE_MODULES.join(', ')} (and any ip-adapter* module)`,
-    {
-      available: AVAILABLE_MODULES,
-    },
-  );
+  const available = [...AVAILABLE_MODULES, ...live.map((n) => n.module)];
+  throw new RequestError(422, f, `${f}: module "${u.module}" is not available; available modules: ${available.join(', ')} (and any ip-adapter* module)`, {
+    available,
+  });
+}
+
+/** Whether a module is one of this service's own (core preprocessors, image prompts): no live node needed. */
+export function isCoreModule(module: unknown): boolean {
+  if (typeof module !== 'string') return true;
+  const m = module.trim().toLowerCase();
+  return m === '' || m === 'none' || m === 'canny' || m === 'invert' || m === INVERT_LABEL || m.startsWith('ip-adapter');
+}
+
+/** Whether some ControlNet unit of `scripts` names a module only a live preprocessor node can run (the front then asks ComfyUI). */
+export function needsLivePreprocessors(scripts: unknown): boolean {
+  if (scripts === null || typeof scripts !== 'object' || Array.isArray(scripts)) return false;
+  const key = controlNetScriptKey(scripts as Record<string, unknown>);
+  const args = key === undefined ? undefined : ((scripts as Record<string, unknown>)[key] as { args?: unknown } | null)?.args;
+  return Array.isArray(args) && args.some((a) => a !== null && typeof a === 'object' && !isCoreModule((a as Record<string, unknown>).module));
+}
+
+/** A late-bound preprocessor by module name (case-insensitive) or node class name. */
+export function findPreprocessorNode(asked: string, live: readonly PreprocessorNode[]): PreprocessorNode | undefined {
+  const a = asked.trim().toLowerCase();
+  return live.find((n) => n.module.toLowerCase() === a) ?? live.find((n) => n.classType.toLowerCase() === a);
+}
+
+/** The extension's default preprocessor resolution (its `Resolution` slider); -1 or absent means it. */
+export const DEFAULT_PROCESSOR_RES = 512;
+
+/** How a live node runs: its `resolution` input from processor_res (64..16384 as comfyui_controlnet_aux takes it). */
+export function nodeUse(node: PreprocessorNode, processorRes: number | undefined): PreprocessorNodeUse {
+  const res = processorRes !== undefined && processorRes > 0 ? Math.min(16_384, Math.max(64, Math.round(processorRes))) : DEFAULT_PROCESSOR_RES;
+  return { module: node.module, classType: node.classType, ...(node.resolution ? { resolution: res } : {}) };
 }
 
 function isImagePromptModel(model: string | undefined): boolean {
@@ -191,7 +230,8 @@ function isImagePromptModel(model: string | undefined): boolean {
 }
 
 /** `model`, then `union_control_type`, then the module by keyword; `auto` (the union model decides) when none says. */
-function chooseControlType(u: UnitBody, module: ControlPreprocessor): UnionControlType {
+/** `module`: the core preprocessor's name or a live node's module name (`depth_anything` says depth). */
+function chooseControlType(u: UnitBody, module: string): UnionControlType {
   for (const text of [u.model, u.union_control_type, module === 'none' ? undefined : module]) {
     if (!text) continue;
     const lower = text.toLowerCase();

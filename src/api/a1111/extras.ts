@@ -143,7 +143,12 @@ function* extrasSteps(
  * A render of images with no diffusion model (an upscale, a preprocessor): one item per image at `size`; the
  * default model's profile only lends its time limits.
  */
-export function imageOnlyRequest(kind: 'upscale' | 'preprocess', model: string, refs: BlobRef[], size: { width: number; height: number }): RenderRequest {
+export function imageOnlyRequest(
+  kind: 'upscale' | 'preprocess' | 'segment',
+  model: string,
+  refs: BlobRef[],
+  size: { width: number; height: number },
+): RenderRequest {
   return {
     kind,
     model,

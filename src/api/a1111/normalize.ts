@@ -115,7 +115,7 @@ function toNeutral(route: A1111Route, body: unknown, ctx: NormalizeContext): { b
   const model = chooseModelName(b);
   const sampler = chooseSamplerName(b, warnings);
   const images = chooseImages(route, b);
-  const controls = chooseControls(b.alwayson_scripts, images.init, warnings);
+  const controls = chooseControls(b.alwayson_scripts, images.init, warnings, ctx.catalog?.preprocessors ?? []);
   const names: FieldNames = {
     ...A1111_NAMES,
     model: model.field,

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeRequestOffLoop } from './normalize.ts';
+import { needsLivePreprocessors } from './controlnet.ts';
 import { resolveLimits } from '../../request/limits.ts';
 import { buildInfo } from './response.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
@@ -87,6 +88,7 @@ async function catalogFor(ctx: ApiContext, body: unknown): Promise<CatalogLists>
   if ((b.enable_hr !== undefined && b.enable_hr !== false && typeof b.hr_upscaler === 'string') || sdUpscaleNeedsModels(b)) {
     out.upscaleModels = await ctx.catalog.upscaleModels().catch(() => []);
   }
+  if (needsLivePreprocessors(b.alwayson_scripts)) out.preprocessors = await ctx.catalog.preprocessors();
   return out;
 }
 

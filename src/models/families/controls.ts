@@ -17,6 +17,7 @@ import {
   type ControlPreprocessor,
   type ControlUnit,
   type ImagePromptUnit,
+  type PreprocessorNodeUse,
   type UnionControlType,
 } from '../../render/types.ts';
 import type { ModelProfile } from '../profile.ts';
@@ -43,15 +44,24 @@ function unitImage(input: BuildInput, index: number): string {
 }
 
 /**
- * `image` through a preprocessor (ComfyUI core nodes): as it is, Canny, or inverted. `id` names the node of each
- * preprocessor, `title` prefixes its title.
+ * `image` through a preprocessor: as it is, Canny or inverted (ComfyUI core nodes), or a preprocessor node the live
+ * ComfyUI offers (the image and its `resolution`; its other inputs keep their defaults). `id` names the node of
+ * each preprocessor, `title` prefixes its title.
  */
 export function preprocessImage(
   g: NodeAdder,
   image: NodeLink,
-  spec: { preprocessor: ControlPreprocessor; canny?: { low: number; high: number } },
-  node: { id: (preprocessor: 'canny' | 'invert') => string; title: string },
+  spec: { preprocessor: ControlPreprocessor; canny?: { low: number; high: number }; node?: PreprocessorNodeUse },
+  node: { id: (preprocessor: 'canny' | 'invert' | 'node') => string; title: string },
 ): NodeLink {
+  if (spec.preprocessor === 'node') {
+    const use = spec.node;
+    if (!use) throw new Error('preprocessor "node" without its node');
+    return g.add(node.id('node'), use.classType, `${node.title}: ${use.module}`, {
+      image,
+      ...(use.resolution !== undefined ? { resolution: use.resolution } : {}),
+    });
+  }
   if (spec.preprocessor === 'canny') {
     const { low, high } = spec.canny ?? { low: 0.4, high: 0.8 };
     return g.add(node.id('canny'), 'Canny', `${node.title}: canny`, { image, low_threshold: low, high_threshold: high });
