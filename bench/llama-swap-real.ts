@@ -70,6 +70,8 @@ http.createServer((req, res) => {
   );
   doc.models.llm = { env: [], cmd: `${process.execPath} ${llm} ${p.llm}`, proxy: `http://127.0.0.1:${p.llm}`, checkEndpoint: '/health', ttl: 600 };
   doc.models['comfy-gpu']!.env.push(`GPU_LEASE_SLICE_MS=${SLICE_MS}`, 'LOG_LEVEL=info');
+  // LOOKAHEAD=0: first in, first out, as before the dispatch (for a same-sitting comparison).
+  if (process.env.LOOKAHEAD) doc.models['comfy-gpu']!.env.push(`GPU_DISPATCH_LOOKAHEAD=${process.env.LOOKAHEAD}`);
   doc.models['comfy-gpu']!.env = doc.models['comfy-gpu']!.env.map((e: string) => (e.startsWith('SHUTDOWN_GRACE_MS=') ? `SHUTDOWN_GRACE_MS=${GRACE_MS}` : e));
   doc.models['imagegen-flux-dev']!.env.push('LOG_LEVEL=info', 'TEMPORAL_UI=false');
   const file = path.join(tmp, 'config.yaml');

@@ -177,7 +177,10 @@ http.createServer((req, res) => {
     let open: number | undefined;
     for (const e of events.filter((x) => x.model === 'llm' && (x.type === 'serve' || x.type === 'done'))) {
       if (e.type === 'serve') open ??= e.at;
-      else if (open !== undefined) (llmBusy.push([open, e.at]), (open = undefined));
+      else if (open !== undefined) {
+        llmBusy.push([open, e.at]);
+        open = undefined;
+      }
     }
     const runs = stats.runs.filter((r) => r.startedAt >= t0).map((r): [number, number] => [r.startedAt, r.endedAt ?? t1]);
     const clip = (xs: Array<[number, number]>): Array<[number, number]> => xs.map(([a, b]) => [Math.max(a, t0), Math.min(b, t1)]);

@@ -76,8 +76,6 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
   const rates = new StageRates(path.join(deps.config.dataDir, 'stage-rates.json'));
 
   return async (input: RunPromptInput): Promise<PromptRun> => {
-    const ctx = Context.current();
-    const signal = ctx.cancellationSignal;
     // Bound late: the backend is whichever free ComfyUI this worker has now (preferring one that last ran the model).
     const lease = await acquireBackend(pool, input);
     let ranModel: string | undefined;

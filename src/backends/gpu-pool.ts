@@ -58,7 +58,7 @@ export class NotDispatchedError extends Error {
 
 interface Waiter extends QueuedAttempt {
   grant(backend: Backend): void;
-  fail(err: unknown): void;
+  fail(err: Error): void;
 }
 
 export class GpuPool {
@@ -200,7 +200,7 @@ export class GpuPool {
         },
         fail: (err) => {
           signal?.removeEventListener('abort', onAbort);
-          reject(err as Error);
+          reject(err);
         },
       };
       if (signal?.aborted) return onAbort();
