@@ -77,7 +77,7 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
 
   return async (input: RunPromptInput): Promise<PromptRun> => {
     // Bound late: the backend is whichever free ComfyUI this worker has now (preferring one that last ran the model).
-    const lease = await acquireBackend(pool, input);
+    const lease = await acquireBackend(pool, input, deps.logger);
     let ranModel: string | undefined;
     try {
       const run = await runAttempt(deps, objectInfo, rates, lease.backend, input);
@@ -94,14 +94,20 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
  * Handed back unstarted (the worker stops, or none of its backends is healthy): a NotDispatched failure, which
  * the workflow sends again without counting an attempt, since no prompt was sent.
  */
-async function acquireBackend(pool: GpuPool, input: RunPromptInput): Promise<Lease> {
+async function acquireBackend(pool: GpuPool, input: RunPromptInput, logger: Logger): Promise<Lease> {
   const ctx = Context.current();
   const signal = ctx.cancellationSignal;
   const position = input.request ? { item: input.item, items: input.request.batchSize * input.request.nIter } : {};
   const waiting: PromptHeartbeat = { backend: '', promptId: '', lastEventAt: Date.now(), attempt: input.attempt, queued: true, ...position };
   const ticker = setInterval(() => ctx.heartbeat(waiting), HEARTBEAT_TICK_MS);
   try {
-    return await pool.acquire({ model: input.model, priority: ctx.info.priority?.priorityKey ?? DEFAULT_PRIORITY }, signal);
+    const granted = pool.acquire({ model: input.model, priority: ctx.info.priority?.priorityKey ?? DEFAULT_PRIORITY }, signal);
+    if (pool.queued() > 0)
+      logger.info(
+        { renderId: input.renderId, item: input.item, model: input.model, queued: pool.queued() },
+        'prompt attempt waits in this worker for a ComfyUI',
+      );
+    return await granted;
   } catch (err) {
     const shutdown = cancelReason(err) === 'WORKER_SHUTDOWN';
     if (err instanceof NotDispatchedError || shutdown) {
