@@ -70,6 +70,8 @@ http.createServer((req, res) => {
   );
   doc.models.llm = { env: [], cmd: `${process.execPath} ${llm} ${p.llm}`, proxy: `http://127.0.0.1:${p.llm}`, checkEndpoint: '/health', ttl: 600 };
   doc.models['comfy-gpu']!.env.push(`GPU_LEASE_SLICE_MS=${SLICE_MS}`, 'LOG_LEVEL=info');
+  // LOOKAHEAD=0: first in, first out, as before the dispatch (for a same-sitting comparison).
+  if (process.env.LOOKAHEAD) doc.models['comfy-gpu']!.env.push(`GPU_DISPATCH_LOOKAHEAD=${process.env.LOOKAHEAD}`);
   doc.models['comfy-gpu']!.env = doc.models['comfy-gpu']!.env.map((e: string) => (e.startsWith('SHUTDOWN_GRACE_MS=') ? `SHUTDOWN_GRACE_MS=${GRACE_MS}` : e));
   doc.models['imagegen-flux-dev']!.env.push('LOG_LEVEL=info', 'TEMPORAL_UI=false');
   const file = path.join(tmp, 'config.yaml');
@@ -181,7 +183,9 @@ async function mix(p: Ports, fake: FakeComfyUI, renders = 32): Promise<void> {
     }
   })();
   const started = Date.now();
-  const results = await Promise.all(Array.from({ length: renders }, (_, i) => txt2img(p, 1000 + i, { steps: 8 })));
+  // Three models in turn: the GPU entry's dispatch (GPU_DISPATCH_LOOKAHEAD) runs the loaded one's first.
+  const models = ['imagegen-flux-schnell', 'imagegen-flux-dev', 'imagegen-qwen-image'];
+  const results = await Promise.all(Array.from({ length: renders }, (_, i) => txt2img(p, 1000 + i, { steps: 8, model: models[i % models.length] })));
   const renderMs = Date.now() - started;
   stop = true;
   await llmLoop;
@@ -234,7 +238,12 @@ async function sigterm(p: Ports, fake: FakeComfyUI, config: string): Promise<voi
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
   const all = wanted.length === 0;
-  const [ls, front, gpu, temporal, llm, comfy] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+  // PORT_BASE: six consecutive ports from there (a shared machine's agreed range); otherwise free ones.
+  const base = process.env.PORT_BASE ? Number(process.env.PORT_BASE) : undefined;
+  const [ls, front, gpu, temporal, llm, comfy] =
+    base !== undefined
+      ? ([0, 1, 2, 3, 4, 5].map((i) => base + i) as [number, number, number, number, number, number])
+      : await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
   const p: Ports = { ls, front, gpu, temporal, llm, comfy };
   let fake = await startFakeComfyUI({ port: comfy, stepMs: 50 });
   const config = writeConfig(p, fake.url);

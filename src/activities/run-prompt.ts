@@ -39,7 +39,9 @@ import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { ItemProgress } from './item-progress.ts';
 import { StageRates } from './stage-rates.ts';
 import { silentStagePriors } from '../models/stage-priors.ts';
-import type { GpuPool } from '../backends/gpu-pool.ts';
+import { NotDispatchedError, type GpuPool, type Lease } from '../backends/gpu-pool.ts';
+import { DEFAULT_PRIORITY } from '../renders/priority.ts';
+import { NotDispatchedFailureType } from '../workflows/failure-types.ts';
 import { collectFiles, collectPromptOutputs } from './collect-outputs.ts';
 import { toFailure, withBackend } from './failures.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
@@ -74,10 +76,8 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
   const rates = new StageRates(path.join(deps.config.dataDir, 'stage-rates.json'));
 
   return async (input: RunPromptInput): Promise<PromptRun> => {
-    const ctx = Context.current();
-    const signal = ctx.cancellationSignal;
     // Bound late: the backend is whichever free ComfyUI this worker has now (preferring one that last ran the model).
-    const lease = await pool.acquire({ model: input.model }, signal);
+    const lease = await acquireBackend(pool, input, deps.logger);
     let ranModel: string | undefined;
     try {
       const run = await runAttempt(deps, objectInfo, rates, lease.backend, input);
@@ -87,6 +87,39 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
       lease.release(ranModel);
     }
   };
+}
+
+/**
+ * Wait for this worker's dispatch to hand the attempt a backend (backends/gpu-pool.ts), heartbeating meanwhile.
+ * Handed back unstarted (the worker stops, or none of its backends is healthy): a NotDispatched failure, which
+ * the workflow sends again without counting an attempt, since no prompt was sent.
+ */
+async function acquireBackend(pool: GpuPool, input: RunPromptInput, logger: Logger): Promise<Lease> {
+  const ctx = Context.current();
+  const signal = ctx.cancellationSignal;
+  const position = input.request ? { item: input.item, items: input.request.batchSize * input.request.nIter } : {};
+  const waiting: PromptHeartbeat = { backend: '', promptId: '', lastEventAt: Date.now(), attempt: input.attempt, queued: true, ...position };
+  const ticker = setInterval(() => ctx.heartbeat(waiting), HEARTBEAT_TICK_MS);
+  try {
+    const granted = pool.acquire({ model: input.model, priority: ctx.info.priority?.priorityKey ?? DEFAULT_PRIORITY }, signal);
+    if (pool.queued() > 0)
+      logger.info(
+        { renderId: input.renderId, item: input.item, model: input.model, queued: pool.queued() },
+        'prompt attempt waits in this worker for a ComfyUI',
+      );
+    return await granted;
+  } catch (err) {
+    const shutdown = cancelReason(err) === 'WORKER_SHUTDOWN';
+    if (err instanceof NotDispatchedError || shutdown) {
+      throw ApplicationFailure.create({
+        type: NotDispatchedFailureType,
+        message: shutdown ? 'the worker stopped before a ComfyUI was free for this attempt' : err instanceof Error ? err.message : String(err),
+      });
+    }
+    throw err;
+  } finally {
+    clearInterval(ticker);
+  }
 }
 
 async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, rates: StageRates, leased: Backend, input: RunPromptInput): Promise<PromptRun> {

@@ -64,6 +64,8 @@ export interface PromptHeartbeat {
   /** The item (0-based) of how many the render has: the render's progress is (item + fraction) / items. */
   item?: number;
   items?: number;
+  /** Waiting in its worker for a free ComfyUI (backends/gpu-pool.ts's lookahead): no prompt yet. */
+  queued?: true;
 }
 
 /** The render's graphs and limits, built by the submitter (renders/build-render.ts): the workflow's second argument. */

@@ -142,6 +142,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   let workers: WorkerSet | undefined;
   let workersDone: Promise<void> = new Promise(() => undefined);
   let stopProbing: (() => void) | undefined;
+  let handBackWaiting: ((why: string) => void) | undefined;
   let metricsServer: MetricsServer | undefined;
   if ((mode === 'start' && opts.workersInProcess) || mode === 'worker' || mode === 'gpu') {
     const [{ Runtime }, { createActivities }, { GpuPool }, { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules }] = await Promise.all([
@@ -154,7 +155,13 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     Runtime.install({ shutdownSignals: [], logger: undefined });
     const served = gpuBackends(backends, config.GPU_BACKENDS);
     // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
-    const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health);
+    const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health, {
+      lookahead: config.GPU_DISPATCH_LOOKAHEAD,
+      maxPassOverMs: config.GPU_MAX_PASS_OVER_MS,
+      // Without the lease no prompt starts, but the lease comes back: attempts waiting here keep their place.
+      ...(leaseServer ? { paused: () => !leaseServer.gate.held() } : {}),
+    });
+    handBackWaiting = (why) => pool.handBack(why);
     leaseServer?.gate.onChange(() => pool.recheck());
     leaseServer?.setBusyProbe(() => pool.busy());
     const activities = createActivities(
@@ -313,6 +320,8 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       // The GPU entry: no new prompts from here on (the gate closes with the leases).
       await leaseServer?.close();
       stopProbing?.();
+      // Attempts waiting in this worker for a ComfyUI (the lookahead) go back to the shared queue at once.
+      handBackWaiting?.('the worker is stopping');
       if (workers) {
         await workers.shutdown();
         await workersDone.catch(() => undefined);

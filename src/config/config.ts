@@ -154,6 +154,15 @@ const envSchema = z.object({
    * running prompt (docs/llama-swap.md, "How long each side waits").
    */
   GPU_LEASE_SLICE_MS: positiveInt.default(30_000),
+  /**
+   * GPU workers: prompt attempts a worker takes from the shared GPU queue beyond one per ComfyUI, to choose among
+   * (backends/gpu-pool.ts): a ComfyUI that frees up takes one for the model it has loaded first. 0 keeps Temporal's
+   * first-in-first-out order. Attempts held here cannot go to another worker meanwhile: with several GPU workers
+   * keep it small; behind llama-swap (one GPU worker) the guide sets 16.
+   */
+  GPU_DISPATCH_LOOKAHEAD: z.coerce.number().int().nonnegative().default(0),
+  /** How long a waiting attempt may be passed over for ones of the loaded model (ms), with a lookahead. */
+  GPU_MAX_PASS_OVER_MS: z.coerce.number().int().nonnegative().default(120_000),
   /** Most images per request (batch_size × n_iter). Open WebUI sends up to n=10. */
   MAX_BATCH: positiveInt.default(16),
   /** Pixel budget of one output image (after hires fix); unset: each model's own (1536² for the image models). */

@@ -172,8 +172,12 @@ export class LiveProgress {
     const imagesOf = (d: WorkflowExecutionDescription): number => (typeof d.memo?.images === 'number' && d.memo.images > 0 ? d.memo.images : 1);
     const imageCount = running.reduce((n, d) => n + imagesOf(d), 0) + Math.max(0, jobCount - running.length);
 
+    const converter = client.options.loadedDataConverter.payloadConverter;
+    // A started attempt still waiting in its worker for a ComfyUI (the dispatch lookahead) is not on a GPU yet.
+    const onAGpu = (a: NonNullable<WorkflowExecutionDescription['raw']['pendingActivities']>[number]): boolean =>
+      (decodeFirst(converter, a.heartbeatDetails) as Partial<PromptHeartbeat> | undefined)?.queued !== true;
     const onGpu = running
-      .map((d) => ({ d, activity: d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED) }))
+      .map((d) => ({ d, activity: d.raw.pendingActivities?.find((a) => a.activityType?.name === 'runPrompt' && a.state === STARTED && onAGpu(a)) }))
       .filter((x) => x.activity !== undefined)
       .sort((a, b) => a.d.startTime.getTime() - b.d.startTime.getTime())[0];
     if (!onGpu) {
@@ -194,7 +198,6 @@ export class LiveProgress {
       };
     }
 
-    const converter = client.options.loadedDataConverter.payloadConverter;
     const beat = (decodeFirst(converter, onGpu.activity!.heartbeatDetails) ?? {}) as Partial<PromptHeartbeat>;
     const status = await this.status(onGpu.d.workflowId);
     const memoImages = typeof onGpu.d.memo?.images === 'number' ? onGpu.d.memo.images : 1;

@@ -28,3 +28,9 @@ export const RetryableFailureType = {
 
 /** The workflow gave up on an item: attempts or the item's deadline exhausted (details list every attempt). */
 export const GaveUpFailureType = 'RenderAttemptsExhausted';
+
+/**
+ * An attempt that waited in a worker for a free ComfyUI and was handed back before it got one (the worker
+ * stopped, or its backends turned unhealthy): no prompt was sent, so the workflow does not count it.
+ */
+export const NotDispatchedFailureType = 'NotDispatched';

@@ -53,7 +53,7 @@ import { outcomeTags } from '../render/outcome.ts';
 import { RENDER_BACKEND, RENDER_OUTCOME } from '../temporal/search-attributes.ts';
 import { outcomeReason } from './failure-class.ts';
 import { attemptBackoffMs } from './attempts.ts';
-import { GaveUpFailureType, NON_RETRYABLE_TYPES } from './failure-types.ts';
+import { GaveUpFailureType, NON_RETRYABLE_TYPES, NotDispatchedFailureType } from './failure-types.ts';
 import { gpuTaskQueue } from './queues.ts';
 import { GPU_QUEUE_WAIT_MS, describeFailure, interruptSignal, renderStatusQuery, skipSignal, type RenderStatus } from './render-common.ts';
 
@@ -69,6 +69,12 @@ const io = proxyActivities<RenderActivities>({
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8, nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
 });
+
+/**
+ * Attempts handed back undispatched by a worker's lookahead (backends/gpu-pool.ts) are sent again without
+ * counting; renders recorded before it never saw such a failure.
+ */
+export const NOT_DISPATCHED_PATCH = 'not-dispatched-attempts';
 
 /**
  * The patch that added webhooks (docs/versioning.md): a render with a webhook records its marker when it ends,
@@ -156,7 +162,7 @@ async function renderItems(request: RenderRequest, built: BuiltRender): Promise<
   const started = { item: -1, attempts: 0, backends: [] as string[] };
 
   const runItem = async (item: RenderItem): Promise<PromptRun> => {
-    const deadline = Date.now() + limits.deadlineMs;
+    let deadline = Date.now() + limits.deadlineMs;
     const backends: string[] = [];
     started.item = item.index;
     started.backends = backends;
@@ -187,6 +193,7 @@ async function renderItems(request: RenderRequest, built: BuiltRender): Promise<
       // Only LoadImage graphs need them: uploaded to whichever ComfyUI runs the attempt.
       if (plan.uploads.length > 0) input.uploads = plan.uploads;
       if (attempt > 1) input.previousBackends = [...backends];
+      const scheduledAt = Date.now();
       try {
         const run = await gpu.runPrompt(input);
         backends[attempt - 1] = run.backend;
@@ -196,6 +203,13 @@ async function renderItems(request: RenderRequest, built: BuiltRender): Promise<
         // The render itself was cancelled: runPrompt has stopped the prompt; end as cancelled.
         if (CancellationScope.current().consideredCancelled) throw err;
         const f = describeFailure(err);
+        if (f.type === NotDispatchedFailureType && patched(NOT_DISPATCHED_PATCH)) {
+          // Handed back by its worker before any ComfyUI was free: no prompt was sent. Not an attempt, and, as a
+          // wait in the shared queue, its time does not count against the item's deadline.
+          deadline += Date.now() - scheduledAt;
+          attempt--;
+          continue;
+        }
         backends[attempt - 1] = f.backend ?? '';
         status.attempts.push({ item: item.index, attempt, outcome: 'failed', type: f.type, message: f.message, ...(f.backend ? { backend: f.backend } : {}) });
         if (!f.retryable) throw err;

@@ -259,6 +259,30 @@ describe("comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     expectRenderedOnce(await fakeStats(fake.url), { prompts: 1 });
   }, 300_000);
 
+  it("renders waiting in the GPU entry run the loaded model's first (one model load per model, not one per change)", async () => {
+    await resetFake(fake.url);
+    await setFaults(fake.url, { hold: HOLD, modelLoad: { coldMs: 0, warmMs: 0 } });
+    const before = (ls.output('comfy-gpu').match(/waits in this worker for a ComfyUI/g) ?? []).length;
+    const first = post('/sdapi/v1/txt2img', { ...IMAGE, seed: 21 });
+    await waitHeld();
+    // Arriving in turns while the first is held: qwen, schnell, qwen, schnell.
+    const next = [22, 23, 24, 25].map((seed, i) => post('/sdapi/v1/txt2img', { ...IMAGE, seed, model: i % 2 === 0 ? 'imagegen-qwen-image' : IMAGE.model }));
+    await waitFor(
+      'the four renders waiting in the GPU entry',
+      async () => (ls.output('comfy-gpu').match(/waits in this worker for a ComfyUI/g) ?? []).length - before >= 4,
+      180_000,
+      200,
+    );
+    await fetch(`${fake.url}/__fake/release`, { method: 'POST' });
+    for (const r of await Promise.all([first, ...next])) expect(r.status, JSON.stringify(r.json).slice(0, 300)).toBe(200);
+    const stats = await fakeStats(fake.url);
+    // First in, first out loads a model per change (GPU_MAX_PASS_OVER_MS=0 gave [false, true, false]).
+    expect(stats.modelLoads.map((l) => l.files.some((f) => /qwen/i.test(f)))).toEqual([false, true]);
+    // Each of the five prompts submitted once and run once.
+    expect(Object.values(stats.submissions)).toEqual([1, 1, 1, 1, 1]);
+    expect(Object.values(stats.outcomes)).toEqual(Array.from({ length: 5 }, () => ['success']));
+  }, 240_000);
+
   it('a render request refused with a 400 takes no lease: the LLM stays loaded and the GPU entry is not started', async () => {
     const chat = { model: 'llm', messages: [{ role: 'user', content: 'hi' }] };
     expect((await post('/v1/chat/completions', chat)).status).toBe(200);

@@ -16,7 +16,7 @@ import type { PromptRun, RenderRequest } from '../../src/render/types.ts';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
 import { RENDER_OUTCOME, SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
-import { GaveUpFailureType } from '../../src/workflows/failure-types.ts';
+import { GaveUpFailureType, NotDispatchedFailureType } from '../../src/workflows/failure-types.ts';
 import { gpuTaskQueue } from '../../src/workflows/queues.ts';
 import { interruptSignal, renderStatusQuery, skipSignal, type render } from '../../src/workflows/render.ts';
 
@@ -252,6 +252,22 @@ describe('render workflow', () => {
       [3, 'failed', 'ComfyBackendUnhealthy'],
       [4, 'completed', ''],
     ]);
+  });
+
+  it('an attempt its worker handed back undispatched is sent again at once with the same number, not counted (more of them than maxAttempts)', async () => {
+    let handedBack = 0;
+    const handle = await start(async (input) => {
+      if (handedBack < 5) {
+        handedBack++;
+        throw failure(NotDispatchedFailureType);
+      }
+      return rendered(input);
+    });
+    const result = await handle.result();
+    expect(result.promptIds).toEqual(['prompt-0-1']);
+    expect(callsOf(handle.workflowId).map((c) => [c.input.attempt, c.input.previousBackends])).toEqual(Array.from({ length: 6 }, () => [1, undefined]));
+    expect(await timerDurations(handle.workflowId)).toEqual([]);
+    expect((await handle.query(renderStatusQuery)).attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'completed']]);
   });
 
   it('gives up after maxAttempts, backoff capped, and stops the prompts the attempts may have left running', async () => {

@@ -69,13 +69,27 @@ export interface FakeStats {
    * hold in VRAM): GPU-sharing tests check it is empty before another group gets the GPU.
    */
   loadedModels: string[];
+  /** Loads the `modelLoad` fault charged: when, cold (nothing was loaded) or a swap, and the files loaded. */
+  modelLoads: Array<{ at: number; cold: boolean; files: string[] }>;
 }
+
+/** The model files a prompt's loader nodes name. */
+function promptModelFiles(prompt: Record<string, unknown>): string[] {
+  const files = new Set<string>();
+  for (const node of Object.values(prompt) as Node[]) {
+    if (!node.class_type.includes('Loader')) continue;
+    for (const v of Object.values(node.inputs ?? {})) if (typeof v === 'string' && MODEL_FILE.test(v)) files.add(v);
+  }
+  return [...files];
+}
+
+const MODEL_FILE = /\.(safetensors|sft|gguf|ckpt|pt|pth|bin)$/i;
 
 /** A loader node's model files (its string inputs naming a weights file) are in VRAM from now on. */
 function noteLoadedModels(stats: FakeStats, node: Node): void {
   if (!node.class_type.includes('Loader')) return;
   for (const v of Object.values(node.inputs ?? {})) {
-    if (typeof v === 'string' && /\.(safetensors|sft|gguf|ckpt|pt|pth|bin)$/i.test(v) && !stats.loadedModels.includes(v)) stats.loadedModels.push(v);
+    if (typeof v === 'string' && MODEL_FILE.test(v) && !stats.loadedModels.includes(v)) stats.loadedModels.push(v);
   }
 }
 
@@ -91,6 +105,7 @@ export function emptyStats(): FakeStats {
     outcomes: {},
     runs: [],
     loadedModels: [],
+    modelLoads: [],
   };
 }
 
@@ -133,6 +148,20 @@ export class Executor {
 
   constructor(private readonly deps: ExecutorDeps) {}
 
+  /** The `modelLoad` fault: load the prompt's model files not in VRAM, at a cold or a swap's cost. */
+  private async loadModels(prompt: Record<string, unknown>, control: RunControl): Promise<void> {
+    const cost = this.deps.faults.state.modelLoad;
+    if (!cost) return;
+    const { stats } = this.deps;
+    const files = promptModelFiles(prompt);
+    const missing = files.filter((f) => !stats.loadedModels.includes(f));
+    if (missing.length === 0) return;
+    const cold = stats.loadedModels.length === 0;
+    stats.modelLoads.push({ at: Date.now(), cold, files: missing });
+    stats.loadedModels.splice(0, stats.loadedModels.length, ...files);
+    await control.sleep(cold ? cost.coldMs : cost.warmMs);
+  }
+
   /** `PromptExecutor.reset()`: drops every cached output (`/free {"free_memory": true}`). */
   reset(): void {
     this.cache.clear();
@@ -157,6 +186,7 @@ export class Executor {
     const cached = (id: string) => this.cache.has(sigs.get(id) as string);
     addMessage('execution_cached', { nodes: Object.keys(prompt).filter(cached), prompt_id: promptId }, false);
 
+    await this.loadModels(prompt, control);
     const info = this.deps.objectInfo();
     const run: Run = {
       item,

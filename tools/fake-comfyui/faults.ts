@@ -52,6 +52,12 @@ export const faultsBodySchema = z.strictObject({
     .array(z.strictObject({ promptId: z.string().optional(), nodeId: z.string().optional(), nodeClass: z.string().optional() }))
     .nullable()
     .optional(),
+  /**
+   * Model loads at a cost (the GPU-sharing benchmark): before a prompt runs, the model files its loaders name that
+   * are not in VRAM are loaded in `coldMs` when nothing was loaded (after `/free`, a restart) or `warmMs` when
+   * another model was (which it then evicts: one image model fits the card). Counted in stats `modelLoads`.
+   */
+  modelLoad: z.strictObject({ coldMs: z.number().int().nonnegative(), warmMs: z.number().int().nonnegative() }).nullable().optional(),
 });
 
 export type FaultsBody = z.input<typeof faultsBodySchema>;
@@ -83,6 +89,7 @@ export interface FaultState {
   executionError: ExecutionErrorFault | null;
   workerDead: boolean;
   hold: HoldFault[];
+  modelLoad: { coldMs: number; warmMs: number } | null;
 }
 
 export const SAMPLER_CLASSES = new Set(['KSampler', 'KSamplerAdvanced', 'SamplerCustomAdvanced']);
@@ -91,7 +98,7 @@ export class Faults {
   state: FaultState = Faults.empty();
 
   static empty(): FaultState {
-    return { hang: null, slow: null, promptHttp500: null, dropWebSocket: null, executionError: null, workerDead: false, hold: [] };
+    return { hang: null, slow: null, promptHttp500: null, dropWebSocket: null, executionError: null, workerDead: false, hold: [], modelLoad: null };
   }
 
   reset(): void {
@@ -126,6 +133,7 @@ export class Faults {
       };
     }
     if (body.workerDead !== undefined) this.state.workerDead = body.workerDead;
+    if (body.modelLoad !== undefined) this.state.modelLoad = body.modelLoad;
     if (body.hold !== undefined) this.state.hold = (body.hold ?? []).map((h) => ({ ...h }));
     return { dropNow };
   }
