@@ -337,7 +337,7 @@ function promptWebhook(body: PromptBody, req: FastifyRequest): WebhookOption {
 function refused(reply: FastifyReply, err: unknown): FastifyReply {
   if (err instanceof AdmissionRefusedError) {
     reply.header('Retry-After', String(err.retryAfterSeconds));
-    return sendComfyError(reply, 503, comfyError('queue_full', err.message));
+    return sendComfyError(reply, err.status, comfyError('queue_full', err.message));
   }
   if (err instanceof IdempotencyConflictError)
     return sendComfyError(reply, 400, comfyError('duplicate_prompt_id', 'prompt_id was already used for another graph', err.message));

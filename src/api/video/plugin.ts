@@ -99,7 +99,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       if (err instanceof AdmissionRefusedError) {
         req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
         reply.header('Retry-After', String(err.retryAfterSeconds));
-        return send(reply, 503, videoError(503, err.message, undefined, { waiting: err.waiting, limit: err.limit }));
+        return send(reply, err.status, videoError(err.status, err.message, undefined, { waiting: err.waiting, limit: err.limit }));
       }
       if (err instanceof RequestError) {
         req.log.info({ field: err.field, status: err.status }, err.message);
