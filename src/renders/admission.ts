@@ -85,7 +85,11 @@ export class Admission {
 
   constructor(private readonly opts: AdmissionOptions) {
     this.cacheMs = opts.cacheMs ?? 1_000;
-    this.total = new CachedCount(opts.count, this.cacheMs, (err) => opts.onCountError?.(err));
+    this.total = new CachedCount(
+      () => opts.count(),
+      this.cacheMs,
+      (err) => opts.onCountError?.(err),
+    );
   }
 
   /**
@@ -109,9 +113,9 @@ export class Admission {
     let c = this.clients.get(client);
     if (!c) {
       if (this.clients.size >= MAX_CLIENT_COUNTS) this.forgetStale();
-      const countClient = this.opts.countClient!;
+      const opts = this.opts;
       c = new CachedCount(
-        () => countClient(client),
+        () => opts.countClient!(client),
         this.cacheMs,
         (err) => this.opts.onCountError?.(err),
       );
