@@ -4,11 +4,13 @@
  * Once the GPU is free the urgent one starts first, the others in the order they came (no preemption: the
  * running render is never displaced by the priority-1 arrival). Priority shows in `renders list`.
  * Within a priority, clients take turns (issue 27): one key's three waiting renders do not stand between
- * another key's one and the GPU.
+ * another key's one and the GPU. The operator CLI acts for one key with `--owner` on those renders.
  */
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runRenders } from '../../src/cli/renders.ts';
+import type { RenderSummary } from '../../src/operators/types.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -161,5 +163,63 @@ describe('per-request priority', () => {
     });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { field?: string }).field).toBe('X-Priority');
+  });
+});
+
+/** `renders …` in this process (what `comfy-durable renders` runs) with its output captured. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const { write: outWrite } = process.stdout;
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const { write: errWrite } = process.stderr;
+  process.env.TEMPORAL_ADDRESS = temporal.address;
+  process.env.DATA_DIR = svc.dataDir;
+  process.env.TEMPORAL_TASK_QUEUE = svc.taskQueue;
+  process.stdout.write = (chunk: string | Uint8Array) => out.push(String(chunk)) > 0;
+  process.stderr.write = (chunk: string | Uint8Array) => err.push(String(chunk)) > 0;
+  try {
+    const code = await runRenders(args);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    process.stdout.write = outWrite;
+    process.stderr.write = errWrite;
+  }
+}
+
+describe('the operator CLI acts for one key (--owner)', () => {
+  it("lists only that key's renders, and shows, cancels or replays another key's render as not found", async () => {
+    const list = async (...extra: string[]) => {
+      const r = await cli('list', '--limit', '50', '--json', ...extra);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as RenderSummary[];
+    };
+    const all = await list();
+    const alice = await list('--owner', 'alice');
+    expect(alice.length).toBeGreaterThanOrEqual(3);
+    expect(alice.every((r) => r.owner === 'alice')).toBe(true);
+    expect(
+      all
+        .filter((r) => r.owner === 'alice')
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(alice.map((r) => r.id).sort());
+    const bobs = all.find((r) => r.owner === 'bob')!;
+    expect(bobs).toBeDefined();
+    for (const cmd of [
+      ['show', bobs.id],
+      ['cancel', bobs.id],
+      ['replay', bobs.id],
+      ['outputs', bobs.id, '--dir', svc.dataDir],
+    ]) {
+      const r = await cli(...cmd, '--owner', 'alice');
+      expect(r.code, `${cmd[0]}: ${r.stdout}`).toBe(1);
+      expect(r.stderr).toMatch(/not found/);
+    }
+    const shown = await cli('show', bobs.id, '--owner', 'bob', '--json');
+    expect(shown.code, shown.stderr).toBe(0);
+    expect((await cli('list', '--owner', "x' OR 1=1")).code).toBe(2);
+    expect((await cli('list')).stdout).toMatch(/^ID +STATUS +OUTCOME +OWNER/);
   });
 });
