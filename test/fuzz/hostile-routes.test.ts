@@ -75,36 +75,43 @@ const HEADER_SHAPES: Array<Record<string, string>> = [
   { 'x-priority': '1' },
 ];
 
-/** Body keys named like Object.prototype members, and keys no route knows. */
-const HOSTILE_KEYS: Record<string, unknown> = JSON.parse(
-  '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"toString":"x","valueOf":1,"hasOwnProperty":[],"isPrototypeOf":null,"zz_unknown_field":{"a":1}}',
-) as Record<string, unknown>;
+/**
+ * Body keys named like Object.prototype members, and keys no route knows, in three sets: a JSON parser that
+ * refuses `__proto__` or `constructor.prototype` refuses the whole body, so the method names go on their own
+ * too (a body key `toString` reaching a lookup table was a 500: issue 27 L1).
+ */
+const HOSTILE_KEY_SETS: string[] = [
+  '"toString":"x","valueOf":1,"hasOwnProperty":[],"isPrototypeOf":null,"constructor":"x","propertyIsEnumerable":{},"zz_unknown_field":{"a":1}',
+  '"__proto__":{"polluted":true}',
+  '"constructor":{"prototype":{"polluted":true}}',
+];
 
-/** A body a render route could start from, per route (what the sampled shapes merge hostile keys into). */
-function baseBody(path: string): unknown {
+/** A body a render route could start from, per route (what the shapes add hostile keys to). */
+function baseBody(path: string): Record<string, unknown> {
   if (path.startsWith('/sdapi/v1/txt2img')) return { ...RENDERABLE, width: 64, height: 64 };
-  if (path.startsWith('/v1/images/generations')) return { prompt: 'fuzz', model: 'imagegen-flux-schnell', size: '64x64', seed: 1 };
+  if (path.startsWith('/v1/images/')) return { prompt: 'fuzz', model: 'imagegen-flux-schnell', size: '64x64', seed: 1 };
   if (path.startsWith('/v1/videos')) return { prompt: 'fuzz', model: 'videogen-wan22-5b', size: '64x64', num_frames: 5, num_inference_steps: 1 };
   if (path.startsWith('/sdapi/v1/options')) return { sd_model_checkpoint: 'FLUX.1-schnell' };
   if (path.startsWith('/renders/') && path.endsWith('/replay')) return { new_seed: true };
   return {};
 }
 
+/** `value`'s JSON with `keys` (a JSON members list) added at its top level. */
+function withKeys(value: Record<string, unknown>, keys: string): string {
+  const json = JSON.stringify(value);
+  return json === '{}' ? `{${keys}}` : `${json.slice(0, -1)},${keys}}`;
+}
+
 /** Every JSON body shape, each carrying the hostile keys where it can. */
 function bodyShapes(path: string): string[] {
   const base = baseBody(path);
-  const withKeys = (v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? `${JSON.stringify(v).slice(0, -1)}${JSON.stringify(v) === '{}' ? '' : ','}${JSON.stringify(HOSTILE_KEYS).slice(1)}`
-      : JSON.stringify(v);
   return [
-    withKeys(base),
-    withKeys({}),
-    `{"__proto__":${JSON.stringify(base)}}`,
-    `[${withKeys(base)}]`,
+    ...HOSTILE_KEY_SETS.map((keys) => withKeys(base, keys)),
+    withKeys({}, HOSTILE_KEY_SETS[0]!),
+    `{"override_settings":{${HOSTILE_KEY_SETS[0]}},"alwayson_scripts":{${HOSTILE_KEY_SETS[0]}},"prompt":"x"}`,
+    `[${withKeys(base, HOSTILE_KEY_SETS[0]!)}]`,
     'null',
     '"constructor"',
-    '{"prompt":{"toString":"x"},"init_images":[{"__proto__":null}],"override_settings":{"__proto__":{"x":1},"constructor":1}}',
   ];
 }
 
@@ -331,7 +338,7 @@ function sampled(ops: Op[]): Sent[] {
       op: fc.constantFrom(...ops),
       caller: fc.constantFrom(...CALLERS),
       headers: fc.constantFrom(...HEADER_SHAPES),
-      bodyIndex: fc.nat(6),
+      bodyIndex: fc.nat(7),
       paramIndex: fc.nat(1_000),
     })
     .map(({ op, caller, headers, bodyIndex, paramIndex }): Sent => {
