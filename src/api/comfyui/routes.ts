@@ -96,6 +96,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
         response: {
           200: z.object({ prompt_id: z.string(), number: z.number(), node_errors: z.looseObject({}) }).describe("ComfyUI's answer"),
           400: comfyErrorSchema.describe("What ComfyUI would refuse, in ComfyUI's shape; nothing is stored"),
+          429: comfyErrorSchema.describe("This client's share of the waiting renders is full (Retry-After)"),
           503: comfyErrorSchema.describe('Too many renders waiting (Retry-After), or no ComfyUI answers'),
         },
       };

@@ -72,6 +72,7 @@ const createErrors = {
   409: 'Idempotency-Key reused with another body',
   413: 'An image or the body is too large',
   415: 'Unsupported content type',
+  429: "This client's share of the waiting renders is full (Retry-After)",
   503: 'Too many renders waiting (Retry-After)',
 };
 const doc = <T extends object>(summary: string, schema: T) => ({ schema: { summary, tags: ['Videos'], ...schema } });
