@@ -108,7 +108,9 @@ function bodyShapes(path: string): string[] {
   return [
     ...HOSTILE_KEY_SETS.map((keys) => withKeys(base, keys)),
     withKeys({}, HOSTILE_KEY_SETS[0]!),
-    `{"override_settings":{${HOSTILE_KEY_SETS[0]}},"alwayson_scripts":{${HOSTILE_KEY_SETS[0]}},"prompt":"x"}`,
+    // Nested objects too, over the route's own small body (a video at its default size is larger than the fake's
+    // GPU holds: 1280×704×121 latent pixels against its 64 Mpx, a limit of the fake, not of the request).
+    withKeys(base, `"override_settings":{${HOSTILE_KEY_SETS[0]}},"alwayson_scripts":{${HOSTILE_KEY_SETS[0]}}`),
     `[${withKeys(base, HOSTILE_KEY_SETS[0]!)}]`,
     'null',
     '"constructor"',
@@ -139,6 +141,8 @@ const statuses = new Map<number, number>();
 /** Render (and video, prompt) ids each key got back from the service. */
 const idsOf = new Map<KeyName, Set<string>>(KEYS.map((k) => [k.name, new Set<string>()]));
 const inFlight = new Set<string>();
+/** The documented 503s (Retry-After), named when something went wrong on the GPU. */
+const unavailable: string[] = [];
 let sent = 0;
 
 const opsHeaders = { authorization: `Bearer ${tokenOf('ops')}` };
@@ -254,6 +258,7 @@ async function send(s: Sent): Promise<void> {
     if (res.status >= 500) {
       const documented = res.status === 503 ? res.headers.get('retry-after') !== null : res.status === 504 && s.documented.includes('504');
       if (!documented) problems.push(`${sample}: ${res.status} ${text.slice(0, 240)}`);
+      else unavailable.push(`${sample}: ${res.status} ${text.slice(0, 240)}`);
     }
     const env = envelopeProblem(s.path, res.status, type, text);
     if (env) problems.push(`${sample}: ${env}: ${text.slice(0, 200)}`);
@@ -456,7 +461,7 @@ describe('hostile routes fuzzer', () => {
     const errored = Object.entries(fakeAfter.outcomes).filter(([, o]) => o.includes('error'));
     if (fakeAfter.unloadModelsRequests > fakeBefore.unloadModelsRequests || errored.length > 0) {
       problems.push(
-        `renders met errors on the GPU (out of memory: ${fakeAfter.unloadModelsRequests - fakeBefore.unloadModelsRequests} model unloads; errored prompts ${errored.length})`,
+        `renders met errors on the GPU (out of memory: ${fakeAfter.unloadModelsRequests - fakeBefore.unloadModelsRequests} model unloads; errored prompts ${errored.length}); the 503s: ${unavailable.join(' || ').slice(0, 1500)}`,
       );
     }
 
