@@ -22,6 +22,8 @@ export interface ApiDeps {
   health: HealthDeps;
   /** Renders waiting or running, for admission control; default: Temporal's count for the task queue. */
   waitingRenders?: () => Promise<number>;
+  /** One client's renders waiting or running (default: Temporal's count by RenderClient). */
+  waitingRendersOf?: (client: string) => Promise<number>;
   /** Renders this front waits on (tests look in). */
   inFlight?: InFlight;
   /** ComfyUI's file lists and memory for the routes that show them (absent: those lists are empty). */

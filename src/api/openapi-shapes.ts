@@ -46,6 +46,7 @@ export function openAiErrors(extra: Record<number, string> = {}): Record<number,
 /** Statuses a render-starting route adds: no GPU or a full queue, and a render that failed. */
 export const RENDER_FAILURES: Record<number, string> = {
   409: 'Idempotency-Key reused with another body',
+  429: "This client's share of the waiting renders is full (MAX_WAITING_RENDERS_PER_CLIENT; Retry-After)",
   503: 'Too many renders waiting (Retry-After), or ComfyUI unavailable',
   500: 'The render failed (the envelope names ComfyUI node and input when ComfyUI refused)',
 };

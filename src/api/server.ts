@@ -108,6 +108,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     blobs: deps.blobs,
     logger: deps.logger,
     ...(deps.waitingRenders ? { waitingRenders: deps.waitingRenders } : {}),
+    ...(deps.waitingRendersOf ? { waitingRendersOf: deps.waitingRendersOf } : {}),
     ...(deps.gpuLease ? { gpuLease: deps.gpuLease } : {}),
   });
   const ctx: ApiContext = { ...deps, inFlight: deps.inFlight ?? new InFlight(), submitter };
@@ -193,7 +194,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     if (err instanceof AdmissionRefusedError) {
       req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
       reply.header('Retry-After', String(err.retryAfterSeconds));
-      return sendError(reply, 503, errorBody('HTTPException', err.message, { waiting: err.waiting, limit: err.limit }));
+      return sendError(reply, err.status, errorBody('HTTPException', err.message, { waiting: err.waiting, limit: err.limit }));
     }
     if (err instanceof RequestError) {
       req.log.info({ field: err.field, status: err.status }, err.message);

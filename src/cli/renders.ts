@@ -21,20 +21,26 @@ import { createSubmitter } from '../renders/submit.ts';
 import { loadModelOverrides } from '../models/registry.ts';
 import { AdmissionRefusedError } from '../renders/admission.ts';
 import { RequestError } from '../errors/request-error.ts';
+import { EVERYONE, ownerViewer, type Viewer } from '../renders/owner.ts';
 
 export const RENDERS_USAGE = `usage: comfy-durable renders <command>
 
   list    [--status running|completed|failed|cancelled|terminated|timed-out] [--model M] [--kind K]
           [--outcome completed|partial|interrupted|skipped|blank|failed|failed:<class>]
-          [--since T] [--until T] [--replay-of ID] [--task-queue Q] [--limit N] [--json]
+          [--since T] [--until T] [--replay-of ID] [--task-queue Q] [--owner NAME] [--limit N] [--json]
                                         OUTCOME says what happened: partial (interrupt, skip: the step
                                         reached), blank (an output of one colour; black = NaNs in the VAE)
-  show    <id> [--json]                 timeline: stages, attempts, errors, request, graphs, prompts, outputs
-  outputs <id> --dir D                  save the outputs as D/<id>-<n>.png (.mp4 for videos)
-  replay  <id> [--new-seed] [--json]    render the same resolved request again (same seed unless --new-seed)
-  replay  --failed --since T [--until T] [--model M] [--dry-run] [--include-replayed] [--json]
+  show    <id> [--owner NAME] [--json]  timeline: stages, attempts, errors, request, graphs, prompts, outputs
+  outputs <id> --dir D [--owner NAME]   save the outputs as D/<id>-<n>.png (.mp4 for videos)
+  replay  <id> [--new-seed] [--owner NAME] [--json]
+                                        render the same resolved request again (same seed unless --new-seed)
+  replay  --failed --since T [--until T] [--model M] [--owner NAME] [--dry-run] [--include-replayed] [--json]
                                         replay every failed render that started in the window
-  cancel  <id>
+  cancel  <id> [--owner NAME]
+
+  --owner NAME acts as the API key NAME would (API_KEYS): list only its renders; show, outputs, replay and
+  cancel a render only when it is NAME's (else "not found", as that key would be told). Without it the CLI
+  is an operator and sees every render; the OWNER column says whose each is.
   prune   --older-than D [--dry-run] [--json]
                                         retention now: delete renders that ended more than D ago (7d, 12h)
                                         and every blob no remaining render references; says what it freed
@@ -149,6 +155,16 @@ function args(rest: string[], options: ParseArgsConfig['options'], positionals =
   return { values: parsed.values as Record<string, string | boolean | undefined>, ids: parsed.positionals };
 }
 
+/** `--owner NAME`: act as that key would (its own renders only); without it, as an operator (every render). */
+function viewerFrom(values: Record<string, string | boolean | undefined>): Viewer {
+  const owner = values.owner;
+  if (owner === undefined) return EVERYONE;
+  if (typeof owner !== 'string' || !renderFiltersSchema.shape.owner.safeParse(owner).success) {
+    throw new UsageError(`--owner: a key name is 1-64 letters, digits, . _ or -, got ${JSON.stringify(owner)}`);
+  }
+  return ownerViewer(owner);
+}
+
 function filtersFrom(values: Record<string, string | boolean | undefined>): RenderFilters {
   const raw = {
     status: values.status,
@@ -159,6 +175,7 @@ function filtersFrom(values: Record<string, string | boolean | undefined>): Rend
     until: values.until,
     replayOf: values['replay-of'],
     taskQueue: values['task-queue'],
+    owner: values.owner,
   };
   const parsed = renderFiltersSchema.safeParse(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined)));
   if (!parsed.success) {
@@ -178,6 +195,7 @@ async function list(ops: RenderOperators, rest: string[]): Promise<number> {
     until: { type: 'string' },
     'replay-of': { type: 'string' },
     'task-queue': { type: 'string' },
+    owner: { type: 'string' },
     limit: { type: 'string' },
     json: { type: 'boolean' },
   });
@@ -190,27 +208,28 @@ async function list(ops: RenderOperators, rest: string[]): Promise<number> {
 }
 
 async function show(ops: RenderOperators, rest: string[]): Promise<number> {
-  const { values, ids } = args(rest, { json: { type: 'boolean' } }, 1);
+  const { values, ids } = args(rest, { json: { type: 'boolean' }, owner: { type: 'string' } }, 1);
   const id = ids[0];
   if (!id) throw new UsageError('show needs a render id');
-  const tl = await ops.show(id);
+  const tl = await ops.show(id, viewerFrom(values));
   out(values.json ? JSON.stringify(tl, null, 2) : formatTimeline(tl));
   return 0;
 }
 
 async function outputs(ops: RenderOperators, rest: string[]): Promise<number> {
-  const { values, ids } = args(rest, { dir: { type: 'string' } }, 1);
+  const { values, ids } = args(rest, { dir: { type: 'string' }, owner: { type: 'string' } }, 1);
+  const viewer = viewerFrom(values);
   const id = ids[0];
   if (!id) throw new UsageError('outputs needs a render id');
   if (typeof values.dir !== 'string' || values.dir === '') throw new UsageError('outputs needs --dir D');
-  const refs = await ops.outputs(id);
+  const refs = await ops.outputs(id, viewer);
   if (refs.length === 0) {
     err(`render ${id} has no outputs`);
     return 1;
   }
   await mkdir(values.dir, { recursive: true });
   for (let n = 0; n < refs.length; n++) {
-    const { ref, bytes } = await ops.output(id, n);
+    const { ref, bytes } = await ops.output(id, n, viewer);
     const ext = ({ 'image/jpeg': 'jpg', 'image/webp': 'webp', 'video/mp4': 'mp4', 'video/webm': 'webm' } as Record<string, string>)[ref.mime] ?? 'png';
     const file = path.join(values.dir, `${id}-${n}.${ext}`);
     await writeFile(file, bytes);
@@ -231,20 +250,23 @@ async function replay(ops: RenderOperators, rest: string[]): Promise<number> {
       'task-queue': { type: 'string' },
       'dry-run': { type: 'boolean' },
       'include-replayed': { type: 'boolean' },
+      owner: { type: 'string' },
       json: { type: 'boolean' },
     },
     1,
   );
+  const viewer = viewerFrom(values);
   if (values.failed) {
     if (ids.length > 0) throw new UsageError('replay --failed takes no render id');
     if (typeof values.since !== 'string') throw new UsageError('replay --failed needs --since T (and usually --until T)');
     if (values['new-seed']) throw new UsageError('--new-seed is for single replays: a bulk replay re-renders the failed requests as they were');
-    const f = filtersFrom({ since: values.since, until: values.until, model: values.model, 'task-queue': values['task-queue'] });
+    const f = filtersFrom({ since: values.since, until: values.until, model: values.model, 'task-queue': values['task-queue'], owner: values.owner });
     const result = await ops.replayFailed({
       since: f.since!,
       ...(f.until ? { until: f.until } : {}),
       ...(f.model ? { model: f.model } : {}),
       ...(f.taskQueue ? { taskQueue: f.taskQueue } : {}),
+      ...(f.owner ? { owner: f.owner } : {}),
       dryRun: values['dry-run'] === true,
       includeReplayed: values['include-replayed'] === true,
     });
@@ -253,7 +275,7 @@ async function replay(ops: RenderOperators, rest: string[]): Promise<number> {
   }
   const id = ids[0];
   if (!id) throw new UsageError('replay needs a render id, or --failed --since T');
-  const started = await ops.replay(id, { newSeed: values['new-seed'] === true });
+  const started = await ops.replay(id, { newSeed: values['new-seed'] === true, viewer });
   out(
     values.json
       ? JSON.stringify(started, null, 2)
@@ -263,10 +285,10 @@ async function replay(ops: RenderOperators, rest: string[]): Promise<number> {
 }
 
 async function cancel(ops: RenderOperators, rest: string[]): Promise<number> {
-  const { ids } = args(rest, {}, 1);
+  const { values, ids } = args(rest, { owner: { type: 'string' } }, 1);
   const id = ids[0];
   if (!id) throw new UsageError('cancel needs a render id');
-  await ops.cancel(id);
+  await ops.cancel(id, viewerFrom(values));
   out(`cancel requested for ${id}`);
   return 0;
 }
@@ -310,11 +332,12 @@ const clip = (s: string, n: number): string => {
 };
 
 export function table(renders: RenderSummary[]): string {
-  const head = ['ID', 'STATUS', 'OUTCOME', 'MODEL', 'KIND', 'PRIO', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
+  const head = ['ID', 'STATUS', 'OUTCOME', 'OWNER', 'MODEL', 'KIND', 'PRIO', 'STARTED', 'TOOK', 'SEED', 'PROMPT / REASON'];
   const rows = renders.map((r) => [
     r.id,
     r.status,
     outcomeCell(r),
+    r.owner ?? '-',
     r.model ?? '-',
     r.kind ?? '-',
     r.priority === undefined ? '-' : String(r.priority),

@@ -204,6 +204,12 @@ const envSchema = z.object({
    */
   MAX_WAITING_RENDERS: positiveInt.default(500),
   /**
+   * One client's share of MAX_WAITING_RENDERS (a key, else a remote address; loopback addresses, a local
+   * reverse proxy's, are not counted apart): past it that client's new render is refused with 429 and
+   * Retry-After. Default a quarter of MAX_WAITING_RENDERS (at least 1).
+   */
+  MAX_WAITING_RENDERS_PER_CLIENT: positiveInt.optional(),
+  /**
    * How long finished renders are kept: what the retention schedule prunes (renders, and blobs nothing
    * newer references), and the embedded Temporal's namespace retention (at least a day; in production set it
    * on the namespace: README "Retention"). Days, fractions allowed (0.5 = 12 h).

@@ -230,9 +230,12 @@ export class RenderOperators {
     dryRun?: boolean;
     includeReplayed?: boolean;
     taskQueue?: string;
+    /** Only the renders of this API key (the CLI's --owner). */
+    owner?: string;
   }): Promise<BulkReplayResult> {
     const filters: RenderFilters = { status: 'failed', since: opts.since, until: opts.until ?? 'now' };
     if (opts.model) filters.model = opts.model;
+    if (opts.owner) filters.owner = opts.owner;
     if (opts.taskQueue) filters.taskQueue = opts.taskQueue;
     const query = buildListQuery(filters);
     const failed = await this.listAll(filters, { limit: 10_000, withOutcome: true });

@@ -22,7 +22,8 @@ import { rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../activities/types.ts';
 import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
-import { RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
+import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
+import { renderPriority } from './priority.ts';
 import type { render } from '../workflows/render.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -44,6 +45,11 @@ export interface StartOptions {
   owner?: string;
   /** What the front changed in the request, kept in the memo (the video job object lists them). */
   warnings?: readonly string[];
+  /**
+   * The client it was started for (src/fair/client-context.ts): its RenderClient search attribute (admission's
+   * per-client count) and its fairness key in the shared GPU queue (renders/priority.ts).
+   */
+  client?: string;
 }
 
 export interface StartedRender {
@@ -142,14 +148,16 @@ export class RenderService {
       { key: RENDER_KIND, value: request.kind },
       ...(request.replayOf ? [{ key: RENDER_REPLAY_OF, value: request.replayOf }] : []),
       ...(opts.owner !== undefined ? [{ key: RENDER_OWNER, value: opts.owner }] : []),
+      ...(opts.client !== undefined ? [{ key: RENDER_CLIENT, value: opts.client }] : []),
     ];
     const options: WorkflowStartOptions<typeof render> = {
       taskQueue: opts.taskQueue ?? this.taskQueue,
       workflowId: renderId,
       args: [request, opts.built],
       memo: memoFor(request, { fingerprint, priority: opts.priority, owner: opts.owner, warnings: opts.warnings }),
-      // Inherited by the render's activities: the shared GPU queue hands out lower keys first.
-      ...(opts.priority !== undefined ? { priority: { priorityKey: opts.priority } } : {}),
+      // Inherited by the render's activities: the shared GPU queue hands out lower keys first, and takes clients
+      // in turn within a key (Temporal's fairness keys, enabled on the embedded server: dev-server.ts).
+      ...renderPriority(opts.priority, opts.client),
       typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
       // A key attaches to its render while it runs and after it completed (same images, no new render);
       // only after a failure may the same key start it again.

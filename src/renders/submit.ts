@@ -9,8 +9,8 @@
  *      the body, so a key reused on another route or with another body is a 409 (IdempotencyConflictError);
  *   2. graph build: the render's graphs and limits, in a `render.buildGraph` span; a request no graph can be
  *      built for is a 422 (RequestError on `model`);
- *   3. admission: MAX_WAITING_RENDERS (AdmissionRefusedError, 503), skipped when the key attaches to its
- *      running or completed render;
+ *   3. admission: MAX_WAITING_RENDERS (AdmissionRefusedError, 503) and the client's share of it,
+ *      MAX_WAITING_RENDERS_PER_CLIENT (429), skipped when the key attaches to its running or completed render;
  *   4. input images go to the blob store, only now that nothing above refused the request;
  *   5. the GPU lease, when a model-swapping proxy shares the GPU (only now: a refused request swaps nothing);
  *   6. start, with the priority, eagerly when the workers run in this process (RenderService).
@@ -39,6 +39,7 @@ import { Admission, waitingRendersQuery } from './admission.ts';
 import { newRenderId, renderIdForKey, requestFingerprint } from './render-ids.ts';
 import { resolveWebhookTarget, type WebhookConfig, type WebhookOption } from './webhook-target.ts';
 import { currentClient } from '../fair/client-context.ts';
+import { isLoopbackHost } from '../config/loopback.ts';
 import type { RenderService, StartedRender } from './render-service.ts';
 
 export interface Submission {
@@ -104,7 +105,8 @@ export class RenderSubmitter {
   /** Runs the rules above; resolves once the render is started (or attached to, `attached: true`). */
   async submit(s: Submission): Promise<StartedRender> {
     const keyed = s.idempotencyKey !== undefined;
-    const owner = s.owner ?? currentClient().owner;
+    const client = currentClient();
+    const owner = s.owner ?? client.owner;
     const renderId = keyed ? renderIdForKey(s.idempotencyKey!, owner) : newRenderId();
     const webhook = this.deps.webhooks ? resolveWebhookTarget(s.webhook, this.deps.webhooks, renderId) : undefined;
     const fingerprint = keyed ? requestFingerprint(s.route, s.body) : undefined;
@@ -113,7 +115,7 @@ export class RenderSubmitter {
     if (webhook) built.webhook = webhook;
     // Over Temporal's payload limit the render could never run: a 413 naming the field instead.
     refuseOversizedRender(s.request, built, s.fields);
-    if (!attach) await this.deps.admission?.admit();
+    if (!attach) await this.deps.admission?.admit(sharedClient(client.client));
     // Stored on attach too: content-addressed, so a no-op when the render has them, and should the render
     // fail between the check and the start, the new one the start makes finds its inputs.
     if (s.images && s.images.length > 0) await storeImages(this.blobStore(), s.images);
@@ -127,6 +129,7 @@ export class RenderSubmitter {
       ...(s.priority !== undefined ? { priority: s.priority } : {}),
       ...(s.taskQueue !== undefined ? { taskQueue: s.taskQueue } : {}),
       ...(owner !== undefined ? { owner } : {}),
+      client: client.client,
       ...(s.warnings && s.warnings.length > 0 ? { warnings: s.warnings } : {}),
     });
   }
@@ -156,15 +159,29 @@ export class RenderSubmitter {
   }
 }
 
+/**
+ * The client admission counts apart, or undefined for one that takes no share of its own: work started outside
+ * any request (the CLI at the machine, tests) and loopback addresses (a local reverse proxy speaks for everyone
+ * behind it; give its users keys to share between them), as the connection cap does (src/fair/connections.ts).
+ */
+export function sharedClient(client: string): string | undefined {
+  if (!client.startsWith('key:') && !client.startsWith('addr:')) return undefined;
+  if (client.startsWith('addr:') && isLoopbackHost(client.slice('addr:'.length).replace(/^::ffff:/i, ''))) return undefined;
+  return client;
+}
+
 /** What a refused client is told to wait: about the time one render takes on a busy GPU. */
 const ADMISSION_RETRY_AFTER_S = 10;
 
 export interface SubmitterOptions {
   renders: RenderService;
-  config: Pick<Config, 'MAX_WAITING_RENDERS' | 'TEMPORAL_TASK_QUEUE' | 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'> & WebhookConfig;
+  config: Pick<Config, 'MAX_WAITING_RENDERS' | 'MAX_WAITING_RENDERS_PER_CLIENT' | 'TEMPORAL_TASK_QUEUE' | 'STALL_TIMEOUT_MS' | 'HEARTBEAT_TIMEOUT_MS'> &
+    WebhookConfig;
   blobs?: BlobStore;
   /** Renders waiting or running, for admission; default Temporal's count of running renders on the queue. */
   waitingRenders?: () => Promise<number>;
+  /** One client's renders waiting or running; default Temporal's count by RenderClient. */
+  waitingRendersOf?: (client: string) => Promise<number>;
   logger?: Logger;
   gpuLease?: GpuLease;
 }
@@ -175,7 +192,10 @@ export function createSubmitter(opts: SubmitterOptions): RenderSubmitter {
   const admission = new Admission({
     limit: config.MAX_WAITING_RENDERS,
     retryAfterSeconds: ADMISSION_RETRY_AFTER_S,
+    perClientLimit: config.MAX_WAITING_RENDERS_PER_CLIENT ?? Math.max(1, Math.floor(config.MAX_WAITING_RENDERS / 4)),
     count: opts.waitingRenders ?? (async () => (await renders.client.workflow.count(waitingRendersQuery(config.TEMPORAL_TASK_QUEUE))).count),
+    countClient:
+      opts.waitingRendersOf ?? (async (client) => (await renders.client.workflow.count(waitingRendersQuery(config.TEMPORAL_TASK_QUEUE, client))).count),
     onCountError: (err) => opts.logger?.warn({ err: (err as Error).message }, 'admission: could not count waiting renders'),
   });
   return new RenderSubmitter({

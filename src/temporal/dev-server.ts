@@ -79,6 +79,9 @@ export interface DevServerOptions {
  *   partitions also break first-in-first-out between them (measured: 10 tasks at key 5 then 2 at key 1 start
  *   `1 5 5 1 ...` with 4 partitions, `1 1 5 5 ...` with one). A single box gains nothing from partitions.
  *   The CLI takes no per-queue constraints, so this applies to every queue of the embedded server.
+ * - Fairness: within a priority key the matching service takes the renders' fairness keys (their clients,
+ *   renders/priority.ts) in turn instead of first-in-first-out, so one client's hundred waiting prompts do not
+ *   stand between another client's one and the GPU (docs/fair-shares.md). A production cluster sets the same.
  */
 export const EMBEDDED_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'history.transferProcessorMaxPollRPS': 1000,
@@ -87,6 +90,7 @@ export const EMBEDDED_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'system.enableEagerWorkflowStart': true,
   'matching.numTaskqueueReadPartitions': 1,
   'matching.numTaskqueueWritePartitions': 1,
+  'matching.enableFairness': true,
 };
 
 export interface DevServer {

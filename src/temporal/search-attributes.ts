@@ -18,4 +18,10 @@ export const RENDER_OUTCOME = defineSearchAttributeKey('RenderOutcome', SearchAt
 /** The name of the API key that started the render (src/renders/owner.ts). */
 export const RENDER_OWNER = defineSearchAttributeKey('RenderOwner', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF, RENDER_OWNER, RENDER_OUTCOME] as const;
+/**
+ * The client the render was started for (`key:<name>`, else `addr:<remote address>`, src/fair/client-context.ts):
+ * admission counts each client's waiting renders by it (src/renders/admission.ts).
+ */
+export const RENDER_CLIENT = defineSearchAttributeKey('RenderClient', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF, RENDER_OWNER, RENDER_OUTCOME, RENDER_CLIENT] as const;

@@ -33,8 +33,8 @@ export function rssOf(pid: number): number {
 const SAMPLING_INTERVAL_MS = 10;
 
 /** The longest event-loop stall since the last scrape (the service's histogram resets at each). */
-export async function scrapeLagMs(baseUrl: string): Promise<number> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+export async function scrapeLagMs(baseUrl: string, headers: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`, { headers })).text();
   const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text);
   return m ? Math.max(0, Number(m[1]) * 1000 - SAMPLING_INTERVAL_MS) : 0;
 }
@@ -59,6 +59,8 @@ export class BudgetWatch {
     private readonly pid: number,
     private readonly stallBudgetMs: number,
     private readonly inFlight: () => string[],
+    /** Sent with each scrape (an operator key on a service with API_KEYS). */
+    private readonly headers: Record<string, string> = {},
   ) {}
 
   /**
@@ -67,7 +69,7 @@ export class BudgetWatch {
    * can exceed the budget only when the service itself ran that long.
    */
   async start(periodMs = 100): Promise<void> {
-    await scrapeLagMs(this.baseUrl);
+    await scrapeLagMs(this.baseUrl, this.headers);
     this.baselineRss = rssOf(this.pid);
     this.lastCpuMs = mainThreadCpuMs(this.pid);
     this.timer = setInterval(() => {
@@ -80,7 +82,7 @@ export class BudgetWatch {
   private async sample(during: string[]): Promise<void> {
     let lag: number;
     try {
-      lag = await scrapeLagMs(this.baseUrl);
+      lag = await scrapeLagMs(this.baseUrl, this.headers);
     } catch {
       return;
     }

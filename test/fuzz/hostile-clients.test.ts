@@ -38,6 +38,15 @@ afterAll(async () => {
   await front?.close();
 });
 
+/** Resolves once `done()` holds, checking as the loop turns (every 10 ms); fails after `timeoutMs`. */
+async function waitUntil(what: string, done: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** The well-behaved client got through: its render was started (this front's stand-in then answers "no GPU"). */
 function expectServed(answers: Array<{ status: number; body: string }>): void {
   for (const a of answers) expect(a.body, `answered ${a.status}`).toContain('no GPU in this test');
@@ -82,6 +91,65 @@ describe('issue 27: connections and large bodies are shared', () => {
     // contention (src/api/body-gate.ts). ~0.3 s measured against a 16-74 ms unloaded median; 120 s before the fix.
     const attack = () => slowUploads(port, { count: 8, bytes: 600_000, bytesPerSecond: 20_000 });
     expect(await underAttack(attack, { large: true, settleMs: 2_000, designedWaitMs: 1_000 })).toBeLessThan(MAX_RATIO);
+  }, 120_000);
+});
+
+describe('issue 27: admission is shared between clients', () => {
+  const keys = [
+    { name: 'alice', token: 'alice-token-0123456789', role: 'client' },
+    { name: 'bob', token: 'bob-token-0123456789', role: 'client' },
+  ];
+  const auth = (i: number) => ({ authorization: `Bearer ${keys[i]!.token}` });
+  let keyed: TestFront;
+  let keyedBase: string;
+
+  beforeAll(async () => {
+    // The default limits (MAX_WAITING_RENDERS 500, a client's share a quarter of it), with named keys.
+    keyed = await startTestFront({ API_KEYS: JSON.stringify(keys) });
+    await keyed.app.listen({ host: '127.0.0.1', port: 0 });
+    keyedBase = `http://127.0.0.1:${(keyed.app.server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await keyed?.close();
+  });
+
+  it("one key floods renders: past its share it gets 429 + Retry-After in A1111's envelope; another key is admitted and answered as fast as unloaded", async () => {
+    const unloaded = (await medianLatency(keyedBase, SAMPLES, { headers: auth(1) })).ms;
+    // Alice's renders wait (their outcome never comes until the end), as on a GPU busy for hours.
+    let release!: () => void;
+    const held = new Promise<never>((_, reject) => (release = () => reject(new Error('released'))));
+    held.catch(() => undefined);
+    const clientOf = (renderId: string) => keyed.starts.find((st) => st.opts.renderId === renderId)?.opts.client;
+    const noGpu = keyed.outcome;
+    keyed.outcome = (s) => (clientOf(s.renderId) === 'key:alice' ? held : noGpu(s));
+    const aliceStarts = () => keyed.starts.filter((st) => st.opts.client === 'key:alice').length;
+    const refusals: Array<{ status: number; retryAfter: string | null; body: string }> = [];
+    const flood = Array.from({ length: 160 }, (_, i) =>
+      fetch(`${keyedBase}/sdapi/v1/txt2img`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth(0) },
+        body: JSON.stringify({ prompt: `flood ${i}`, steps: 1, width: 64, height: 64 }),
+      }).then(async (r) => void refusals.push({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text() })),
+    );
+    // Every flood request is refused or started (and waiting) before the well-behaved key comes.
+    await waitUntil('every flood request refused or waiting', () => refusals.length + aliceStarts() >= flood.length);
+    const aliceRenders = new Set(keyed.starts.filter((st) => st.opts.client === 'key:alice').map((st) => st.opts.renderId));
+    try {
+      expect(aliceRenders.size).toBe(125);
+      expect(refusals).toHaveLength(35);
+      for (const r of refusals) {
+        expect(r.status).toBe(429);
+        expect(Number(r.retryAfter)).toBeGreaterThan(0);
+        expect((JSON.parse(r.body) as { detail: string }).detail).toMatch(/MAX_WAITING_RENDERS_PER_CLIENT/);
+      }
+      const { ms, answers } = await medianLatency(keyedBase, SAMPLES, { headers: auth(1) });
+      expectServed(answers);
+      console.log(`  admission: unloaded ${unloaded.toFixed(0)} ms, with alice's 125 waiting renders ${ms.toFixed(0)} ms (×${(ms / unloaded).toFixed(1)})`);
+      expect(ms / unloaded).toBeLessThan(MAX_RATIO);
+    } finally {
+      release();
+      await Promise.allSettled(flood);
+    }
   }, 120_000);
 });
 

@@ -3,14 +3,25 @@
  * while a render holds the GPU, three renders at X-Priority 5 queue up, then one with body priority 1.
  * Once the GPU is free the urgent one starts first, the others in the order they came (no preemption: the
  * running render is never displaced by the priority-1 arrival). Priority shows in `renders list`.
+ * Within a priority, clients take turns (issue 27): one key's three waiting renders do not stand between
+ * another key's one and the GPU. The operator CLI acts for one key with `--owner` on those renders.
  */
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runRenders } from '../../src/cli/renders.ts';
+import type { RenderSummary } from '../../src/operators/types.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
+
+const KEYS = [
+  { name: 'ops', token: 'ops-token-0123456789', role: 'operator' },
+  { name: 'alice', token: 'alice-token-0123456789', role: 'client' },
+  { name: 'bob', token: 'bob-token-0123456789', role: 'client' },
+];
+const auth = (name: string) => ({ authorization: `Bearer ${KEYS.find((k) => k.name === name)!.token}` });
 
 let temporal: TestTemporal;
 let fake: FakeComfyUI;
@@ -21,7 +32,7 @@ beforeAll(async () => {
   temporal = await startTestTemporal();
   fake = await startFakeComfyUI({ port: 0, stepMs: 5, logLevel: 'silent' });
   // A long stall timeout: the first render hangs until the test interrupts it.
-  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { STALL_TIMEOUT_MS: '120000' } });
+  svc = await startService({ temporalAddress: temporal.address, comfyUrl: fake.url, env: { STALL_TIMEOUT_MS: '120000', API_KEYS: JSON.stringify(KEYS) } });
   client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
 }, 120_000);
 
@@ -42,10 +53,10 @@ const body = (seed: number, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function post(key: string, b: unknown, headers: Record<string, string> = {}): Promise<number> {
+async function post(key: string, b: unknown, headers: Record<string, string> = {}, as = 'ops'): Promise<number> {
   const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': key, ...headers },
+    headers: { 'content-type': 'application/json', 'idempotency-key': key, ...auth(as), ...headers },
     body: JSON.stringify(b),
   });
   await res.arrayBuffer();
@@ -63,9 +74,9 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 }
 
 /** The render's prompt attempt waits in the GPU queue (scheduled, not started). */
-const waitingForGpu = (key: string) =>
+const waitingForGpu = (key: string, owner = 'ops') =>
   waitFor(`${key} to wait for the GPU`, async () => {
-    const d = await client.workflow.getHandle(renderIdForKey(key)).describe();
+    const d = await client.workflow.getHandle(renderIdForKey(key, owner)).describe();
     return d.raw.pendingActivities?.some(
       (a) => a.activityType?.name === 'runPrompt' && a.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
     )
@@ -74,8 +85,8 @@ const waitingForGpu = (key: string) =>
   });
 
 /** When the render's completed prompt attempt started (server clock). */
-async function gpuStart(key: string): Promise<number> {
-  const events = (await client.workflow.getHandle(renderIdForKey(key)).fetchHistory()).events ?? [];
+async function gpuStart(key: string, owner = 'ops'): Promise<number> {
+  const events = (await client.workflow.getHandle(renderIdForKey(key, owner)).fetchHistory()).events ?? [];
   const done = events.find((e) => e.activityTaskCompletedEventAttributes)!.activityTaskCompletedEventAttributes!;
   const started = events.find((e) => Number(e.eventId) === Number(done.startedEventId))!;
   return Number(started.eventTime!.seconds) * 1000 + Math.floor((started.eventTime!.nanos ?? 0) / 1e6);
@@ -103,26 +114,112 @@ describe('per-request priority', () => {
     await fetch(`${fake.url}/interrupt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(await Promise.all(pending)).toEqual([200, 200, 200, 200, 200]);
 
-    const [u, l1, l2, l3] = await Promise.all([urgent, ...low].map(gpuStart));
+    const [u, l1, l2, l3] = await Promise.all([urgent, ...low].map((k) => gpuStart(k)));
     expect(u).toBeLessThanOrEqual(l1!);
     expect(l1).toBeLessThanOrEqual(l2!);
     expect(l2).toBeLessThanOrEqual(l3!);
 
-    const res = await fetch(`${svc.url}/renders?limit=10`);
+    const res = await fetch(`${svc.url}/renders?limit=10`, { headers: auth('ops') });
     const list = (await res.json()) as { renders: { id: string; priority?: number }[] };
     const byId = new Map(list.renders.map((r) => [r.id, r.priority]));
-    expect(byId.get(renderIdForKey(urgent))).toBe(1);
-    expect(byId.get(renderIdForKey(low[0]!))).toBe(5);
-    expect(byId.get(renderIdForKey(holder))).toBe(3);
+    expect(byId.get(renderIdForKey(urgent, 'ops'))).toBe(1);
+    expect(byId.get(renderIdForKey(low[0]!, 'ops'))).toBe(5);
+    expect(byId.get(renderIdForKey(holder, 'ops'))).toBe(3);
+  });
+
+  it("clients take turns within a priority: bob's one render starts before alice's second of three that waited before it", async () => {
+    const run = Date.now().toString(36);
+    await fetch(`${fake.url}/__fake/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ hang: { count: 1 } }) });
+    const holder = `fair-${run}-holder`;
+    const alice = [1, 2, 3].map((i) => `fair-${run}-alice-${i}`);
+    const bob = `fair-${run}-bob`;
+    const pending: Promise<number>[] = [post(holder, body(31))];
+    await waitFor('the first render to hold the GPU', async () => {
+      const st = (await (await fetch(`${fake.url}/__fake/stats`)).json()) as { queue: { running: string[] } };
+      return st.queue.running.length === 1 ? true : undefined;
+    });
+    for (const [i, key] of alice.entries()) {
+      pending.push(post(key, body(40 + i), {}, 'alice'));
+      await waitingForGpu(key, 'alice');
+    }
+    pending.push(post(bob, body(50), {}, 'bob'));
+    await waitingForGpu(bob, 'bob');
+    await fetch(`${fake.url}/interrupt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(await Promise.all(pending)).toEqual([200, 200, 200, 200, 200]);
+
+    const [a1, a2, a3] = await Promise.all(alice.map((k) => gpuStart(k, 'alice')));
+    const b = await gpuStart(bob, 'bob');
+    // First in first out within alice's own renders; bob's waits for at most one of hers (FIFO: all three).
+    expect(a1).toBeLessThanOrEqual(a2!);
+    expect(a2).toBeLessThanOrEqual(a3!);
+    expect(b).toBeLessThanOrEqual(a2!);
   });
 
   it('an invalid X-Priority is a 422 naming the header, and starts nothing', async () => {
     const res = await fetch(`${svc.url}/sdapi/v1/txt2img`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-priority': '7' },
+      headers: { 'content-type': 'application/json', 'x-priority': '7', ...auth('ops') },
       body: JSON.stringify(body(99)),
     });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { field?: string }).field).toBe('X-Priority');
+  });
+});
+
+/** `renders …` in this process (what `comfy-durable renders` runs) with its output captured. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const { write: outWrite } = process.stdout;
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const { write: errWrite } = process.stderr;
+  process.env.TEMPORAL_ADDRESS = temporal.address;
+  process.env.DATA_DIR = svc.dataDir;
+  process.env.TEMPORAL_TASK_QUEUE = svc.taskQueue;
+  process.stdout.write = (chunk: string | Uint8Array) => out.push(String(chunk)) > 0;
+  process.stderr.write = (chunk: string | Uint8Array) => err.push(String(chunk)) > 0;
+  try {
+    const code = await runRenders(args);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    process.stdout.write = outWrite;
+    process.stderr.write = errWrite;
+  }
+}
+
+describe('the operator CLI acts for one key (--owner)', () => {
+  it("lists only that key's renders, and shows, cancels or replays another key's render as not found", async () => {
+    const list = async (...extra: string[]) => {
+      const r = await cli('list', '--limit', '50', '--json', ...extra);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as RenderSummary[];
+    };
+    const all = await list();
+    const alice = await list('--owner', 'alice');
+    expect(alice.length).toBeGreaterThanOrEqual(3);
+    expect(alice.every((r) => r.owner === 'alice')).toBe(true);
+    expect(
+      all
+        .filter((r) => r.owner === 'alice')
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(alice.map((r) => r.id).sort());
+    const bobs = all.find((r) => r.owner === 'bob')!;
+    expect(bobs).toBeDefined();
+    for (const cmd of [
+      ['show', bobs.id],
+      ['cancel', bobs.id],
+      ['replay', bobs.id],
+      ['outputs', bobs.id, '--dir', svc.dataDir],
+    ]) {
+      const r = await cli(...cmd, '--owner', 'alice');
+      expect(r.code, `${cmd[0]}: ${r.stdout}`).toBe(1);
+      expect(r.stderr).toMatch(/not found/);
+    }
+    const shown = await cli('show', bobs.id, '--owner', 'bob', '--json');
+    expect(shown.code, shown.stderr).toBe(0);
+    expect((await cli('list', '--owner', "x' OR 1=1")).code).toBe(2);
+    expect((await cli('list')).stdout).toMatch(/^ID +STATUS +OUTCOME +OWNER/);
   });
 });

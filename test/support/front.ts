@@ -37,6 +37,8 @@ export interface TestFront {
 export interface TestFrontOptions {
   /** Renders waiting or running, for admission control (default 0). */
   waitingRenders?: () => Promise<number>;
+  /** One client's renders waiting or running (default: its renders this front started whose wait has not ended). */
+  waitingRendersOf?: (client: string) => Promise<number>;
   /**
    * What an Idempotency-Key's render id finds. Default: what Temporal would say of the starts this front
    * made (the key's render with the same fingerprint attaches, with another one conflicts).
@@ -65,6 +67,8 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       throw new RenderFailedError(s.renderId, 503, 'ComfyUnavailable', 'no GPU in this test');
     },
   };
+  /** Renders waiting per client (a render waits while its sync client waits for its outcome). */
+  const waiting = new Map<string, number>();
   /** Fingerprint of each keyed render started: the memo Temporal would keep. */
   const fingerprints = new Map<string, string>();
   const renders = {
@@ -86,7 +90,15 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       } as unknown as StartedRender['handle'];
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
     },
-    wait: (started: StartedRender) => front.outcome!(started),
+    wait: async (started: StartedRender) => {
+      const client = front.starts!.find((s) => s.opts.renderId === started.renderId)?.opts.client;
+      if (client !== undefined) waiting.set(client, (waiting.get(client) ?? 0) + 1);
+      try {
+        return await front.outcome!(started);
+      } finally {
+        if (client !== undefined) waiting.set(client, waiting.get(client)! - 1);
+      }
+    },
     checkKey: async (renderId: string, fingerprint: string) => {
       const known = fingerprints.get(renderId);
       const state = opts.keyState?.(renderId) ?? (known === undefined ? 'new' : known === fingerprint ? 'attach' : 'conflict');
@@ -112,6 +124,7 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       probeComfy: async () => ({}),
     },
     waitingRenders: opts.waitingRenders ?? (async () => 0),
+    waitingRendersOf: opts.waitingRendersOf ?? (async (client) => waiting.get(client) ?? 0),
     ...(opts.objectInfo ? { catalog: catalogOver(opts.objectInfo) } : {}),
     ...(opts.loras ? { catalog: { loras: async () => opts.loras!, upscaleModels: async () => [] } as unknown as ComfyCatalog } : {}),
     inFlight,

@@ -84,7 +84,7 @@ describe('finding renders by outcome', () => {
       },
     ]);
     const [head, a, b] = text.split('\n');
-    expect(head).toMatch(/^ID\s+STATUS\s+OUTCOME\s+MODEL/);
+    expect(head).toMatch(/^ID\s+STATUS\s+OUTCOME\s+OWNER\s+MODEL/);
     expect(a).toMatch(/^render-a\s+completed\s+partial\s/);
     expect(a).toMatch(/\[partial: interrupted at step 7\/20\] a cat$/);
     expect(b).toMatch(/^render-b\s+failed\s+failed:ComfyExecution\s/);

@@ -96,6 +96,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
         response: {
           200: z.object({ prompt_id: z.string(), number: z.number(), node_errors: z.looseObject({}) }).describe("ComfyUI's answer"),
           400: comfyErrorSchema.describe("What ComfyUI would refuse, in ComfyUI's shape; nothing is stored"),
+          429: comfyErrorSchema.describe("This client's share of the waiting renders is full (Retry-After)"),
           503: comfyErrorSchema.describe('Too many renders waiting (Retry-After), or no ComfyUI answers'),
         },
       };
@@ -337,7 +338,7 @@ function promptWebhook(body: PromptBody, req: FastifyRequest): WebhookOption {
 function refused(reply: FastifyReply, err: unknown): FastifyReply {
   if (err instanceof AdmissionRefusedError) {
     reply.header('Retry-After', String(err.retryAfterSeconds));
-    return sendComfyError(reply, 503, comfyError('queue_full', err.message));
+    return sendComfyError(reply, err.status, comfyError('queue_full', err.message));
   }
   if (err instanceof IdempotencyConflictError)
     return sendComfyError(reply, 400, comfyError('duplicate_prompt_id', 'prompt_id was already used for another graph', err.message));

@@ -94,7 +94,7 @@ export function openAiErrorHandler(thrown: FastifyError | RequestError | Admissi
   if (err instanceof AdmissionRefusedError) {
     req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
     reply.header('Retry-After', String(err.retryAfterSeconds));
-    return sendOpenAiError(reply, 503, openAiError(503, err.message, null, { waiting: err.waiting, limit: err.limit }));
+    return sendOpenAiError(reply, err.status, openAiError(err.status, err.message, null, { waiting: err.waiting, limit: err.limit }));
   }
   if (err instanceof RequestError) {
     req.log.info({ field: err.field, status: err.status }, err.message);

@@ -41,6 +41,7 @@ const MAX_FIELDS = 64;
 const RENDER_ERRORS = {
   409: 'Idempotency-Key reused with another body',
   413: 'An image or the body is too large',
+  429: "This client's share of the waiting renders is full (Retry-After)",
   503: 'Too many renders waiting (Retry-After), or no GPU',
   500: 'The render failed',
 };

@@ -72,6 +72,7 @@ const createErrors = {
   409: 'Idempotency-Key reused with another body',
   413: 'An image or the body is too large',
   415: 'Unsupported content type',
+  429: "This client's share of the waiting renders is full (Retry-After)",
   503: 'Too many renders waiting (Retry-After)',
 };
 const doc = <T extends object>(summary: string, schema: T) => ({ schema: { summary, tags: ['Videos'], ...schema } });
@@ -99,7 +100,7 @@ export async function registerVideos(app: FastifyInstance, ctx: ApiContext): Pro
       if (err instanceof AdmissionRefusedError) {
         req.log.warn({ waiting: err.waiting, limit: err.limit }, 'admission: refused');
         reply.header('Retry-After', String(err.retryAfterSeconds));
-        return send(reply, 503, videoError(503, err.message, undefined, { waiting: err.waiting, limit: err.limit }));
+        return send(reply, err.status, videoError(err.status, err.message, undefined, { waiting: err.waiting, limit: err.limit }));
       }
       if (err instanceof RequestError) {
         req.log.info({ field: err.field, status: err.status }, err.message);

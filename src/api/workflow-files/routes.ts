@@ -85,7 +85,7 @@ function registerOne(app: ReturnType<FastifyInstance['withTypeProvider']>, ctx: 
     response: {
       200: answerSchema.describe('Rendered'),
       202: answerSchema.describe('Queued (async=true)'),
-      ...a1111Errors({ 503: 'Too many renders waiting' }),
+      ...a1111Errors({ 429: "This client's share of the waiting renders is full", 503: 'Too many renders waiting' }),
     },
   };
   (app as FastifyInstance).withTypeProvider<ZodTypeProvider>().post(`/workflows/${wf.name}`, { schema: postDoc }, async (req, reply) => {
