@@ -52,6 +52,23 @@ def main():
     api.util_set_model("FLUX.1-Kontext-dev")
     edit = api.img2img(images=[Image.new("RGB", (96, 64), (200, 30, 30))], prompt="make it blue", width=96, height=64, steps=1)
     emit("kontext_img2img", size=list(edit.image.size), warnings=edit.info.get("warnings", []))
+    # sd-webui-controlnet's API as webuiapi sends it: its lists, two stacked units (canny and none), detect.
+    cn_models = api.controlnet_model_list()
+    emit("controlnet_lists", version=api.controlnet_version(), models=cn_models, modules=api.controlnet_module_list())
+    api.util_set_model("FLUX.1-dev")
+    union = next(m for m in cn_models if "union" in m)
+    hint = Image.new("RGB", (64, 64), (255, 255, 255))
+    hint.paste((0, 0, 0), (16, 16, 48, 48))
+    units = [
+        webuiapi.ControlNetUnit(image=hint, module="canny", model=union, threshold_a=100, threshold_b=200),
+        webuiapi.ControlNetUnit(image=hint, module="none", model=union, weight=0.5, control_mode=1),
+    ]
+    # A fresh `alwayson_scripts`: webuiapi 0.9.17 writes the units into its mutable default argument, so every later
+    # txt2img of this client would carry them (to FLUX.1-schnell, which has no ControlNet: a 400 naming the unit).
+    cn = api.txt2img(prompt="a house", width=64, height=64, steps=2, seed=5, controlnet_units=units, alwayson_scripts={})
+    emit("controlnet_txt2img", size=list(cn.image.size), images=len(cn.images), warnings=cn.info.get("warnings", []))
+    det = api.controlnet_detect(images=[hint], module="canny", threshold_a=100, threshold_b=200)
+    emit("controlnet_detect", images=len(det.images), size=list(det.image.size), info=det.info)
     api.util_set_model("FLUX.1-schnell")
 
     # webuiapi calls .json() on these: they must answer JSON.
@@ -60,10 +77,17 @@ def main():
     emit("interrupt_phase")
     sys.stdin.readline()  # the test has made the sampler slow
     result = {}
-    worker = threading.Thread(target=lambda: result.update(r=api.txt2img(prompt="stop me", width=64, height=64, steps=20)))
+    def render():
+        try:
+            result.update(r=api.txt2img(prompt="stop me", width=64, height=64, steps=20))
+        except Exception as e:  # said, not swallowed: the test fails naming it
+            emit("interrupt_render_failed", error=str(e)[:500])
+            raise
+
+    worker = threading.Thread(target=render)
     worker.start()
     # A user presses Interrupt once the preview shows something: at least one sampling step done.
-    while api.get_progress()["state"]["sampling_step"] < 1:
+    while worker.is_alive() and api.get_progress()["state"]["sampling_step"] < 1:
         time.sleep(0.05)
     api.interrupt()
     worker.join()

@@ -79,6 +79,17 @@ describe.skipIf(!available)('webuiapi (real client)', () => {
           expect(s.extras.size).toEqual([1920, 1088]);
           expect(s.kontext_img2img.size).toEqual([96, 64]);
           expect(s.kontext_img2img.warnings.join('\n')).toMatch(/edit source/);
+          expect(s.controlnet_lists.models).toContain('flux1-dev-controlnet-union-pro');
+          expect(s.controlnet_lists.modules).toEqual(expect.arrayContaining(['none', 'canny', 'invert']));
+          expect(s.controlnet_txt2img).toMatchObject({ size: [64, 64], images: 1 });
+          expect(s.controlnet_detect).toMatchObject({ images: 1, size: [64, 64] });
+          // Both units reached ComfyUI: two ControlNet applications, one fed by Canny with webuiapi's thresholds.
+          const graphs = Object.values((await (await fetch(`${fake.url}/history`)).json()) as Record<string, { prompt: unknown[] }>).map((h) =>
+            Object.values(h.prompt[2] as Record<string, { class_type: string; inputs: Record<string, unknown> }>),
+          );
+          const cnGraph = graphs.find((nodes) => nodes.filter((n) => n.class_type === 'ControlNetApplyAdvanced').length === 2);
+          expect(cnGraph, 'a prompt with both units').toBeDefined();
+          expect(cnGraph!.find((n) => n.class_type === 'Canny')!.inputs).toMatchObject({ low_threshold: 0.39, high_threshold: 0.78 });
           expect(s.idle_actions).toMatchObject({ interrupt: {}, skip: null });
           expect(s.interrupted).toMatchObject({ images: 1, size: [64, 64], interrupted: true, partial: [0] });
           expect(s.done).toBeDefined();
