@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { imagesResponse } from '../../src/api/openai/response.ts';
 import { toOpenAiEnvelope } from '../../src/api/openai/errors.ts';
-import { listProfiles } from '../../src/models/registry.ts';
+import { knownModelNames, listProfiles } from '../../src/models/registry.ts';
 import type { RenderResult } from '../../src/render/types.ts';
 import { makePng, redSquare } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
@@ -243,7 +243,7 @@ describe('POST /v1/images/generations', () => {
       400,
       'model',
       'invalid_request_error',
-      /unknown model "no-such-model"; image models: imagegen-flux-dev/,
+      new RegExp(`unknown model "no-such-model"; image models: ${knownModelNames('image').join(', ')}`),
     );
     expectOpenAiError(await post({ prompt: 'x', model: 'videogen-wan22-5b' }), 400, 'model', 'invalid_request_error', /video model/);
     expectOpenAiError(await post({ prompt: 'x', stream: true }), 400, 'stream', 'invalid_request_error');
