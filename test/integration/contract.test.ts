@@ -40,8 +40,8 @@ describe('contract checks', () => {
 
   it('name, one line each, the custom node and the model file a ComfyUI lacks', async () => {
     // A ComfyUI without ComfyUI-GGUF's unet loader and without the Flux VAE file.
-    const { loadObjectInfoFixture } = await import('../../tools/fake-comfyui/fixture.ts');
-    const info = loadObjectInfoFixture();
+    const { loadObjectInfoWithProfileFiles } = await import('../../tools/fake-comfyui/fixture.ts');
+    const info = loadObjectInfoWithProfileFiles();
     delete info.UnetLoaderGGUF;
     const vae = info.VAELoader!.input.required!.vae_name!;
     vae[0] = (vae[0] as string[]).filter((f) => f !== 'ae.safetensors');
@@ -106,8 +106,8 @@ describe('contract checks', () => {
   });
 
   it("a ComfyUI without one model's file: exit 3 naming that model, the others pass; switched off in MODELS_CONFIG, exit 0", async () => {
-    const { loadObjectInfoFixture } = await import('../../tools/fake-comfyui/fixture.ts');
-    const info = loadObjectInfoFixture();
+    const { loadObjectInfoWithProfileFiles } = await import('../../tools/fake-comfyui/fixture.ts');
+    const info = loadObjectInfoWithProfileFiles();
     const unet = info.UnetLoaderGGUF!.input.required!.unet_name!;
     unet[0] = (unet[0] as string[]).filter((f) => f !== 'flux1-krea-dev-Q8_0.gguf');
     const noKrea = await startFakeComfyUI({ port: 0, objectInfo: info });

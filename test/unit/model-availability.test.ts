@@ -11,8 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkModelConfig } from '../../src/app/model-config.ts';
 import { ConfigError } from '../../src/config/config.ts';
 import { listProfiles, resetModelOverrides, resolveModel } from '../../src/models/registry.ts';
-import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
-import { loadRawObjectInfo, withProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
+import { loadObjectInfoWithProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 
 const KREA = 'imagegen-flux-krea';
@@ -20,7 +19,7 @@ const KREA_FILE = 'flux1-krea-dev-Q8_0.gguf';
 
 /** The recorded ComfyUI with every profile's files, less the Krea unet. */
 function withoutKrea() {
-  const info = objectInfoSchema.parse(withProfileFiles(loadRawObjectInfo()));
+  const info = loadObjectInfoWithProfileFiles();
   const unet = info.UnetLoaderGGUF!.input.required!.unet_name!;
   unet[0] = (unet[0] as string[]).filter((f) => f !== KREA_FILE);
   return info;

@@ -31,6 +31,14 @@ export function loadObjectInfoFixture(): ObjectInfo {
   return objectInfoSchema.parse(loadRawObjectInfo());
 }
 
+/**
+ * The fixture as a ComfyUI with every registered profile's files installed lists it (`withProfileFiles`),
+ * parsed: what tests take away files or nodes from, so a model added as a profile file is there too.
+ */
+export function loadObjectInfoWithProfileFiles(): ObjectInfo {
+  return objectInfoSchema.parse(structuredClone(withProfileFiles(loadRawObjectInfo())));
+}
+
 let merged: { key: string; base: RawObjectInfo; info: RawObjectInfo } | undefined;
 
 /**
