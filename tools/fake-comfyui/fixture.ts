@@ -12,6 +12,7 @@ import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { missingModelFiles } from '../../src/comfyui/preflight.ts';
 import { listProfiles } from '../../src/models/registry.ts';
 import { SEGMENTATION_FILES, segmentationSampleGraphs, type SegmentationRole } from '../../src/models/segmentation.ts';
+import type { ComfyGraph } from '../../src/comfyui/graph.ts';
 import { listImageFiles } from './files.ts';
 import type { RawObjectInfo } from './node-schema.ts';
 import { isObject } from './node-schema.ts';
@@ -32,11 +33,14 @@ export function loadObjectInfoFixture(): ObjectInfo {
 }
 
 /**
- * The fixture as a ComfyUI with every registered profile's files installed lists it (`withProfileFiles`),
- * parsed: what tests take away files or nodes from, so a model added as a profile file is there too.
+ * The recorded fixture with the model files every registered profile's own graphs need (not its optional
+ * control files: those stay as recorded), parsed: what tests take files or nodes away from, so a model added
+ * as one profile file is there too.
  */
 export function loadObjectInfoWithProfileFiles(): ObjectInfo {
-  return objectInfoSchema.parse(structuredClone(withProfileFiles(loadRawObjectInfo())));
+  const info = loadRawObjectInfo();
+  addGraphFiles(info, listProfiles().flatMap(sampleGraphs));
+  return objectInfoSchema.parse(info);
 }
 
 let merged: { key: string; base: RawObjectInfo; info: RawObjectInfo } | undefined;
@@ -48,23 +52,25 @@ let merged: { key: string; base: RawObjectInfo; info: RawObjectInfo } | undefine
  * editing it. The graphs are the ones `comfy-durable contract` checks: every kind and task of each profile.
  */
 export function withProfileFiles(base: RawObjectInfo): RawObjectInfo {
-  const profiles = listProfiles();
-  const key = JSON.stringify(profiles);
+  const key = JSON.stringify(listProfiles());
   if (merged?.base === base && merged.key === key) return merged.info;
   const info = structuredClone(base);
-  const parsed = objectInfoSchema.parse(info);
   // The background-removal and SAM3 files too (src/models/segmentation.ts), as a ComfyUI with them installed.
   const segmentation = (Object.keys(SEGMENTATION_FILES) as SegmentationRole[]).flatMap(segmentationSampleGraphs);
-  for (const graphs of [...profiles.map((p) => [...sampleGraphs(p), ...controlSampleGraphs(p)]), segmentation]) {
-    for (const graph of graphs) {
-      for (const p of missingModelFiles(graph, parsed)) {
-        if (p.classType && p.input) addToList(info, p.classType, p.input, p.value as string);
-        if (p.classType && p.input) addToList(parsed, p.classType, p.input, p.value as string);
-      }
-    }
-  }
+  addGraphFiles(info, [...listProfiles().flatMap((p) => [...sampleGraphs(p), ...controlSampleGraphs(p)]), ...segmentation]);
   merged = { key, base, info };
   return info;
+}
+
+/** Adds to `info`'s loader lists every model file `graphs` name that the lists lack. */
+function addGraphFiles(info: RawObjectInfo, graphs: ComfyGraph[]): void {
+  const parsed = objectInfoSchema.parse(structuredClone(info));
+  for (const graph of graphs) {
+    for (const p of missingModelFiles(graph, parsed)) {
+      if (p.classType && p.input) addToList(info, p.classType, p.input, p.value as string);
+      if (p.classType && p.input) addToList(parsed, p.classType, p.input, p.value as string);
+    }
+  }
 }
 
 /** Appends `file` to the combo of `cls.input` (a V1 list or a V3 COMBO's options). */
