@@ -10,17 +10,18 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ComfyGraph, NodeLink } from '../../src/comfyui/graph.ts';
 import { isLink } from '../../src/comfyui/graph.ts';
-import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { normalizeExtras } from '../../src/api/a1111/extras.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { ctx, makePng, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';
-import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
+import { loadObjectInfoWithProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
+// The recorded node schemas, with each profile's model files in its loader's list as a box with them installed
+// lists them: a model or family added as files is checked like the ones the recording had.
+const objectInfo = loadObjectInfoWithProfileFiles();
 /** The recorded server had no LoRA or upscale-model files; these graphs name some, as a real box would list them. */
 const catalog = { loras: ['style/detail-tweaker.safetensors', 'film-grain.safetensors'], upscaleModels: ['4x-UltraSharp.pth'] };
 objectInfo.LoraLoader!.input.required!.lora_name = [catalog.loras, {}];

@@ -10,17 +10,18 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ComfyGraph, NodeLink } from '../../src/comfyui/graph.ts';
 import { isLink } from '../../src/comfyui/graph.ts';
-import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { schemaProblems } from './schema-check.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { applyModelOverrides, getProfile, resetModelOverrides } from '../../src/models/registry.ts';
 import { defaultVideoSpec } from '../../src/models/video.ts';
 import type { BlobRef, RenderRequest, VideoSpec } from '../../src/render/types.ts';
-import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
+import { loadObjectInfoWithProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const objectInfo = objectInfoSchema.parse(JSON.parse(readFileSync(OBJECT_INFO_FIXTURE_URL, 'utf8')));
+// The recorded node schemas, with each profile's model files in its loader's list as a box with them installed
+// lists them: a model or family added as files is checked like the ones the recording had.
+const objectInfo = loadObjectInfoWithProfileFiles();
 
 const blob = (n: number): BlobRef => ({ sha256: String(n).repeat(64).slice(0, 64), size: 100, mime: 'image/png', width: 640, height: 384 });
 
