@@ -14,6 +14,7 @@ import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { normalizeExtras } from '../../src/api/a1111/extras.ts';
 import { planRender } from '../../src/models/plan.ts';
+import { getProfile, listImageProfiles } from '../../src/models/registry.ts';
 import { ctx, makePng, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';
 import { loadObjectInfoWithProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
@@ -80,6 +81,21 @@ cases.push({ name: 'imagegen-flux-dev-img2img-sd-upscale-lanczos', route: 'img2i
 cases.push({ name: 'imagegen-qwen-image-img2img-sd-upscale-model', route: 'img2img', body: { ...base, model: 'imagegen-qwen-image', init_images: [init], denoising_strength: 0.3, ...sdUpscale('4x-UltraSharp') } });
 cases.push({ name: 'upscale-lanczos-by-2', route: 'extra-single-image', body: { image: init, upscaler_1: 'Lanczos', upscaling_resize: 2 } });
 cases.push({ name: 'upscale-model-to-size', route: 'extra-single-image', body: { image: init, upscaler_1: '4x-UltraSharp', resize_mode: 1, upscaling_resize_w: 300, upscaling_resize_h: 200 } });
+// A family no case above covers (a new family folder) gets the basic cases for its first model, Align Your
+// Steps among them: its goldens are what adding it takes, and the schedule it gets is the family's own.
+const coveredFamilies = new Set(cases.flatMap((c) => (typeof c.body.model === 'string' ? [getProfile(c.body.model)!.family] : [])));
+for (const p of listImageProfiles()) {
+  if (coveredFamilies.has(p.family)) continue;
+  coveredFamilies.add(p.family);
+  const model = p.id;
+  if (p.kinds.includes('txt2img')) {
+    cases.push({ name: `${model}-txt2img`, route: 'txt2img', body: { ...base, model } });
+    cases.push({ name: `${model}-txt2img-align-your-steps`, route: 'txt2img', body: { ...base, model, scheduler: 'Align Your Steps' } });
+  }
+  if (p.kinds.includes('img2img')) {
+    cases.push({ name: `${model}-img2img`, route: 'img2img', body: { ...base, model, init_images: [init], denoising_strength: 0.6 } });
+  }
+}
 
 function graphFor(c: Case): ComfyGraph {
   const request =
