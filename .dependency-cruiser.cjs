@@ -4,8 +4,10 @@
  * composition root (src/app) import src/api, so the CLI, operators, metrics, images and models never
  * depend on the HTTP layer; no protocol folder imports another, and the neutral request (src/request) knows
  * none; the ComfyUI client knows no models, models know no requests or renders, workflow code imports no I/O
- * layer; the service (src/) never imports the tools beside it (tools/, e.g. the fake ComfyUI), the tests or
- * the benchmarks, which may import src/ but not its CLI, front or process wiring.
+ * layer (of the activities only their interfaces), the render contracts (src/render) import no layer above
+ * them, activities never reach up into submission, the resolver or the front, and only src/app imports the
+ * CLI; the service (src/) never imports the tools beside it (tools/, e.g. the fake ComfyUI), the tests or the
+ * benchmarks, which may import src/ but not its CLI, front or process wiring.
  */
 module.exports = {
   forbidden: [
@@ -62,13 +64,35 @@ module.exports = {
     {
       name: 'workflows-deterministic',
       comment:
-        'Workflow code is replayed: it imports only contracts, its own folder and pure helpers, never I/O layers (the search-attribute keys are plain definitions).',
+        'Workflow code is replayed: it imports only contracts, its own folder and pure helpers, never I/O layers (the search-attribute keys are plain definitions; of the activities only their interfaces, activities/types.ts).',
       severity: 'error',
       from: { path: '^src/workflows/' },
       to: {
-        path: '^src/(api|app|cli|comfyui|blobs|backends|bytes|images|request|renders|operators|metrics|tracing|worker|temporal|gpu)/',
-        pathNot: '^src/temporal/search-attributes[.]ts$',
+        path: '^src/(api|app|cli|comfyui|blobs|backends|bytes|images|request|renders|operators|metrics|tracing|worker|temporal|gpu|activities)/',
+        pathNot: '^src/(temporal/search-attributes|activities/types)[.]ts$',
       },
+    },
+    {
+      name: 'render-contracts-below-everything-that-uses-them',
+      comment: 'src/render holds the render types and pure helpers every layer shares: it imports none of the layers that use it.',
+      severity: 'error',
+      from: { path: '^src/render/' },
+      to: { path: '^src/(models|request|renders|activities|workflows|operators|api|app|cli|worker|gpu|backends|blobs|webhooks)/' },
+    },
+    {
+      name: 'activities-below-submission-and-front',
+      comment:
+        'src/activities is the worker side of a render: it never reaches up into the submission service, the request resolver, the front or the process wiring.',
+      severity: 'error',
+      from: { path: '^src/activities/' },
+      to: { path: '^src/(renders|request|api|app|cli)/' },
+    },
+    {
+      name: 'cli-is-the-top',
+      comment: 'src/cli holds the commands: only the composition root (src/app) and the CLI itself import it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(cli|app)/' },
+      to: { path: '^src/cli/' },
     },
     {
       name: 'tools-use-the-service-not-its-commands',

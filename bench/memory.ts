@@ -102,6 +102,7 @@ export async function benchMemory(ctx: BenchContext): Promise<BenchResult> {
   return (await runMemory(ctx)).result;
 }
 
+// eslint-disable-next-line max-lines-per-function -- one benchmark read top to bottom (start, load, sample, report); its steps share the measured process and its samples
 export async function runMemory(ctx: BenchContext, opts: MemoryOptions = {}): Promise<MemoryRun> {
   // --quick: fewer clients, so the figure is indicative only (the budget is stated for 100).
   const clients = ctx.smoke ? 4 : ctx.quick ? 30 : 100;

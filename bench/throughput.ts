@@ -30,6 +30,7 @@ export function prepareThroughput(
   });
 }
 
+// eslint-disable-next-line max-lines-per-function -- one benchmark read top to bottom (start, load, measure, report) against its same-run baseline
 export async function benchThroughput(ctx: BenchContext): Promise<BenchResult> {
   const backends = BACKENDS;
   const concurrency = backends * 3;

@@ -122,6 +122,7 @@ async function acquireBackend(pool: GpuPool, input: RunPromptInput, logger: Logg
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- the attempt's phases (reach, re-attach or submit, follow, collect) share its mutable state (backend, client, prompt id, heartbeat, submit flags) that the failure paths below read to decide what to stop; splitting it by phase is issue 26's open item
 async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, rates: StageRates, leased: Backend, input: RunPromptInput): Promise<PromptRun> {
   const ctx = Context.current();
   const { attempt } = input;

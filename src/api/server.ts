@@ -73,6 +73,7 @@ function createHttpServer(config: ApiDeps['config'], handler: http.RequestListen
   return server;
 }
 
+// eslint-disable-next-line max-lines-per-function -- the front's composition: hooks and plugins in registration order, which Fastify's encapsulation and hook order depend on
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // Typed as Fastify's logger, not pino's: Fastify infers the instance's logger type from it.
   const logger: FastifyBaseLogger = deps.logger.child({ component: 'api' });

@@ -77,6 +77,7 @@ export interface ServiceOptions {
   supervised?: boolean;
 }
 
+// eslint-disable-next-line max-lines-per-function -- the process wiring in start order, with close() stopping the same locals in the reverse order: split, the two orders could drift apart
 export async function runServices(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Running> {
   // Before any client or worker exists: they pick the global tracer provider up when they make spans.
   const tracing = await startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });

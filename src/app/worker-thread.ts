@@ -119,6 +119,7 @@ function watchResponsiveness(t: Worker, timeoutMs: number, onHung: (silentMs: nu
   };
 }
 
+// eslint-disable-next-line max-lines-per-function -- the thread's life (start, messages, exit, restart) over one set of locals the handlers share
 export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
   const log = opts.logger.child({ component: 'worker-thread' });
   const { firstMs, maxMs } = opts.backoff ?? { firstMs: 1_000, maxMs: 30_000 };

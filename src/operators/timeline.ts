@@ -111,6 +111,7 @@ function searchAttribute(converter: PayloadConverter, fields: Record<string, T.a
   return str(Array.isArray(v) ? v[0] : v);
 }
 
+// eslint-disable-next-line max-lines-per-function -- one pass over a render's history events, each case short; the cases share the timeline being built
 export function buildTimeline(id: string, history: History, converter: PayloadConverter, live: LiveState = {}): RenderTimeline {
   const events = history.events ?? [];
   const tl: RenderTimeline = {

@@ -156,6 +156,7 @@ class DevServerExited extends Error {
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- one start of the embedded Temporal (spawn, wait for the port, health, stop on failure) over the process it spawns
 async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
   mkdirSync(path.dirname(opts.dbFile), { recursive: true });

@@ -127,6 +127,7 @@ function failureOf(err: TemporalFailure): { type: string; message: string } {
   return { type: outcomeReason(err), message: e.message };
 }
 
+// eslint-disable-next-line max-lines-per-function -- workflow code: the order of its commands is what recorded histories replay (test/histories); kept whole so a refactor cannot reorder them
 async function renderItems(request: RenderRequest, built: BuiltRender): Promise<RenderResult> {
   const status: RenderStatus = { stage: 'waiting', item: 0, items: request.batchSize * request.nIter, promptIds: [], attempts: [] };
   setHandler(renderStatusQuery, () => status);

@@ -167,6 +167,7 @@ export class Executor {
     this.cache.clear();
   }
 
+  // eslint-disable-next-line max-lines-per-function -- one prompt executed node by node with ComfyUI's events in its order (held to the recordings)
   async execute(item: QueueItem, control: RunControl): Promise<RunOutcome> {
     const { hub } = this.deps;
     const { promptId, prompt } = item;

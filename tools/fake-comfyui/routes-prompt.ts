@@ -15,7 +15,9 @@ import { ValidationCrash, validatePrompt } from './validation.ts';
 
 const SENSITIVE_EXTRA_DATA_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org'];
 
+// eslint-disable-next-line max-lines-per-function -- the fake's POST /prompt route with its handler (next line)
 export function registerPromptRoute(app: FastifyInstance, state: FakeState): void {
+  // eslint-disable-next-line max-lines-per-function -- POST /prompt checked as ComfyUI checks it (validation, node errors, queueing) in ComfyUI's order
   app.post('/prompt', async (req, reply) => {
     let parsed: unknown;
     try {

@@ -59,6 +59,7 @@ export interface FakeComfyUI {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
+// eslint-disable-next-line max-lines-per-function -- the fake's start: options, state, routes and socket in the order the server needs them
 export async function startFakeComfyUI(opts: FakeComfyUIOptions = {}): Promise<FakeComfyUI> {
   const host = opts.host ?? '127.0.0.1';
   const ownDataDir = opts.dataDir === undefined;

@@ -164,6 +164,7 @@ class Validator {
     return [node, this.env.objectInfo[node.class_type as string] as RawNodeInfo];
   }
 
+  // eslint-disable-next-line max-lines-per-function -- ComfyUI's input validation of one node, rule by rule as in its execution.py, held to the recordings
   validateInputs(id: string, visiting: string[]): Result {
     const done = this.validated.get(id);
     if (done) return done;

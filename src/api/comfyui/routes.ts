@@ -69,6 +69,7 @@ const listScope = (req: FastifyRequest): string | undefined => listOwnerFilter(v
 const comfyErrorSchema = z.object({ error: z.looseObject({ type: z.string(), message: z.string() }), node_errors: z.looseObject({}) });
 
 /** Wires the protocol into the front; the services it keeps are closed with the front. */
+// eslint-disable-next-line max-lines-per-function -- the protocol's plugin: its routes share the prompt store and socket hub it creates and closes; nested handlers count in its lines
 export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
   const client: Client = ctx.renders.client;
   const backends = new LiveBackends(ctx);
@@ -78,6 +79,7 @@ export async function registerComfyUi(fastify: FastifyInstance, ctx: ApiContext)
   fastify.addHook('onClose', async () => events.close());
   let counter = 0;
 
+  // eslint-disable-next-line max-lines-per-function -- the encapsulated scope of ComfyUI's routes (its error handler and parsers apply to them only); each handler is short
   await fastify.register(async (plain) => {
     const app = plain.withTypeProvider<ZodTypeProvider>();
     // A draining front refuses in ComfyUI's envelope; every other error goes on to the front's handler.

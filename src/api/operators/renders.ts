@@ -87,6 +87,7 @@ function notFound(reply: FastifyReply, message: string, field = 'id'): FastifyRe
   return sendError(reply, 404, errorBody('HTTPException', message, { field }));
 }
 
+// eslint-disable-next-line max-lines-per-function -- a plugin of the renders routes, each a short handler with its schema; nested handlers count in its lines
 export function registerRenders(fastify: FastifyInstance, ctx: ApiContext): void {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const ops = new RenderOperators({

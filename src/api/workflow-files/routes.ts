@@ -74,6 +74,7 @@ async function checkAtStart(ctx: ApiContext, files: WorkflowFile[]): Promise<voi
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- one workflow file's route: its schema, handler and answer shape read together
 function registerOne(app: ReturnType<FastifyInstance['withTypeProvider']>, ctx: ApiContext, wf: WorkflowFile): void {
   const body = bodySchemaOf(wf.manifest);
   const statusUrl = (id: string) => `/workflows/${wf.name}/renders/${id}`;
