@@ -1,0 +1,152 @@
+/**
+ * `runPrompt`'s phases, in-process: the activity runs in Temporal's MockActivityEnvironment against the
+ * in-process fake ComfyUI (no worker, no Temporal server, no spawned process).
+ * - submit → follow → collect: the first heartbeat names the backend, the next the prompt; the outputs are
+ *   in the blob store.
+ * - re-attach: a later attempt of the same item finds the earlier attempt's prompt and follows it instead of
+ *   submitting again (one submission on the fake).
+ * - stall: a node that hangs is stopped in ComfyUI and the attempt fails with the stall's type.
+ * - cancel: the render cancelled mid-prompt interrupts the prompt in ComfyUI before the activity ends.
+ * Each waits on the fake's own state or the activity's heartbeats, never on a fixed time.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createRunPrompt } from '../../src/activities/run-prompt.ts';
+import type { ActivityDeps } from '../../src/activities/deps.ts';
+import type { PromptHeartbeat, RunPromptInput } from '../../src/activities/types.ts';
+import type { PromptRun } from '../../src/render/types.ts';
+import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
+import { BackendHealth } from '../../src/backends/health.ts';
+import { GpuPool } from '../../src/backends/gpu-pool.ts';
+import { FsBlobStore } from '../../src/blobs/fs-store.ts';
+import { ComfyClient } from '../../src/comfyui/client.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { planRender } from '../../src/models/plan.ts';
+import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { ctx as normalizeCtx } from '../golden/helpers.ts';
+
+let fake: FakeComfyUI;
+let dataDir: string;
+let deps: ActivityDeps;
+let pool: GpuPool;
+
+beforeAll(async () => {
+  fake = await startFakeComfyUI({ port: 0 });
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'run-prompt-activity-'));
+  const config = loadConfig({ DATA_DIR: dataDir, POLL_INTERVAL_MS: '50' });
+  const logger = createLogger('silent');
+  const backend = { id: 'gpu0', url: fake.url };
+  const health = new BackendHealth(dataDir, logger);
+  deps = {
+    config,
+    blobs: new FsBlobStore(path.join(dataDir, 'blobs')),
+    backends: [backend],
+    clients: new Map([[backend.id, new ComfyClient({ baseUrl: backend.url, logger })]]),
+    logger,
+    health,
+  };
+  pool = new GpuPool([backend], health);
+});
+
+afterAll(async () => {
+  await fake.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  await fake.state.reset();
+});
+
+let renders = 0;
+/** One txt2img item of a small Flux render, as the workflow hands it to runPrompt. */
+function attemptInput(renderId: string, attempt: number, over: Partial<RunPromptInput> = {}): RunPromptInput {
+  const request = normalizeRequest('txt2img', { prompt: 'a lighthouse', seed: 7, width: 64, height: 64, steps: 4 }, normalizeCtx()).request;
+  const plan = planRender(request, { renderId });
+  return { renderId, item: 0, attempt, graph: plan.items[0]!.graph, stallTimeoutMs: 5_000, model: request.model, request, ...over };
+}
+
+/** A mock activity context of render `renderId`'s workflow; its heartbeats are collected. */
+function activityEnv(renderId: string) {
+  const env = new MockActivityEnvironment(
+    { workflowExecution: { workflowId: renderId, runId: `run-${renderId}` }, heartbeatTimeoutMs: 60_000 },
+    { logger: new DefaultLogger('ERROR') },
+  );
+  const beats: PromptHeartbeat[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(structuredClone(d as PromptHeartbeat)));
+  return { env, beats };
+}
+
+/** Resolves once `cond` holds, checked on every heartbeat of `env` (the activity heartbeats at least every second). */
+function onHeartbeat(env: MockActivityEnvironment, cond: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!cond()) return;
+      env.off('heartbeat', check);
+      resolve();
+    };
+    env.on('heartbeat', check);
+    check();
+  });
+}
+
+/** One runPrompt attempt in `env`. */
+const runIn = (env: MockActivityEnvironment, input: RunPromptInput): Promise<PromptRun> => {
+  const runPrompt = createRunPrompt(deps, pool);
+  return env.run<[RunPromptInput], PromptRun, typeof runPrompt>(runPrompt, input);
+};
+
+const submissions = () => Object.values(fake.state.statsSnapshot().submissions).reduce((a, b) => a + b, 0);
+
+describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
+  it('submit, follow, collect: the backend is heartbeated first, then the prompt; the image is stored', async () => {
+    const renderId = `render-phases-${++renders}`;
+    const { env, beats } = activityEnv(renderId);
+    const run = await runIn(env, attemptInput(renderId, 1));
+    expect(beats[0]).toMatchObject({ backend: 'gpu0', promptId: '', attempt: 1 });
+    expect(beats.some((b) => b.promptId === run.promptId)).toBe(true);
+    expect(run).toMatchObject({ attempt: 1, backend: 'gpu0' });
+    expect(run.outputs).toHaveLength(1);
+    expect(run.outputs[0]!.mime).toBe('image/png');
+    expect(await deps.blobs.has(run.outputs[0]!.sha256)).toBe(true);
+    expect(run.timings.map((t) => t.stage)).toEqual(expect.arrayContaining(['prompt', 'collectOutputs']));
+    expect(submissions()).toBe(1);
+  });
+
+  it("re-attach: attempt 2 follows attempt 1's prompt instead of submitting it again", async () => {
+    const renderId = `render-reattach-${++renders}`;
+    const first = await runIn(activityEnv(renderId).env, attemptInput(renderId, 1));
+    const second = await runIn(activityEnv(renderId).env, attemptInput(renderId, 2, { previousBackends: ['gpu0'] }));
+    expect(second.promptId).toBe(first.promptId);
+    expect(second.attempt).toBe(2);
+    expect(submissions()).toBe(1);
+  });
+
+  it("stall: a hung node is stopped in ComfyUI and the attempt fails with the stall's type", async () => {
+    fake.state.faults.apply({ hang: { count: 1, nodeClass: 'KSampler' } });
+    const renderId = `render-stall-${++renders}`;
+    const { env } = activityEnv(renderId);
+    const failure = await runIn(env, attemptInput(renderId, 1, { stallTimeoutMs: 1_000 })).then(
+      () => expect.fail('a hung prompt succeeded'),
+      (e: unknown) => e as { type?: string; message: string },
+    );
+    expect(failure.type).toMatch(/Stall/i);
+    expect(fake.state.statsSnapshot().interrupts).toBeGreaterThan(0);
+  });
+
+  it('cancel: the render cancelled mid-prompt interrupts it in ComfyUI before the activity ends', async () => {
+    fake.state.faults.apply({ hang: { count: 1, nodeClass: 'KSampler' } });
+    const renderId = `render-cancel-${++renders}`;
+    const { env, beats } = activityEnv(renderId);
+    const running = runIn(env, attemptInput(renderId, 1));
+    await onHeartbeat(env, () => beats.some((b) => b.promptId !== '' && b.node !== undefined));
+    env.cancel('CANCELLED');
+    await expect(running).rejects.toBeDefined();
+    expect(fake.state.statsSnapshot().interrupts).toBeGreaterThan(0);
+    expect(fake.state.statsSnapshot().queue.running).toEqual([]);
+  });
+});
