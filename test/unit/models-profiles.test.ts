@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -18,8 +18,15 @@ import { familyBuilder } from '../../src/models/families/index.ts';
 afterEach(() => resetModelOverrides());
 
 describe('model profiles', () => {
-  it('lists every profile file of src/models/profiles, image models first, then video models, each by id', () => {
-    const files = readdirSync(new URL('../../src/models/profiles/', import.meta.url)).filter((f) => f.endsWith('.ts'));
+  it('lists every profile file (src/models/profiles and family folders), image models first, then video models, each by id', () => {
+    const families = new URL('../../src/models/families/', import.meta.url);
+    const dirs = [
+      new URL('../../src/models/profiles/', import.meta.url),
+      ...readdirSync(families, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && existsSync(new URL(`${e.name}/profiles/`, families)))
+        .map((e) => new URL(`${e.name}/profiles/`, families)),
+    ];
+    const files = dirs.flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.ts')));
     const ids = listProfiles().map((p) => p.id);
     expect(ids).toHaveLength(files.length);
     expect(new Set(ids).size).toBe(ids.length);
@@ -88,9 +95,11 @@ describe('model profiles', () => {
     expect(p.files.textEncoder).toBe('qwen_2.5_vl_7b_fp8_scaled.safetensors');
   });
 
-  it('every profile: grid 16 (video 32), sane limits, builder supports its kinds and reads its files', () => {
+  it('every profile: a grid of whole latent cells, sane limits, builder supports its kinds and reads its files', () => {
     for (const p of listProfiles()) {
-      expect(p.grid).toBe(p.kinds.includes('video') ? 32 : 16);
+      // Latents are 8 px per cell; a family may need more (Flux/Qwen 16, Wan 32: VAE stride × patch).
+      expect(p.grid % 8).toBe(0);
+      if (p.family === 'wan22') expect(p.grid).toBe(32);
       expect(p.maxSide % p.grid).toBe(0);
       expect(p.minSide % p.grid).toBe(0);
       expect(p.stallTimeoutMs).toBeGreaterThan(60_000);
@@ -124,7 +133,7 @@ describe('model profiles', () => {
       unregisterProfile('imagegen-test-extra');
     }
     expect(getProfile('imagegen-test-extra')).toBeUndefined();
-    expect(() => registerProfile({ ...extra, family: 'sdxl' })).toThrow(/unknown model family "sdxl"/);
+    expect(() => registerProfile({ ...extra, family: 'no-such-family' })).toThrow(/unknown model family "no-such-family"/);
     expect(() => registerProfile({ ...extra, kinds: ['video'] })).toThrow(/does not render video/);
     expect(() => registerProfile({ ...extra, files: { ...extra.files, lora: 'x.safetensors' } })).toThrow(/files\.lora: unknown file role/);
     const h3 = getProfile('videogen-minimax-h3')!;
