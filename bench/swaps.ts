@@ -93,6 +93,7 @@ function covered(intervals: Array<[number, number]>): number {
   return total + (cur ? cur[1] - cur[0] : 0);
 }
 
+// eslint-disable-next-line max-lines-per-function -- one policy's run read top to bottom (start, load, swaps, figures) over the fake and the clients it drives
 async function runPolicy(name: string, lookahead: number, fake: FakeComfyUI, offset: number): Promise<Figures> {
   await resetFake(fake.url);
   await setFaults(fake.url, { modelLoad: LOAD });
