@@ -29,7 +29,7 @@ import { Client, Connection } from '@temporalio/client';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.ts';
 import path from 'node:path';
 import type { RenderService as RenderServiceT } from '../renders/render-service.ts';
-import { anyBackendUsable, freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
+import { anyBackendUsable, describeBackends, freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
 import { gatedHealth, watchProxy } from '../gpu/lease-server.ts';
 import { startWorkerThread, type WorkerThread } from './worker-thread.ts';
 
@@ -165,6 +165,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     handBackWaiting = (why) => pool.handBack(why);
     leaseServer?.gate.onChange(() => pool.recheck());
     leaseServer?.setBusyProbe(() => pool.busy());
+    leaseServer?.setBackendsProbe(describeBackends(served, clients, () => health.unhealthy(served)));
     const activities = createActivities(
       {
         config,

@@ -48,30 +48,42 @@ export async function freeVram(backends: Backend[], clients: Map<string, ComfyCl
 }
 
 /**
- * Whether some ComfyUI could run a prompt: it answers `/system_stats` within 2 s and no prompt of it is marked
- * wedged (backends/health.ts). A hung ComfyUI that still answers HTTP is caught by the mark its stall sets.
+ * What each ComfyUI is now: "marked: <why>" when a stall or failure marked it (backends/health.ts: a hung ComfyUI
+ * that still answers HTTP is caught by that mark), else "up" when it answers `/system_stats` within 2 s, else
+ * "unreachable: <error>".
  */
+export function describeBackends(
+  backends: readonly Backend[],
+  clients: Map<string, ComfyClient>,
+  unhealthy: () => Map<string, string>,
+): () => Promise<Record<string, string>> {
+  return async () => {
+    const marked = unhealthy();
+    const states = await Promise.all(
+      backends.map(async (b): Promise<[string, string]> => {
+        const mark = marked.get(b.id);
+        if (mark !== undefined) return [b.id, `marked: ${mark}`];
+        return clients
+          .get(b.id)!
+          .systemStats({ timeoutMs: 2_000 })
+          .then(
+            (): [string, string] => [b.id, 'up'],
+            (err: unknown): [string, string] => [b.id, `unreachable: ${(err as Error).message}`],
+          );
+      }),
+    );
+    return Object.fromEntries(states);
+  };
+}
+
+/** Whether some ComfyUI could run a prompt (describeBackends says "up" for one). */
 export function anyBackendUsable(
   backends: readonly Backend[],
   clients: Map<string, ComfyClient>,
   unhealthy: () => Map<string, string>,
 ): () => Promise<boolean> {
-  return async () => {
-    const marked = unhealthy();
-    const candidates = backends.filter((b) => !marked.has(b.id));
-    const answers = await Promise.all(
-      candidates.map((b) =>
-        clients
-          .get(b.id)!
-          .systemStats({ timeoutMs: 2_000 })
-          .then(
-            () => true,
-            () => false,
-          ),
-      ),
-    );
-    return answers.includes(true);
-  };
+  const describe = describeBackends(backends, clients, unhealthy);
+  return async () => Object.values(await describe()).includes('up');
 }
 
 /** The front's lease holder, counting running renders on the task queue in Temporal (every front's). */

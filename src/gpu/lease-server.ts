@@ -89,6 +89,8 @@ export interface LeaseServer {
   setReady(ready: boolean): void;
   /** Whether a prompt runs now (the pool): a slice ends only once it has. */
   setBusyProbe(busy: () => boolean): void;
+  /** What `/health` says of each ComfyUI this entry serves (backend id → "up", "unreachable: …", "marked: …"). */
+  setBackendsProbe(describe: () => Promise<Record<string, string>>): void;
   /** Ends every open lease and stops listening. */
   close(): Promise<void>;
 }
@@ -170,6 +172,7 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
   const gate = opts.gate ?? new LeaseGate();
   let ready = false;
   let busy: () => boolean = () => false;
+  let backends: () => Promise<Record<string, string>> = async () => ({});
   /** Open leases and how each is released (at once when a slice ends, before its connection closes). */
   const open = new Map<http.ServerResponse, () => void>();
   const slices = sliceTimer(opts, gate, open, () => busy());
@@ -177,8 +180,16 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
   const refusals = refusalLog(opts.logger, REFUSED_LOG_WINDOW_MS);
   const server = createBoundedServer({ ...DEFAULT_LIMITS, ...opts.limits }, (req, res) => {
     const route = (req.url ?? '').split('?')[0];
-    if (route === '/gpu/ready' || route === '/health') {
-      return answerAndClose(req, res, ready ? 200 : 503, { ready, leases: gate.count(), prompts: gate.held() ? 'taken' : 'not taken (no lease)' });
+    const state = () => ({ ready, leases: gate.count(), prompts: gate.held() ? 'taken' : 'not taken (no lease)' });
+    // The proxy's readiness check: answered at once, from memory.
+    if (route === '/gpu/ready') return answerAndClose(req, res, ready ? 200 : 503, state());
+    // For operators: the same, and whether each ComfyUI could run a prompt now (probed, 2 s at most each).
+    if (route === '/health') {
+      void backends().then(
+        (comfyui) => answerAndClose(req, res, ready ? 200 : 503, { ...state(), comfyui }),
+        (err: unknown) => answerAndClose(req, res, ready ? 200 : 503, { ...state(), comfyui: { error: (err as Error).message } }),
+      );
+      return;
     }
     if (route !== '/gpu/lease') {
       return answerAndClose(req, res, 404, { error: { message: `${route} is not served by the GPU entry (its routes: /gpu/ready, /gpu/lease)` } });
@@ -222,6 +233,9 @@ export async function startLeaseServer(opts: LeaseServerOptions): Promise<LeaseS
     },
     setBusyProbe: (probe) => {
       busy = probe;
+    },
+    setBackendsProbe: (describe) => {
+      backends = describe;
     },
     close: async () => {
       ready = false;

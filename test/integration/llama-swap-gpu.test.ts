@@ -170,6 +170,10 @@ describe("comfy-durable and an LLM share one GPU through llama-swap (stand-in, t
     const mark = ls.events.length;
     const render = post('/sdapi/v1/txt2img', IMAGE);
     const held = await waitHeld();
+    // The GPU entry's /health, through llama-swap, says its ComfyUI is up.
+    const gpuHealth = (await (await fetch(`${ls.url}/upstream/comfy-gpu/health`)).json()) as { ready: boolean; comfyui: Record<string, string> };
+    expect(gpuHealth.ready).toBe(true);
+    expect(Object.values(gpuHealth.comfyui)).toEqual(['up']);
     const freesBefore = (await fakeStats(fake.url)).unloadModelsRequests;
     const unload = await fetch(`${ls.url}/api/models/unload/comfy-gpu`, { method: 'POST' });
     expect(unload.status).toBe(200);

@@ -12,7 +12,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GpuLeaseHolder } from '../../src/gpu/lease-holder.ts';
 import { LeaseGate, gatedHealth, startLeaseServer, watchProxy, type LeaseServer } from '../../src/gpu/lease-server.ts';
 import { RenderFailedError, RenderService, type StartedRender } from '../../src/renders/render-service.ts';
-import { startGpuEntryServer } from '../../src/gpu/gpu-entry.ts';
+import { describeBackends, startGpuEntryServer } from '../../src/gpu/gpu-entry.ts';
+import type { ComfyClient } from '../../src/comfyui/client.ts';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startTestFront } from '../support/front.ts';
@@ -51,6 +52,43 @@ describe('GPU entry lease server', () => {
     s.setReady(true);
     expect((await fetch(`${s.url}/gpu/ready`)).status).toBe(200);
     expect((await fetch(`${s.url}/v1/chat/completions`)).status).toBe(404);
+  });
+
+  it("/health says what each ComfyUI it serves is (up, unreachable, marked); /gpu/ready, the proxy's check, does not probe", async () => {
+    const s = await server();
+    s.setReady(true);
+    let probes = 0;
+    const client = (ok: boolean) =>
+      ({
+        systemStats: async () => {
+          probes++;
+          if (!ok) throw new Error('connect ECONNREFUSED 127.0.0.1:8188');
+          return {};
+        },
+      }) as unknown as ComfyClient;
+    const backends = [
+      { id: 'a', url: 'http://a' },
+      { id: 'b', url: 'http://b' },
+      { id: 'c', url: 'http://c' },
+    ];
+    const clients = new Map([
+      ['a', client(true)],
+      ['b', client(false)],
+      ['c', client(true)],
+    ]);
+    s.setBackendsProbe(describeBackends(backends, clients, () => new Map([['c', 'prompt stalled 180 s']])));
+    const ready = await fetch(`${s.url}/gpu/ready`);
+    expect(await ready.json()).not.toHaveProperty('comfyui');
+    expect(probes).toBe(0);
+    const health = await fetch(`${s.url}/health`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { comfyui: unknown }).comfyui).toEqual({
+      a: 'up',
+      b: 'unreachable: connect ECONNREFUSED 127.0.0.1:8188',
+      c: 'marked: prompt stalled 180 s',
+    });
+    // A marked ComfyUI is not asked: its mark says more than an answer to /system_stats would.
+    expect(probes).toBe(2);
   });
 
   it('holds the gate while a lease request is open, and the pool sees no usable backend without one', async () => {
