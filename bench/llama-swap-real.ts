@@ -7,6 +7,7 @@
  *
  * Build llama-swap from its source with a plain `go build` (docs/llama-swap-facts.md); loopback only.
  */
+import { writeDummyLlm } from '../test/support/dummy-llm.ts';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -57,17 +58,7 @@ function writeConfig(p: Ports, fakeUrl: string): string {
     gpu_port: p.gpu,
     temporal_port: p.temporal,
   });
-  const llm = path.join(tmp, 'dummy-llm.mjs');
-  writeFileSync(
-    llm,
-    `import http from 'node:http';
-http.createServer((req, res) => {
-  if (req.method === 'GET') return res.end('ok');
-  req.resume();
-  req.on('end', () => setTimeout(() => res.setHeader('content-type', 'application/json').end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'hi' } }] })), 300));
-}).listen(Number(process.argv[2]), '127.0.0.1');
-`,
-  );
+  const llm = writeDummyLlm(tmp, 300);
   doc.models.llm = { env: [], cmd: `${process.execPath} ${llm} ${p.llm}`, proxy: `http://127.0.0.1:${p.llm}`, checkEndpoint: '/health', ttl: 600 };
   doc.models['comfy-gpu']!.env.push(`GPU_LEASE_SLICE_MS=${SLICE_MS}`, 'LOG_LEVEL=info');
   // LOOKAHEAD=0: first in, first out, as before the dispatch (for a same-sitting comparison).

@@ -14,6 +14,7 @@
  *
  * Loopback only, ports from SWAPS_PORT_BASE (23400) upwards. Figures are comparisons within one run, never budgets.
  */
+import { writeDummyLlm } from '../test/support/dummy-llm.ts';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,17 +99,7 @@ async function runPolicy(name: string, lookahead: number, fake: FakeComfyUI, off
   await resetFake(fake.url);
   await setFaults(fake.url, { modelLoad: LOAD });
   const [lsPort, frontPort, gpuPort, temporalPort, llmPort] = [0, 1, 2, 3, 4].map((i) => PORT_BASE + offset + i) as [number, number, number, number, number];
-  const llm = path.join(tmp, 'dummy-llm.mjs');
-  writeFileSync(
-    llm,
-    `import http from 'node:http';
-http.createServer((req, res) => {
-  if (req.method === 'GET') return res.end('ok');
-  req.resume();
-  req.on('end', () => setTimeout(() => res.setHeader('content-type', 'application/json').end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'hi' } }] })), 300));
-}).listen(Number(process.argv[2]), '127.0.0.1');
-`,
-  );
+  const llm = writeDummyLlm(tmp, 300);
   const ls = new LlamaSwapStandin({
     config: readFileSync(path.join(root, 'docs', 'llama-swap.example.yaml'), 'utf8'),
     port: lsPort,

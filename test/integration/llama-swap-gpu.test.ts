@@ -4,6 +4,7 @@
  * starts (the front entry in `start` mode, the GPU entry in `gpu` mode), the fake ComfyUI and a dummy LLM in the
  * exclusive group. Every wait is on an event (the stand-in's, the fake's stats, an HTTP answer), never a sleep.
  */
+import { writeDummyLlm } from '../support/dummy-llm.ts';
 import { mkdtempSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,17 +60,7 @@ const since = (mark: number, type: string, model: string) => ls.events.slice(mar
 beforeAll(async () => {
   fake = await startFakeComfyUI({ stepMs: 150 });
   const [lsPort, frontPort, gpuPort, temporalPort, llmPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
-  const llm = path.join(tmp, 'dummy-llm.mjs');
-  writeFileSync(
-    llm,
-    `import http from 'node:http';
-http.createServer((req, res) => {
-  if (req.method === 'GET') return res.end('ok');
-  req.resume();
-  req.on('end', () => res.setHeader('content-type', 'application/json').end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'hi' } }] })));
-}).listen(Number(process.argv[2]), '127.0.0.1');
-`,
-  );
+  const llm = writeDummyLlm(tmp);
   ls = new LlamaSwapStandin({
     config: readFileSync(path.join(root, 'docs', 'llama-swap.example.yaml'), 'utf8'),
     port: lsPort,
