@@ -19,6 +19,7 @@ import { dist, log, mb, ms, printBlock, type BenchResult, type Dist } from './li
 import { ROOT, startBenchService } from './lib/stack.ts';
 import { BUDGET_BYTES, runMemory, type MemoryRun } from './memory.ts';
 import { directRender, graphFor, stackRender, txt2imgBody } from './overhead.ts';
+import { activityTimings, fetchHistory, segmentMedians, timeline, type Mark } from './lib/history.ts';
 
 export interface OtherBuild {
   /** What the other side is called in the table: its short commit. */
@@ -70,6 +71,23 @@ interface OverheadAB {
   self: Dist;
   other: Dist;
   direct: Dist;
+  /** Where each side's time goes: p50 per segment (client send, Temporal event times, client receive). */
+  segments: { self: Map<string, number>; other: Map<string, number> };
+}
+
+type StackRun = Awaited<ReturnType<typeof stackRender>>;
+
+async function segmentsOf(ctx: BenchContext, runs: StackRun[]): Promise<Map<string, number>> {
+  const { client } = await ctx.temporal();
+  const tls: Mark[][] = [];
+  const stages = new Map<string, number[]>();
+  for (const r of runs.slice(0, 20)) {
+    const h = await fetchHistory(client, r.renderId);
+    tls.push([{ label: 'http.sent', at: r.sentAt }, ...timeline(h), { label: 'http.done', at: r.doneAt }]);
+    for (const [stage, v] of activityTimings(h)) stages.set(stage, [...(stages.get(stage) ?? []), v]);
+  }
+  const own = [...stages].map(([stage, v]): [string, number] => [`(activity's own timing) ${stage}`, median(v)]);
+  return new Map([...segmentMedians(tls).map((x): [string, number] => [x.segment, x.p50]), ...own]);
 }
 
 async function overheadAB(ctx: BenchContext, other: OtherBuild): Promise<OverheadAB> {
@@ -79,8 +97,8 @@ async function overheadAB(ctx: BenchContext, other: OtherBuild): Promise<Overhea
   const n = ctx.smoke ? 3 : ctx.quick ? 12 : 40;
   const warm = ctx.smoke ? 1 : ctx.quick ? 3 : 5;
   const comfy = new ComfyClient({ baseUrl: fake.url });
-  const self: number[] = [];
-  const theirs: number[] = [];
+  const self: StackRun[] = [];
+  const theirs: StackRun[] = [];
   const direct: number[] = [];
   try {
     for (let i = 0; i < warm; i++) {
@@ -91,8 +109,8 @@ async function overheadAB(ctx: BenchContext, other: OtherBuild): Promise<Overhea
     const stopAt = Math.min(ctx.deadline, Date.now() + (ctx.quick ? 40_000 : 150_000));
     for (let i = 0; i < n && Date.now() < stopAt; i++) {
       const steps = [
-        async () => self.push((await stackRender(svc.url, txt2imgBody(`ab self ${i}`, 300_000 + i))).ms),
-        async () => theirs.push((await stackRender(otherSvc.url, txt2imgBody(`ab other ${i}`, 400_000 + i))).ms),
+        async () => self.push(await stackRender(svc.url, txt2imgBody(`ab self ${i}`, 300_000 + i))),
+        async () => theirs.push(await stackRender(otherSvc.url, txt2imgBody(`ab other ${i}`, 400_000 + i))),
         async () => direct.push(await directRender(comfy, graphFor(txt2imgBody(`ab direct ${i}`, 500_000 + i), `bench-ab-${i}`))),
       ];
       // Each of the three goes first, second and third in turn: drift favours none.
@@ -101,7 +119,14 @@ async function overheadAB(ctx: BenchContext, other: OtherBuild): Promise<Overhea
   } finally {
     await comfy.close();
   }
-  return { self: dist(self), other: dist(theirs), direct: dist(direct) };
+  const segments = { self: await segmentsOf(ctx, self), other: await segmentsOf(ctx, theirs) };
+  return { self: dist(self.map((r) => r.ms)), other: dist(theirs.map((r) => r.ms)), direct: dist(direct), segments };
+}
+
+function segmentRows(s: OverheadAB['segments'], row: (n: string, a: string, b: string, q: string) => string): string[] {
+  const names = [...new Set([...s.self.keys(), ...s.other.keys()])];
+  const cell = (v: number | undefined): string => (v === undefined ? '—' : ms(v));
+  return names.map((n) => row(`  ${n}`, cell(s.self.get(n)), cell(s.other.get(n)), ''));
 }
 
 export async function benchAgainst(ctx: BenchContext, other: OtherBuild, rounds: number): Promise<BenchResult> {
@@ -151,6 +176,9 @@ export async function benchAgainst(ctx: BenchContext, other: OtherBuild, rounds:
       `renders per side in the overhead run: ${o.self.n} / ${o.other.n} (direct ${o.direct.n}); memory runs, peak (max of sampled sum and summed VmHWM): ${self} ${runs(memSelf)}; ${other.label} ${runs(memOther)}`,
       `memory responses all OK: ${allOk ? 'yes' : 'NO'}; ${other.label} built in ${other.root}`,
       `load average (1/5/15 min): ${loads.join('; ')}`,
+      '',
+      'where each side\'s time goes, p50 per segment (client send, Temporal event times, client receive):',
+      ...segmentRows(o.segments, row),
     ],
   };
 }

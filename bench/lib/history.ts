@@ -143,3 +143,25 @@ export function segmentMedians(timelines: Mark[][]): Array<{ segment: string; p5
       return { segment: k, p50: v[Math.floor((v.length - 1) / 2)]!, n: v.length };
     });
 }
+
+/**
+ * The stage timings the GPU activity reports in its result (`PromptRun.timings`: uploadInputs, prompt,
+ * collectOutputs), by stage, summed over the render's items: what the activity's own span is made of.
+ */
+export function activityTimings(h: IHistory): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of h.events ?? []) {
+    const data = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+    if (!data) continue;
+    let result: unknown;
+    try {
+      result = JSON.parse(Buffer.from(data).toString('utf8'));
+    } catch {
+      continue;
+    }
+    const timings = (result as { timings?: Array<{ stage?: unknown; ms?: unknown }> } | null)?.timings;
+    if (!Array.isArray(timings)) continue;
+    for (const t of timings) if (typeof t.stage === 'string' && typeof t.ms === 'number') out.set(t.stage, (out.get(t.stage) ?? 0) + t.ms);
+  }
+  return out;
+}
