@@ -177,7 +177,7 @@ export async function benchAgainst(ctx: BenchContext, other: OtherBuild, rounds:
       `memory responses all OK: ${allOk ? 'yes' : 'NO'}; ${other.label} built in ${other.root}`,
       `load average (1/5/15 min): ${loads.join('; ')}`,
       '',
-      'where each side\'s time goes, p50 per segment (client send, Temporal event times, client receive):',
+      "where each side's time goes, p50 per segment (client send, Temporal event times, client receive):",
       ...segmentRows(o.segments, row),
     ],
   };

@@ -5,8 +5,7 @@
  * capped V8 heap (`resourceLimits`) and every task a deadline, past which its worker is terminated (a
  * parser stuck in a loop cannot be interrupted any other way) and the task fails with BytePoolError.
  *
- * Started lazily, at most BYTE_WORKERS threads (this service's CPU-heavy work is ComfyUI's, not ours),
- * reused, never keeping an idle process alive (unref), and stopped by closeBytePool (the HTTP front closes it).
+ * Started lazily, one thread, a second (BYTE_WORKERS) only beside heavy tasks (dispatch), reused, never keeping an idle process alive (unref), and stopped by closeBytePool (the HTTP front closes it).
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -231,16 +230,20 @@ class BytePool {
     this.turn.splice(this.turn.indexOf(client), 1);
   }
 
+  /**
+   * One worker does the work; another starts only while every running one holds a heavy task, and then
+   * only a light task can be next (heavy ones hold at most HEAVY_SHARE workers). A pile-up of ordinary
+   * images goes through one thread, milliseconds each, instead of holding a second isolate's heap (~20 MB
+   * at the 100-client peak, bench/README.md, issue 25); a flood of 16 Mpx images still never delays a thumbnail.
+   */
   private dispatch(): void {
     for (;;) {
       const idle = this.slots.find((s) => !s.job);
-      const room = this.slots.length < BYTE_WORKERS;
+      const room = this.slots.length < BYTE_WORKERS && this.slots.every((s) => s.job?.heavy);
       if (!idle && !room) return;
       const job = this.next();
       if (!job) return;
-      // A heavy task starts a worker of its own while there is room: the warm one stays for the light tasks
-      // (a heavy task is the one whose client abandons it, and a stopped worker is slow to replace).
-      this.assign(job.heavy && room ? this.start() : (idle ?? this.start()), job);
+      this.assign(idle ?? this.start(), job);
     }
   }
 
