@@ -32,6 +32,7 @@ import type { RenderService as RenderServiceT } from '../renders/render-service.
 import { anyBackendUsable, describeBackends, freeVram, startGpuEntryServer, startLeaseHolder } from '../gpu/gpu-entry.ts';
 import { gatedHealth, watchProxy } from '../gpu/lease-server.ts';
 import { startWorkerThread, type WorkerThread } from './worker-thread.ts';
+import { clientStarter, startOnConnection, type PlainStartOptions } from '../renders/eager-start.ts';
 
 /** `gpu`: the GPU worker inside a model-swapping proxy's GPU entry (docs/llama-swap.md). */
 export type Mode = 'start' | 'worker' | 'api' | 'gpu';
@@ -57,6 +58,8 @@ export interface Running {
   stop(): Promise<void>;
   /** Resolves when the workers stop on their own (e.g. a fatal error). */
   done: Promise<void>;
+  /** A worker thread's workers: starts its front's renders eagerly on their connection (renders/eager-start.ts). */
+  startEagerly?: (plain: PlainStartOptions) => Promise<string>;
 }
 
 export function comfyClients(backends: Backend[], logger: Logger): Map<string, ComfyClient> {
@@ -233,17 +236,20 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
       import('../renders/render-service.ts'),
     ]);
     const defaultProfile = getProfile(config.DEFAULT_MODEL);
-    renders = workers
-      ? new RenderService(
-          client,
-          config.TEMPORAL_TASK_QUEUE,
+    // Renders start eagerly on the workers' connection: theirs in this thread, or the worker thread's through
+    // its port (not with tracing on: the start's span context could not cross the port).
+    const eager = workers
+      ? clientStarter(
           new Client({
             connection: workers.connection,
             namespace: config.TEMPORAL_NAMESPACE,
             ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}),
           }),
         )
-      : new RenderService(client, config.TEMPORAL_TASK_QUEUE);
+      : workerThread && !tracing
+        ? workerThread.startRender
+        : undefined;
+    renders = new RenderService(client, config.TEMPORAL_TASK_QUEUE, eager);
     api = await buildServer({
       config,
       logger,
@@ -305,6 +311,7 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
 
   return {
     temporalAddress: address,
+    ...(workers && opts.supervised ? { startEagerly: startOnConnection(workers.connection, config.TEMPORAL_NAMESPACE) } : {}),
     uiUrl,
     uiWarning,
     apiUrl,

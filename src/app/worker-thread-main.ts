@@ -9,6 +9,7 @@ import { registry } from '../metrics/metrics.ts';
 import { runServices, type Running } from './services.ts';
 import { exitWhenWorkersEnd } from './workers-end.ts';
 import { isToWorker, type FromWorker } from './worker-ipc.ts';
+import { toStartFailure } from '../renders/eager-start.ts';
 
 function answerFront(port: NonNullable<typeof parentPort>, running: Running, logger: Logger, drainTimeoutMs: number): void {
   let stopping = false;
@@ -37,7 +38,15 @@ function answerFront(port: NonNullable<typeof parentPort>, running: Running, log
     if (!isToWorker(msg)) return;
     if (msg.type === 'stop') stop('the front stops');
     else if (msg.type === 'ping') send({ type: 'pong', id: msg.id });
-    else
+    else if (msg.type === 'start') {
+      const { id } = msg;
+      if (!running.startEagerly) send({ type: 'start-failed', id, failure: { alreadyStarted: false, message: 'no workers in this thread' } });
+      else
+        running.startEagerly(msg.start).then(
+          (runId) => send({ type: 'started', id, runId }),
+          (err: unknown) => send({ type: 'start-failed', id, failure: toStartFailure(err) }),
+        );
+    } else
       registry.getMetricsAsJSON().then(
         (metrics) => send({ type: 'metrics', id: msg.id, metrics }),
         (err: unknown) => logger.warn({ err }, 'worker thread: collecting metrics failed'),

@@ -21,6 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.ts';
 import { isFromWorker, type RegistryJson, type ToWorker } from './worker-ipc.ts';
+import { fromStartFailure, toPlain, type EagerStarter, type StartFailure } from '../renders/eager-start.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
@@ -65,7 +66,14 @@ export interface WorkerThread {
   metrics(timeoutMs?: number): Promise<RegistryJson | undefined>;
   /** Drain the thread and wait for it to end; no restart after this. */
   stop(): Promise<void>;
+  /** Starts a render eagerly on the thread's connection; rejects when no ready thread answers in time. */
+  startRender: EagerStarter;
 }
+
+/** A start the thread has not answered in this time is given up (the caller starts the render itself). */
+const START_TIMEOUT_MS = 10_000;
+
+type StartAnswer = { ok: true; runId: string } | { ok: false; failure: StartFailure };
 
 /** A thread that ran this long without ending counts as healthy again: the back-off starts over. */
 const STABLE_MS = 60_000;
@@ -137,6 +145,7 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
   let restartTimer: NodeJS.Timeout | undefined;
   let nextId = 0;
   const pendingMetrics = new Map<number, (m: RegistryJson) => void>();
+  const pendingStarts = new Map<number, { thread: Worker; settle: (a: StartAnswer) => void }>();
   let settleFirst!: { resolve: () => void; reject: (err: Error) => void };
   const ready = new Promise<void>((resolve, reject) => (settleFirst = { resolve, reject }));
   // Awaited only once the front is built: a thread that ends sooner must not count as an unhandled rejection.
@@ -172,11 +181,18 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
         }
       } else if (msg.type === 'metrics') {
         pendingMetrics.get(msg.id)?.(msg.metrics);
+      } else if (msg.type === 'started') {
+        pendingStarts.get(msg.id)?.settle({ ok: true, runId: msg.runId });
+      } else if (msg.type === 'start-failed') {
+        pendingStarts.get(msg.id)?.settle({ ok: false, failure: msg.failure });
       }
     });
     t.on('error', (err) => log.error({ workerThread: id, err }, 'worker thread failed'));
     t.once('exit', (code) => {
       clearTimeout(readyTimer);
+      // Its unanswered starts may or may not have reached the server: their callers start them the ordinary way.
+      for (const p of [...pendingStarts.values()])
+        if (p.thread === t) p.settle({ ok: false, failure: { alreadyStarted: false, message: 'the worker thread ended' } });
       if (thread === t) {
         thread = undefined;
         threadReady = false;
@@ -234,6 +250,26 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
           resolve(m);
         });
         send(t, { type: 'metrics', id });
+      });
+    },
+    startRender: (options) => {
+      const t = thread;
+      // A thread that leaves pings unanswered would leave the start waiting too: start it the ordinary way.
+      if (!t || !threadReady || (watch?.silentMs() ?? 0) >= pingTimeoutMs) return Promise.reject(new Error('the worker thread is not answering'));
+      const id = nextId++;
+      return new Promise<string>((resolve, reject) => {
+        const settle = (a: StartAnswer): void => {
+          clearTimeout(timer);
+          pendingStarts.delete(id);
+          if (a.ok) resolve(a.runId);
+          else reject(fromStartFailure(a.failure, options.workflowId));
+        };
+        const timer = setTimeout(
+          () => settle({ ok: false, failure: { alreadyStarted: false, message: `no answer in ${START_TIMEOUT_MS} ms` } }),
+          START_TIMEOUT_MS,
+        );
+        pendingStarts.set(id, { thread: t, settle });
+        send(t, { type: 'start', id, start: toPlain(options) });
       });
     },
     stop: async () => {

@@ -24,6 +24,7 @@ import type { RenderRequest, RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import { renderPriority } from './priority.ts';
+import type { EagerStarter } from './eager-start.ts';
 import type { render } from '../workflows/render.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -133,12 +134,11 @@ export class RenderService {
     readonly client: Client,
     private readonly taskQueue: string,
     /**
-     * Workers in this process (tests; `start` runs them in a child process): a client on the worker's own
-     * NativeConnection, which starts renders eagerly: the server hands the render's first workflow task back in
-     * the start response, to the worker in this process, so a render skips one matching hop and one poll
+     * Starts renders eagerly on the workers' own connection (eager-start.ts): the server hands the render's
+     * first workflow task back in the start response, so a render skips one matching hop and one poll
      * (bench/eager-probe.ts). Results are still awaited on `client`.
      */
-    private readonly eagerStarter?: Client,
+    private readonly eagerStarter?: EagerStarter,
   ) {}
 
   async start(request: RenderRequest, opts: StartOptions): Promise<StartedRender> {
@@ -198,16 +198,16 @@ export class RenderService {
    * shutdown, say), the render is started the ordinary way.
    */
   private async startEagerly(options: WorkflowStartOptions<typeof render>, mayHaveStarted: () => void): Promise<WorkflowHandle<typeof render>> {
-    let started;
+    let firstExecutionRunId: string;
     try {
-      started = await this.eagerStarter!.workflow.start<typeof render>('render', { ...options, requestEagerStart: true });
+      firstExecutionRunId = await this.eagerStarter!(options);
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
       // The failed start may still have reached the server: the ordinary one may then find it started.
       mayHaveStarted();
       return this.client.workflow.start<typeof render>('render', options);
     }
-    return this.client.workflow.getHandle<typeof render>(options.workflowId, undefined, { firstExecutionRunId: started.firstExecutionRunId });
+    return this.client.workflow.getHandle<typeof render>(options.workflowId, undefined, { firstExecutionRunId });
   }
 
   /**

@@ -6,6 +6,8 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { RenderService } from '../../src/renders/render-service.ts';
+import { clientStarter, fromPlain, fromStartFailure, toPlain, toStartFailure, type RenderStartOptions } from '../../src/renders/eager-start.ts';
+import { TypedSearchAttributes, defineSearchAttributeKey } from '@temporalio/common';
 import type { BuiltRender } from '../../src/activities/types.ts';
 import type { RenderRequest } from '../../src/render/types.ts';
 
@@ -40,7 +42,7 @@ const startOpts = { renderId: 'render-test-1', built };
 describe('RenderService eager start', () => {
   it('starts on the eager client with requestEagerStart and waits through the front client', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(fakeClient('front', calls), 'q', fakeClient('worker', calls));
+    const svc = new RenderService(fakeClient('front', calls), 'q', clientStarter(fakeClient('worker', calls)));
     const started = await svc.start(request, startOpts);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.via).toBe('worker');
@@ -61,11 +63,7 @@ describe('RenderService eager start', () => {
 
   it('falls back to an ordinary start when the eager one fails (the worker connection closing)', async () => {
     const calls: StartCall[] = [];
-    const svc = new RenderService(
-      fakeClient('front', calls),
-      'q',
-      fakeClient('worker', calls, () => new Error('connection closed')),
-    );
+    const svc = new RenderService(fakeClient('front', calls), 'q', clientStarter(fakeClient('worker', calls, () => new Error('connection closed'))));
     const started = await svc.start(request, startOpts);
     expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
     expect(calls[1]!.options.requestEagerStart).toBeUndefined();
@@ -78,7 +76,7 @@ describe('RenderService eager start', () => {
     const svc = new RenderService(
       fakeClient('front', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')),
       'q',
-      fakeClient('worker', calls, () => new Error('deadline exceeded')),
+      clientStarter(fakeClient('worker', calls, () => new Error('deadline exceeded'))),
     );
     const started = await svc.start(request, startOpts);
     expect(calls.map((c) => c.via)).toEqual(['worker', 'front']);
@@ -90,9 +88,35 @@ describe('RenderService eager start', () => {
     const svc = new RenderService(
       fakeClient('front', calls),
       'q',
-      fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render')),
+      clientStarter(fakeClient('worker', calls, () => new WorkflowExecutionAlreadyStartedError('already', 'id', 'render'))),
     );
     await expect(svc.start(request, startOpts)).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
     expect(calls.map((c) => c.via)).toEqual(['worker']);
+  });
+
+  it('the start crosses to the worker thread as plain data and comes back the same', () => {
+    const key = defineSearchAttributeKey('RenderModel', 'KEYWORD');
+    const options = {
+      taskQueue: 'q',
+      workflowId: 'render-x',
+      args: [request, built],
+      memo: { a: 1 },
+      priority: { priorityKey: 2, fairnessKey: 'key:alice' },
+      typedSearchAttributes: new TypedSearchAttributes([{ key, value: 'imagegen-flux-dev' }]),
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    } as RenderStartOptions;
+    // What a MessagePort does to it: no class survives.
+    const back = fromPlain(structuredClone(toPlain(options)));
+    expect(back.typedSearchAttributes).toBeInstanceOf(TypedSearchAttributes);
+    expect((back.typedSearchAttributes as TypedSearchAttributes).get(key)).toBe('imagegen-flux-dev');
+    const { typedSearchAttributes: _a, ...rest } = back;
+    const { typedSearchAttributes: _b, ...expected } = options;
+    expect(rest).toEqual(expected);
+  });
+
+  it('a taken id in the worker thread is a WorkflowExecutionAlreadyStartedError on the front again', () => {
+    const failure = structuredClone(toStartFailure(new WorkflowExecutionAlreadyStartedError('taken', 'render-x', 'render')));
+    expect(fromStartFailure(failure, 'render-x')).toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
+    expect(fromStartFailure(structuredClone(toStartFailure(new Error('closed'))), 'render-x')).not.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
   });
 });
