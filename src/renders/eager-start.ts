@@ -30,7 +30,7 @@ export function toPlain(options: RenderStartOptions): PlainStartOptions {
 }
 
 export function fromPlain(plain: PlainStartOptions): RenderStartOptions {
-  return { ...plain.options, typedSearchAttributes: new TypedSearchAttributes(plain.searchAttributes) } as RenderStartOptions;
+  return { ...plain.options, typedSearchAttributes: new TypedSearchAttributes(plain.searchAttributes) };
 }
 
 /** Eager starts on the connection of workers in this thread. */
