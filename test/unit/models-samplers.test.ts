@@ -1,6 +1,6 @@
-import { fluxBuilder } from '../../src/models/families/flux.ts';
-import { h3Builder } from '../../src/models/families/h3.ts';
-import { wan22Builder } from '../../src/models/families/wan22.ts';
+import { fluxBuilder } from '../../src/models/families/flux/index.ts';
+import { h3Builder } from '../../src/models/families/h3/index.ts';
+import { wan22Builder } from '../../src/models/families/wan22/index.ts';
 import { describe, expect, it } from 'vitest';
 import {
   COMFY_SAMPLERS,

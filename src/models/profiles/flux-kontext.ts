@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { FLUX_TEXT_FILES } from '../families/flux.ts';
+import { FLUX_TEXT_FILES } from '../families/flux/index.ts';
 
 /** Instruction edit only: references arrive as `extra_images`, stitched side by side (up to 4). */
 export const fluxKontext: ModelProfile = {

@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { FLUX_DEV_CONTROL_FILES, FLUX_TEXT_FILES } from '../families/flux.ts';
+import { FLUX_DEV_CONTROL_FILES, FLUX_TEXT_FILES } from '../families/flux/index.ts';
 
 /** FLUX.1-Krea-dev: a FLUX.1-dev fine-tune (same architecture, encoders and VAE); guidance 4.5 as its template. */
 const fluxKrea: ModelProfile = {

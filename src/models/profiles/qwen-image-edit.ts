@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { QWEN_SHARED_FILES } from '../families/qwen.ts';
+import { QWEN_SHARED_FILES } from '../families/qwen/index.ts';
 
 /**
  * Qwen-Image-Edit-2509. Shift 3 as in ComfyUI's official 2509 template; 40 steps (the template's 20 is

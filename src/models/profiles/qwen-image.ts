@@ -1,5 +1,5 @@
 import { DEFAULT_SIZE, IMAGE_SIZE_LIMITS, IMAGE_STALL_TIMEOUT_MS, type ModelProfile } from '../profile.ts';
-import { QWEN_CONTROL_FILES, QWEN_SHARED_FILES } from '../families/qwen.ts';
+import { QWEN_CONTROL_FILES, QWEN_SHARED_FILES } from '../families/qwen/index.ts';
 
 export const qwenImage: ModelProfile = {
   id: 'imagegen-qwen-image',

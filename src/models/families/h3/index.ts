@@ -9,10 +9,10 @@
  * frames by the video VAE and the stereo soundtrack by the audio VAE, and muxed by CreateVideo.
  * The node snaps `length` up to 17k+5 itself; the front already sends a count on that grid.
  */
-import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, loadSingleClip, loadUnet, requireFile, type BuildInput, type FamilyBuilder } from './common.ts';
-import { createAndSaveVideo, videoSpecOf } from './video-common.ts';
-import { VIDEO_END_PROGRESS } from './video-family.ts';
+import type { ComfyGraph, NodeLink } from '../../../comfyui/graph.ts';
+import { GraphBuilder, loadImage, loadSingleClip, loadUnet, requireFile, type BuildInput, type FamilyBuilder } from '../common.ts';
+import { createAndSaveVideo, videoSpecOf } from '../video-common.ts';
+import { VIDEO_END_PROGRESS } from '../video-family.ts';
 
 export const H3_FILE_ROLES = ['unet', 'unetRef2va', 'textEncoder', 'vae', 'audioVae'] as const;
 
@@ -88,3 +88,5 @@ export const h3Builder: FamilyBuilder = {
     return g.graph();
   },
 };
+
+export default h3Builder;

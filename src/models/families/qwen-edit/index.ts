@@ -6,9 +6,9 @@
  * with CFG 2.5 the negative is evaluated, and the template's unconditional branch still sees the images).
  * The template's CFGNorm node is left out: it is not among the nodes the service validates against.
  */
-import type { ComfyGraph, InputValue } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
-import { QWEN_FILE_ROLES, QWEN_SAMPLING, QWEN_SILENT_STAGES, qwenBase } from './qwen.ts';
+import type { ComfyGraph, InputValue } from '../../../comfyui/graph.ts';
+import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from '../common.ts';
+import { QWEN_FILE_ROLES, QWEN_SAMPLING, QWEN_SILENT_STAGES, qwenBase } from '../qwen/index.ts';
 
 export const QWEN_EDIT_MAX_IMAGES = 3;
 
@@ -50,3 +50,5 @@ export const qwenEditBuilder: FamilyBuilder = {
     return g.graph();
   },
 };
+
+export default qwenEditBuilder;

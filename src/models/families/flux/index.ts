@@ -3,8 +3,8 @@
  * is no negative branch: the negative is ConditioningZeroOut of the positive (KSampler needs one, CFG 1
  * never evaluates it) and the client's negative prompt is dropped by the front with a warning.
  */
-import type { ComfyGraph } from '../../comfyui/graph.ts';
-import type { FamilySampling } from './sampling-facts.ts';
+import type { ComfyGraph } from '../../../comfyui/graph.ts';
+import type { FamilySampling } from '../sampling-facts.ts';
 import {
   GraphBuilder,
   applyLoras,
@@ -16,8 +16,8 @@ import {
   type BuildInput,
   type FamilyBuilder,
   type SilentStagePriors,
-} from './common.ts';
-import { applyFluxControls, FLUX_CONTROL_ROLES } from './controls.ts';
+} from '../common.ts';
+import { applyFluxControls, FLUX_CONTROL_ROLES } from '../controls.ts';
 
 /** Text encoders and VAE every Flux model uses (fp8 T5-XXL + CLIP-L, the Flux autoencoder). */
 export const FLUX_TEXT_FILES = {
@@ -94,3 +94,5 @@ export const fluxBuilder: FamilyBuilder = {
     return g.graph();
   },
 };
+
+export default fluxBuilder;

@@ -2,9 +2,9 @@
  * Qwen-Image: txt2img, img2img and inpaint with real CFG and a negative prompt. The model's sigma schedule is
  * patched with ModelSamplingAuraFlow (shift from the profile, 3.1 for Qwen-Image as in ComfyUI's template).
  */
-import type { ComfyGraph } from '../../comfyui/graph.ts';
-import type { NodeLink } from '../../comfyui/graph.ts';
-import type { FamilySampling } from './sampling-facts.ts';
+import type { ComfyGraph } from '../../../comfyui/graph.ts';
+import type { NodeLink } from '../../../comfyui/graph.ts';
+import type { FamilySampling } from '../sampling-facts.ts';
 import {
   GraphBuilder,
   loadSingleClip,
@@ -16,8 +16,8 @@ import {
   type BuildInput,
   type FamilyBuilder,
   type SilentStagePriors,
-} from './common.ts';
-import { applyQwenControls, QWEN_PATCH_ROLES } from './controls.ts';
+} from '../common.ts';
+import { applyQwenControls, QWEN_PATCH_ROLES } from '../controls.ts';
 
 /** Qwen2.5-VL 7B text encoder (the full vision-language one: edit needs its vision tower) and the Qwen VAE. */
 export const QWEN_SHARED_FILES = {
@@ -84,3 +84,5 @@ export const qwenBuilder: FamilyBuilder = {
     return g.graph();
   },
 };
+
+export default qwenBuilder;

@@ -4,9 +4,9 @@
  * stitched left to right (ImageStitch) and then scaled to a Kontext-preferred size (FluxKontextImageScale);
  * the reference latent is the VAE encoding of that scaled image. The output latent has the requested size.
  */
-import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from './common.ts';
-import { FLUX_FILE_ROLES, FLUX_SAMPLING, FLUX_SILENT_STAGES, fluxBase } from './flux.ts';
+import type { ComfyGraph, NodeLink } from '../../../comfyui/graph.ts';
+import { GraphBuilder, loadImage, sampleDecodeSave, sourceLatent, type BuildInput, type FamilyBuilder } from '../common.ts';
+import { FLUX_FILE_ROLES, FLUX_SAMPLING, FLUX_SILENT_STAGES, fluxBase } from '../flux/index.ts';
 
 /** Kontext's recommended guidance when the request carries none. */
 const KONTEXT_GUIDANCE = 2.5;
@@ -62,3 +62,5 @@ export const fluxKontextBuilder: FamilyBuilder = {
     return g.graph();
   },
 };
+
+export default fluxKontextBuilder;

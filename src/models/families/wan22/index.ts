@@ -4,10 +4,10 @@
  * negative prompt, VAEDecode, CreateVideo, SaveVideo. T2V and I2V are one model: the start image alone
  * selects I2V. No audio.
  */
-import type { ComfyGraph } from '../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, loadSingleClip, loadUnet, loadVae, type BuildInput, type FamilyBuilder } from './common.ts';
-import { createAndSaveVideo, videoSpecOf } from './video-common.ts';
-import { VIDEO_END_PROGRESS } from './video-family.ts';
+import type { ComfyGraph } from '../../../comfyui/graph.ts';
+import { GraphBuilder, loadImage, loadSingleClip, loadUnet, loadVae, type BuildInput, type FamilyBuilder } from '../common.ts';
+import { createAndSaveVideo, videoSpecOf } from '../video-common.ts';
+import { VIDEO_END_PROGRESS } from '../video-family.ts';
 
 export const WAN22_FILE_ROLES = ['unet', 'textEncoder', 'vae'] as const;
 
@@ -70,3 +70,5 @@ export const wan22Builder: FamilyBuilder = {
     return g.graph();
   },
 };
+
+export default wan22Builder;
