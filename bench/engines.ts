@@ -20,13 +20,14 @@ import { ComfyClient } from '../src/comfyui/client.ts';
 import type { ComfyGraph } from '../src/comfyui/graph.ts';
 import { submitAndFollow } from '../src/comfyui/submit-and-follow.ts';
 import { planRender } from '../src/models/plan.ts';
-import type { Engine } from '../src/models/profile.ts';
 import { applyModelOverrides, getProfile, parseModelOverrides, resetModelOverrides, type ModelOverrides } from '../src/models/registry.ts';
 import { defaultVideoSpec } from '../src/models/video.ts';
 import type { RenderRequest } from '../src/render/types.ts';
 import { CLOSE_MIN, greyFromPng, noiseScore, NOT_NOISE_MAX, similarity, type Grey } from './lib/image-check.ts';
 import { firstVideoFrame } from './lib/video-frame.ts';
 
+/** The two engines this benchmark compares (engine ids are open: src/models/engines/<id>/). */
+type Engine = 'comfyui' | 'sglang';
 export const ENGINES: readonly Engine[] = ['comfyui', 'sglang'];
 /** Short names → profile ids. */
 export const BENCH_MODELS: Record<string, string> = { 'flux-dev': 'imagegen-flux-dev', 'qwen-image': 'imagegen-qwen-image', h3: 'videogen-minimax-h3' };

@@ -3,13 +3,13 @@
  * model profiles' graphs use? What each profile lacks is computed by src/models/availability.ts (the same
  * check the front uses to leave unusable models out of its lists); here it is reported one line per node
  * class and one line per model file, naming the profiles that need it; when nothing is missing, one line per
- * profile says so. Models on the sglang engine add (contract-engines.ts) one line for SGLang's plugin when
- * none of its nodes is there.
+ * profile says so. An engine whose own custom nodes are all absent adds one line (contract-engines.ts).
  */
 import type { ContractResult } from '../comfyui/contract.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { packageOfNode } from '../comfyui/plugins.ts';
 import { profileNeeds, type ProfileNeeds } from '../models/availability.ts';
+import { DEFAULT_ENGINE } from '../models/engines/index.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import type { SegmentationNeeds } from '../models/segmentation.ts';
 
@@ -64,7 +64,7 @@ export function formatNeeds(profiles: readonly ModelProfile[], needs: readonly P
   for (const profile of profiles) {
     if (lacking.has(profile.id)) continue;
     results.push({
-      name: `${profile.id}${profile.engine === 'sglang' ? ' (engine sglang)' : ''}: every node class and model file its graphs use is installed`,
+      name: `${profile.id}${profile.engine && profile.engine !== DEFAULT_ENGINE ? ` (engine ${profile.engine})` : ''}: every node class and model file its graphs use is installed`,
       ok: true,
       detail: `${needs.find((n) => n.id === profile.id)?.graphs ?? 0} graphs (${profile.kinds.join(', ')})`,
     });

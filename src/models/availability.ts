@@ -1,15 +1,15 @@
 /**
  * Which models a ComfyUI can render: each graph a profile can submit (every kind, with and without a mask, with
  * the most reference images) is built as the service would build it and read against that ComfyUI's
- * `/object_info` with the client's own definite-fact checks (src/comfyui/preflight.ts). Models on the sglang
- * engine add the files its loader needs that the graphs cannot show (the unet files when the plugin's loader is
- * absent, the BF16 companion beside an H3 GGUF). Pure: the contract command prints it, the front hides the
+ * `/object_info` with the client's own definite-fact checks (src/comfyui/preflight.ts). Each profile's engine
+ * adds the files it needs that the graphs cannot show (its contract, engines/<id>/), and an engine whose own
+ * custom nodes are all absent is reported once. Pure: the contract command prints it, the front hides the
  * models it finds unusable from its model lists and reports them in `/health`.
  */
 import type { ObjectInfo } from '../comfyui/object-info.ts';
-import { comboOptions, inputSpec } from '../comfyui/object-info.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
-import { engineFiles, engineOf } from './families/engine.ts';
+import type { CustomNodePackage } from '../comfyui/plugins.ts';
+import { engineOf, engines } from './engines/index.ts';
 import { controlSampleGraphs, sampleGraphs } from './sample-graphs.ts';
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { ModelProfile } from './profile.ts';
@@ -24,12 +24,6 @@ export interface ProfileNeeds {
   missingControl: { nodes: string[]; files: Array<{ file: string; where: string }> };
 }
 
-export const SGLD_LOADER = 'SGLDUNETLoader';
-/** The integrated-mode nodes the sglang engine's graphs use. */
-export const SGLD_NODES = [SGLD_LOADER, 'SGLDOptions', 'SGLDLoraLoader'];
-
-export const onSglang = (p: ModelProfile): boolean => engineOf(p) === 'sglang' && p.sglang !== undefined;
-
 /** What each profile lacks on the ComfyUI that answered `info` (empty lists: it renders there). */
 export function profileNeeds(profiles: readonly ModelProfile[], info: ObjectInfo): ProfileNeeds[] {
   return profiles.map((profile) => {
@@ -43,7 +37,7 @@ export function profileNeeds(profiles: readonly ModelProfile[], info: ObjectInfo
       for (const p of missingNodeClasses(graph, info)) nodes.add(p.classType ?? `(node ${p.nodeId} without class_type)`);
       for (const p of missingModelFiles(graph, info)) addFile(p.value as string, `${p.classType}.${p.input}`);
     }
-    for (const f of engineFileNeeds(profile, info)) addFile(f.file, f.where);
+    for (const f of engineOf(profile).contract.fileNeeds(profile, info)) addFile(f.file, f.where);
     const control = graphNeeds(controlSampleGraphs(profile), info);
     return {
       id: profile.id,
@@ -75,40 +69,20 @@ export function unusableReason(n: ProfileNeeds): string | undefined {
   return parts.length > 0 ? [...new Set(parts)].join('; ') : undefined;
 }
 
-function listOf(info: ObjectInfo, cls: string, input: string): string[] | undefined {
-  const node = info[cls];
-  const spec = node ? inputSpec(node, input) : undefined;
-  const options = spec ? comboOptions(spec) : undefined;
-  return options?.filter((v): v is string => typeof v === 'string');
+/** An engine some profiles run on whose own custom nodes are all absent from this ComfyUI (absent, or failed to import). */
+export interface MissingEnginePlugin {
+  engine: string;
+  package: CustomNodePackage;
+  /** The profiles on that engine. */
+  users: string[];
 }
 
-/** The files of models/diffusion_models this ComfyUI lists: the plugin's own list, else its core loaders'. */
-function diffusionModels(info: ObjectInfo): { files: Set<string>; where: string } {
-  const sgld = listOf(info, SGLD_LOADER, 'unet_name');
-  if (sgld) return { files: new Set(sgld), where: `${SGLD_LOADER}.unet_name` };
-  const files = new Set([...(listOf(info, 'UNETLoader', 'unet_name') ?? []), ...(listOf(info, 'UnetLoaderGGUF', 'unet_name') ?? [])]);
-  return { files, where: 'models/diffusion_models (UNETLoader, UnetLoaderGGUF)' };
-}
-
-/**
- * Files an sglang-engine profile needs that this ComfyUI lacks, beyond what its graphs' loaders report: the
- * unet roles when the plugin's loader is absent (its list is then unknown), and the companions always.
- */
-export function engineFileNeeds(profile: ModelProfile, info: ObjectInfo): Array<{ file: string; where: string }> {
-  if (!onSglang(profile)) return [];
-  const spec = profile.sglang!;
-  const dm = diffusionModels(info);
-  const out: Array<{ file: string; where: string }> = [];
-  if (!Object.hasOwn(info, SGLD_LOADER)) {
-    const files = engineFiles(profile);
-    for (const role of Object.keys(spec.files)) {
-      const file = files[role];
-      if (file && !dm.files.has(file)) out.push({ file, where: dm.where });
-    }
-  }
-  for (const [role, companion] of Object.entries(spec.companions ?? {})) {
-    const of = engineFiles(profile)[role];
-    if (!dm.files.has(companion)) out.push({ file: companion, where: `${dm.where} (the BF16 companion of ${of ?? role}, read for architecture detection)` });
-  }
-  return out;
+/** The engines of `profiles` whose plugin has none of its nodes on the ComfyUI that answered `info`. */
+export function missingEnginePlugins(profiles: readonly ModelProfile[], info: ObjectInfo): MissingEnginePlugin[] {
+  return engines().flatMap((engine) => {
+    const plugin = engine.contract.plugin;
+    const users = profiles.filter((p) => engineOf(p) === engine).map((p) => p.id);
+    if (!plugin || users.length === 0 || plugin.nodes.some((n) => Object.hasOwn(info, n))) return [];
+    return [{ engine: engine.id, package: plugin.package, users }];
+  });
 }

@@ -4,9 +4,10 @@
  * graph builder (`families/`), so a new model of an existing family is one new file and nothing else.
  */
 import type { RenderKind, VideoTask } from '../render/types.ts';
+import type { SglangEngineSpec } from './engines/sglang/spec.ts';
 
 /**
- * Graph builder shared by models of one family (`families/<family>.ts`, listed in `families/index.ts`). Open:
+ * Graph builder shared by models of one family (the folder `families/<family>/`, found by `families/index.ts`). Open:
  * the registry checks at load that every profile's family has a builder that renders what it claims.
  */
 export type ModelFamily = string;
@@ -67,56 +68,18 @@ export interface ModelProfile {
   deadlineMs: number;
   /** Video models only (kind `video`): frame grid, lengths, frame rates and tasks. */
   video?: VideoCapabilities;
-  /** What renders the diffusion model (absent = `comfyui`); operators choose it per model (see `engine.ts`). */
+  /** What renders the diffusion model (absent = `comfyui`); operators choose it per model (see `engines/`). */
   engine?: Engine;
   /** What the `sglang` engine needs for this model. Absent: the model cannot run on that engine. */
   sglang?: SglangEngineSpec;
 }
 
 /**
- * - `comfyui`: ComfyUI's own loaders (GGUF or safetensors), the graphs as they always were.
- * - `sglang`: SGLang's ComfyUI plugin in integrated mode: ComfyUI keeps the text encoders, VAE, sampler loop
- *   and CFG; only the diffusion model (DiT) runs in an SGLang worker, loaded by `SGLDUNETLoader`.
+ * An engine id: what renders the diffusion model, a folder `engines/<id>/` (`comfyui`: ComfyUI's own loaders;
+ * `sglang`: SGLang's ComfyUI plugin in integrated mode). Open: the registry checks at load that every
+ * profile's engine is one of the folders and can run the profile.
  */
-export type Engine = 'comfyui' | 'sglang';
-
-/**
- * The `SGLDOptions` inputs the service sets (names and meanings are the plugin's). Unset ones keep the
- * plugin's defaults. `model_type` picks the SGLang pipeline; left on auto-detect the plugin cannot tell
- * Qwen-Image from Qwen-Image-Edit (same architecture), so each family names its own.
- */
-export interface SglangOptions {
-  model_type?: 'auto-detect' | 'qwen_image' | 'qwen_image_edit' | 'flux' | 'lumina2' | 'minimax_h3';
-  enable_torch_compile?: boolean;
-  num_gpus?: number;
-  tp_size?: number;
-  sp_degree?: number;
-  ulysses_degree?: number;
-  ring_degree?: number;
-  dp_size?: number;
-  enable_cfg_parallel?: boolean;
-  attention_backend?: string;
-  dit_layerwise_offload?: boolean;
-  enable_cache_dit?: boolean;
-  quantization?: string;
-  transformer_weights_path?: string;
-}
-
-export interface SglangEngineSpec {
-  /**
-   * Model files by role for the sglang engine; they replace the same roles of `files` when the engine is
-   * `sglang` (the default engine's GGUF files stay what `files` says). The plugin's worker loads
-   * safetensors checkpoints: a Flux or Qwen GGUF cannot run on it.
-   */
-  files: Readonly<Record<string, string>>;
-  /**
-   * Files the graph does not name but the plugin needs beside a unet role's file in
-   * `models/diffusion_models` (the H3 GGUF's BF16 companion, from which it detects the architecture).
-   */
-  companions?: Readonly<Record<string, string>>;
-  /** `SGLDOptions` for this model. */
-  options: Readonly<SglangOptions>;
-}
+export type Engine = string;
 
 /**
  * Frame counts a video model renders: `offset + step·k`. `round` says how a count off the grid moves:

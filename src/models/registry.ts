@@ -5,7 +5,7 @@
  * graph, so listing a directory and importing its modules at load is fine here.
  */
 import { z } from 'zod';
-import { checkEngineOverride, engineOverrideSchema, mergeSglang } from './engine-config.ts';
+import { applyEngineOverrides, checkEngineOverride, checkProfileEngine, engineOverrideShape, type EngineOverride } from './engines/index.ts';
 import { BUILTIN_PROFILES, byListOrder } from './builtin-profiles.ts';
 import { familyBuilder } from './families/index.ts';
 import type { ModelProfile } from './profile.ts';
@@ -21,7 +21,7 @@ function baseProfiles(): ModelProfile[] {
 }
 
 const positiveInt = z.number().int().positive();
-const overrideEntrySchema = z.strictObject({
+const fixedEntrySchema = z.strictObject({
   /** `false`: the model is switched off — not listed, not rendered, not checked by the contract. */
   enabled: z.boolean().optional(),
   files: z.record(z.string(), z.string().min(1)).optional(),
@@ -40,15 +40,21 @@ const overrideEntrySchema = z.strictObject({
     .optional(),
   stallTimeoutMs: positiveInt.optional(),
   deadlineMs: positiveInt.optional(),
-  ...engineOverrideSchema,
 });
+
+/** One model's entry: the fixed keys, `engine` and each engine's own section (engines/<id>/, e.g. `sglang`). */
+export type ModelOverrideEntry = z.infer<typeof fixedEntrySchema> & EngineOverride;
 
 /**
  * `{ "<profile id>": { "enabled"?: false, "files": {...}, "defaults": {...}, "stallTimeoutMs"?, "deadlineMs"?, "engine"?,
- * "sglang"?: { "files"?, "options"? } } }`.
+ * "<engine id>"?: {...} } }` (the sglang engine's: `"sglang": { "files"?, "options"? }`).
  */
-export const modelOverridesSchema = z.record(z.string(), overrideEntrySchema);
-export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
+export type ModelOverrides = Record<string, ModelOverrideEntry>;
+// The engines' keys are known only once their folders are listed, so the entry's static type is declared above.
+export const modelOverridesSchema = z.record(
+  z.string(),
+  z.strictObject({ ...fixedEntrySchema.shape, ...engineOverrideShape() }),
+) as unknown as z.ZodType<ModelOverrides>;
 
 let activeOverrides: ModelOverrides = {};
 let effective: ReadonlyMap<string, ModelProfile> = build({});
@@ -66,7 +72,7 @@ function build(overrides: ModelOverrides): ReadonlyMap<string, ModelProfile> {
           stallTimeoutMs: o.stallTimeoutMs ?? base.stallTimeoutMs,
           deadlineMs: o.deadlineMs ?? base.deadlineMs,
           ...((o.engine ?? base.engine) ? { engine: o.engine ?? base.engine } : {}),
-          ...(base.sglang ? { sglang: mergeSglang(base, o) } : {}),
+          ...applyEngineOverrides(base, o),
         }
       : base;
     map.set(base.id, deepFreeze(profile));
@@ -224,7 +230,8 @@ export function knownModelNames(scope: 'image' | 'video' = 'image'): string[] {
 
 /**
  * What a profile must satisfy to be served: a family with a graph builder that renders every kind it
- * claims, files only for roles that builder reads, a video block exactly when it renders video. Checked for
+ * claims, files only for roles that builder reads, an engine that can run it, a video block exactly when it
+ * renders video. Checked for
  * every built-in profile when the registry loads and for every profile added at run time.
  */
 export function checkProfile(p: ModelProfile): void {
@@ -238,6 +245,7 @@ export function checkProfile(p: ModelProfile): void {
       throw new Error(`${where}: files.${role}: unknown file role (family ${p.family} reads ${builder.fileRoles.join(', ')})`);
     }
   }
+  checkProfileEngine(p, where);
   if (p.kinds.includes('video') !== (p.video !== undefined)) {
     throw new Error(`${where}: a video model needs a video block, an image model must not have one`);
   }

@@ -1,12 +1,15 @@
 /**
  * Failures of SGLang's ComfyUI plugin reach the caller non-retryable and named: a missing plugin (the
  * recorded `missing_node_type` of a ComfyUI where it failed to import for lack of `sglang`) and the errors
- * its loader raises (GGUF without its BF16 companion, weight_dtype, no sglang runtime).
+ * its loader raises (GGUF without its BF16 companion, weight_dtype, no sglang runtime). The client knows no
+ * package itself: the sglang engine (src/models/engines/sglang) registers its plugin when the engines load.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ComfyExecutionError, ComfyValidationError, type ExecutionErrorInfo } from '../../src/comfyui/errors.ts';
+import { packageOfNode, registerCustomNodePackages } from '../../src/comfyui/plugins.ts';
 import { comfyErrorBodySchema } from '../../src/comfyui/schemas.ts';
+import { engineById } from '../../src/models/engines/index.ts';
 
 /** The recording's answer (a real ComfyUI 0.33.0 with the newest plugin and no sglang package). */
 const RECORDED_MISSING = {
@@ -27,6 +30,19 @@ const exec = (over: Partial<ExecutionErrorInfo>): ExecutionErrorInfo => ({
   isOutOfMemory: false,
   timestamp: undefined,
   ...over,
+});
+
+describe('custom-node packages the client explains', () => {
+  it('are the ones registered with it: each engine registers its own when the engines load', () => {
+    expect(packageOfNode('SGLDUNETLoader')).toBe(engineById('sglang').plugins[0]);
+    expect(packageOfNode('UnetLoaderGGUF')).toBe(engineById('comfyui').plugins[0]);
+    expect(packageOfNode('SomeNodeOfNoPackage')).toBeUndefined();
+    registerCustomNodePackages([
+      { name: 'Pkg', source: 'someone/pkg', likelyCause: 'not installed', hasNode: (c) => c === 'SomeNodeOfNoPackage', failureHints: [[/boom/, 'fix it']] },
+    ]);
+    expect(packageOfNode('SomeNodeOfNoPackage')?.name).toBe('Pkg');
+    expect(new ComfyExecutionError(exec({ nodeType: 'SomeNodeOfNoPackage', exceptionMessage: 'boom\n' })).hint).toBe('Pkg: fix it');
+  });
 });
 
 describe('SGLang plugin failures', () => {

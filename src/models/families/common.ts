@@ -6,14 +6,14 @@ import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
 import type { RenderKind, SigmaSchedule } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
-import { isGguf, requireFile } from './engine.ts';
+import { isGguf, requireFile } from '../engines/index.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
 import type { VideoFamily } from './video-family.ts';
 import type { FamilySampling } from './sampling-facts.ts';
 
 export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
-// The engine-dependent loaders live in engine.ts; builders import them from here with the other pieces.
-export { applyLoras, loadUnet, requireFile } from './engine.ts';
+// The engine-dependent loaders dispatch to the profile's engine (engines/); builders import them from here with the other pieces.
+export { applyLoras, loadUnet, requireFile } from '../engines/index.ts';
 
 /** Node id of the SaveImage node in every image graph: the render's result. */
 export const OUTPUT_NODE = 'save';

@@ -21,7 +21,7 @@ import {
   type UnionControlType,
 } from '../../render/types.ts';
 import type { ModelProfile } from '../profile.ts';
-import { engineFiles, requireFile, type NodeAdder } from './engine.ts';
+import { engineFiles, requireFile, type NodeAdder } from '../engines/index.ts';
 import type { BuildInput, GraphBuilder } from './graph-builder.ts';
 
 /** File roles of the Flux control nodes: the union ControlNet, the Redux style model and its SigLIP encoder. */

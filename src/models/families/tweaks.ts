@@ -1,5 +1,5 @@
 /**
- * What A1111 users tweak, as ComfyUI graph pieces every image family shares (LoRA stacks are engine.ts's): the
+ * What A1111 users tweak, as ComfyUI graph pieces every image family shares (LoRA stacks are the engine's, engines/): the
  * hires fix (a second sampling pass at the upscaled size), img2img resize modes, and the upscaler chains the
  * hires fix and the extras upscale share. Node inputs follow the recorded real `/object_info`.
  */

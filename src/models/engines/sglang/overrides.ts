@@ -1,11 +1,13 @@
 /**
- * The engine part of the model overrides file (`MODELS_CONFIG`): `engine` chooses what renders a model,
- * `sglang.files` / `sglang.options` adjust what the sglang engine loads and how its worker runs. Checked at
- * start against what SGLang's ComfyUI plugin accepts, so a setting it would refuse on the first render stops
- * the service instead. Pure: the sandbox-safe registry imports it.
+ * The sglang engine's section of the model overrides file (`MODELS_CONFIG`): `sglang.files` / `sglang.options`
+ * adjust what the engine loads and how its worker runs (the profile's `engine` chooses it). Checked at start
+ * against what SGLang's ComfyUI plugin accepts, so a setting it would refuse on the first render stops the
+ * service instead. Pure.
  */
 import { z } from 'zod';
-import type { ModelProfile, SglangEngineSpec } from './profile.ts';
+import type { ModelProfile } from '../../profile.ts';
+import type { EngineOverrides } from '../model-engine.ts';
+import type { SglangEngineSpec } from './spec.ts';
 
 const degree = z.number().int().min(-1);
 
@@ -28,38 +30,30 @@ export const sglangOptionsSchema = z.strictObject({
   transformer_weights_path: z.string().optional(),
 });
 
-export const engineOverrideSchema = {
-  engine: z.enum(['comfyui', 'sglang']).optional(),
-  sglang: z
-    .strictObject({
-      files: z.record(z.string(), z.string().min(1)).optional(),
-      options: sglangOptionsSchema.optional(),
-    })
-    .optional(),
-};
+const sectionSchema = z.strictObject({
+  files: z.record(z.string(), z.string().min(1)).optional(),
+  options: sglangOptionsSchema.optional(),
+});
 
-type EngineOverride = { engine?: 'comfyui' | 'sglang'; sglang?: { files?: Record<string, string>; options?: z.infer<typeof sglangOptionsSchema> } };
+type Section = z.infer<typeof sectionSchema>;
 
 /** The sglang spec of `base` with the override's files and options laid over it. */
-export function mergeSglang(base: ModelProfile, o: EngineOverride | undefined): SglangEngineSpec | undefined {
+function mergeSglang(base: ModelProfile, section: Section | undefined): SglangEngineSpec | undefined {
   if (!base.sglang) return undefined;
-  if (!o?.sglang) return base.sglang;
+  if (!section) return base.sglang;
   return {
     ...base.sglang,
-    files: { ...base.sglang.files, ...o.sglang.files },
-    options: { ...base.sglang.options, ...o.sglang.options },
+    files: { ...base.sglang.files, ...section.files },
+    options: { ...base.sglang.options, ...section.options },
   };
 }
 
-/** Throws an Error naming `<source>: <id>.<path>` for an engine setting the plugin would refuse. */
-export function checkEngineOverride(source: string, base: ModelProfile, o: EngineOverride, roles: readonly string[]): void {
+/** Throws an Error naming `<source>: <id>.sglang.<path>` for a setting the plugin would refuse (`base` can run on sglang). */
+function checkSection(source: string, base: ModelProfile, section: Section, roles: readonly string[]): void {
   const id = base.id;
-  if ((o.engine === 'sglang' || o.sglang) && !base.sglang) {
-    throw new Error(`${source}: ${id}: this model cannot run on the sglang engine (SGLang's ComfyUI plugin has no executor for its family)`);
-  }
-  const spec = mergeSglang(base, o);
+  const spec = mergeSglang(base, section);
   if (!spec) return;
-  for (const [role, file] of Object.entries(o.sglang?.files ?? {})) {
+  for (const [role, file] of Object.entries(section.files ?? {})) {
     if (!roles.includes(role)) throw new Error(`${source}: ${id}.sglang.files.${role}: unknown file role (valid: ${roles.join(', ')})`);
     // The plugin reads a GGUF's architecture from a MiniMax-H3 BF16 companion only: any other GGUF fails to load.
     if (file.toLowerCase().endsWith('.gguf') && !spec.companions?.[role]) {
@@ -81,3 +75,9 @@ export function checkEngineOverride(source: string, base: ModelProfile, o: Engin
     }
   }
 }
+
+export const sglangOverrides: EngineOverrides<Section> = {
+  schema: sectionSchema,
+  apply: (base, section) => (base.sglang ? { sglang: mergeSglang(base, section) } : {}),
+  check: checkSection,
+};
