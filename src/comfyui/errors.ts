@@ -198,7 +198,7 @@ export class ComfyExecutionError extends ComfyError {
   readonly type: 'ComfyExecution' | 'ComfyOutOfMemory';
   readonly retryable: boolean;
   readonly info: ExecutionErrorInfo;
-  /** What to change, for a known custom node's known failure (e.g. the SGLang loader's GGUF companion). */
+  /** What to change, for a known failure of a registered custom-node package's node (plugins.ts). */
   readonly hint: string | undefined;
 
   constructor(info: ExecutionErrorInfo) {
