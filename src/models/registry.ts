@@ -231,8 +231,8 @@ export function knownModelNames(scope: 'image' | 'video' = 'image'): string[] {
 /**
  * What a profile must satisfy to be served: a family with a graph builder that renders every kind it
  * claims, files only for roles that builder reads, an engine that can run it, a video block exactly when it
- * renders video. Checked for
- * every built-in profile when the registry loads and for every profile added at run time.
+ * renders video. Checked for every built-in profile when the registry loads and for every profile added at
+ * run time.
  */
 export function checkProfile(p: ModelProfile): void {
   const builder = familyBuilder(p.family);
