@@ -6,7 +6,14 @@
  * - re-attach: a later attempt of the same item finds the earlier attempt's prompt and follows it instead of
  *   submitting again (one submission on the fake).
  * - stall: a node that hangs is stopped in ComfyUI and the attempt fails with the stall's type.
- * - cancel: the render cancelled mid-prompt interrupts the prompt in ComfyUI before the activity ends.
+ * - cancel: the render cancelled mid-prompt interrupts the prompt in ComfyUI before the activity ends; cancelled
+ *   after sampling, the item answers with its last preview, marked partial.
+ * - restart: an attempt abandoned by its worker (shutdown) leaves its prompt running; the next attempt finds it
+ *   there, follows it to its end and submits nothing.
+ * - retried submit: the same attempt run again after ComfyUI queued its prompt but the answer was lost finds
+ *   the prompt under its id and follows it: one submission.
+ * - GPU entry shutdown (`stopPromptOnShutdown`): the prompt is stopped, since the GPU goes to another group.
+ * - out of memory: ComfyUI's memory is freed before the attempt fails.
  * Each waits on the fake's own state or the activity's heartbeats, never on a fixed time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -94,11 +101,25 @@ function onHeartbeat(env: MockActivityEnvironment, cond: () => boolean): Promise
   });
 }
 
-/** One runPrompt attempt in `env`. */
-const runIn = (env: MockActivityEnvironment, input: RunPromptInput): Promise<PromptRun> => {
-  const runPrompt = createRunPrompt(deps, pool);
+/** One runPrompt attempt in `env` (with `over` in its dependencies). */
+const runIn = (env: MockActivityEnvironment, input: RunPromptInput, over: Partial<ActivityDeps> = {}): Promise<PromptRun> => {
+  const runPrompt = createRunPrompt({ ...deps, ...over }, pool);
   return env.run<[RunPromptInput], PromptRun, typeof runPrompt>(runPrompt, input);
 };
+
+/** The failure an attempt ended with (it must fail). */
+const failureOf = (running: Promise<PromptRun>): Promise<{ type?: string; message: string }> =>
+  running.then(
+    () => expect.fail('the attempt succeeded'),
+    (e: unknown) => e as { type?: string; message: string },
+  );
+
+/** The graph's node id of class `classType` (the planned graphs name their nodes by number). */
+function nodeOf(input: RunPromptInput, classType: string): string {
+  const id = Object.keys(input.graph).find((k) => input.graph[k]!.class_type === classType);
+  if (id === undefined) throw new Error(`no ${classType} in the graph`);
+  return id;
+}
 
 const submissions = () => Object.values(fake.state.statsSnapshot().submissions).reduce((a, b) => a + b, 0);
 
@@ -148,5 +169,80 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
     await expect(running).rejects.toBeDefined();
     expect(fake.state.statsSnapshot().interrupts).toBeGreaterThan(0);
     expect(fake.state.statsSnapshot().queue.running).toEqual([]);
+  });
+
+  it('cancelled after sampling: the prompt is stopped and the item answers with its last preview, marked partial', async () => {
+    const renderId = `render-partial-${++renders}`;
+    const input = attemptInput(renderId, 1);
+    const decode = nodeOf(input, 'VAEDecode');
+    fake.state.faults.apply({ hold: [{ nodeClass: 'VAEDecode' }] });
+    const { env, beats } = activityEnv(renderId);
+    const running = runIn(env, input);
+    await onHeartbeat(env, () => beats.some((b) => b.node === decode));
+    env.cancel('CANCELLED');
+    const run = await running;
+    expect(run.partial).toBeDefined();
+    expect(run.outputs).toHaveLength(1);
+    expect(await deps.blobs.has(run.outputs[0]!.sha256)).toBe(true);
+    expect(fake.state.statsSnapshot().interrupts).toBeGreaterThan(0);
+    expect(fake.state.statsSnapshot().queue.running).toEqual([]);
+  });
+
+  it('restart: the next attempt re-attaches to the prompt a shut-down worker left running, and submits nothing', async () => {
+    const renderId = `render-restart-${++renders}`;
+    const first = attemptInput(renderId, 1);
+    const sampler = nodeOf(first, 'KSampler');
+    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
+    const one = activityEnv(renderId);
+    const abandoned = runIn(one.env, first);
+    await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
+    const promptId = one.beats.at(-1)!.promptId;
+    one.env.cancel('WORKER_SHUTDOWN');
+    await expect(abandoned).rejects.toBeDefined();
+    // Left running for the next attempt: not interrupted, still on the GPU.
+    expect(fake.state.statsSnapshot()).toMatchObject({ interrupts: 0, queue: { running: [promptId] } });
+
+    const two = activityEnv(renderId);
+    const resumed = runIn(two.env, attemptInput(renderId, 2, { previousBackends: ['gpu0'] }));
+    await onHeartbeat(two.env, () => two.beats.some((b) => b.promptId === promptId));
+    expect(fake.state.release()).toBe(true);
+    const run = await resumed;
+    expect(run).toMatchObject({ promptId, attempt: 2, backend: 'gpu0' });
+    expect(run.outputs).toHaveLength(1);
+    expect(submissions()).toBe(1);
+  });
+
+  it('retried submit: ComfyUI queued the prompt but its answer was lost; the attempt run again follows it, one submission', async () => {
+    fake.state.faults.apply({ promptHttp500: { count: 1, afterQueue: true } });
+    const renderId = `render-resubmit-${++renders}`;
+    const failure = await failureOf(runIn(activityEnv(renderId).env, attemptInput(renderId, 1)));
+    expect(failure.message).toMatch(/500/);
+    const { env, beats } = activityEnv(renderId);
+    const run = await runIn(env, attemptInput(renderId, 1));
+    expect(beats.some((b) => b.promptId === run.promptId)).toBe(true);
+    expect(run.outputs).toHaveLength(1);
+    expect(fake.state.statsSnapshot().submissions).toEqual({ [run.promptId]: 1 });
+  });
+
+  it('GPU entry shutdown: the prompt is stopped in ComfyUI, since the GPU goes to another group', async () => {
+    const renderId = `render-handed-away-${++renders}`;
+    const input = attemptInput(renderId, 1);
+    const sampler = nodeOf(input, 'KSampler');
+    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
+    const { env, beats } = activityEnv(renderId);
+    const running = runIn(env, input, { stopPromptOnShutdown: true });
+    await onHeartbeat(env, () => beats.some((b) => b.node === sampler));
+    env.cancel('WORKER_SHUTDOWN');
+    await expect(running).rejects.toBeDefined();
+    expect(fake.state.statsSnapshot().interrupts).toBeGreaterThan(0);
+    expect(fake.state.statsSnapshot().queue.running).toEqual([]);
+  });
+
+  it('out of memory: ComfyUI frees its memory before the attempt fails', async () => {
+    fake.state.faults.apply({ executionError: { type: 'oom', node: 'first-sampler', count: 1 } });
+    const renderId = `render-oom-${++renders}`;
+    const failure = await failureOf(runIn(activityEnv(renderId).env, attemptInput(renderId, 1)));
+    expect(failure.type).toBe('ComfyOutOfMemory');
+    expect(fake.state.statsSnapshot()).toMatchObject({ freeMemory: 1, unloadModelsRequests: 1 });
   });
 });
