@@ -4,6 +4,12 @@
  * worker_thread of the same process, app/worker-thread.ts); `worker` and `api` run one part.
  */
 import type { FastifyInstance } from 'fastify';
+import type { WorkflowClientInterceptor } from '@temporalio/client';
+import type { BlobStore } from '../blobs/store.ts';
+import type { Tracing } from '../tracing/tracing.ts';
+import type { WorkerTracing } from '../tracing/temporal.ts';
+import type { GpuLeaseHolder } from '../gpu/lease-holder.ts';
+import type { LeaseServer } from '../gpu/lease-server.ts';
 import { TEMPORAL_UI_PATH } from '../api/temporal-ui-proxy.ts';
 import { blobStoreFromConfig } from '../blobs/from-config.ts';
 import { ComfyClient } from '../comfyui/client.ts';
@@ -80,38 +86,136 @@ export interface ServiceOptions {
   supervised?: boolean;
 }
 
-// eslint-disable-next-line max-lines-per-function -- the process wiring in start order, with close() stopping the same locals in the reverse order: split, the two orders could drift apart
+/** Tracing and its Temporal interceptors, loaded only when tracing is on. */
+interface Telemetry {
+  tracing: Tracing | undefined;
+  clientInterceptors: (() => WorkflowClientInterceptor[]) | undefined;
+  workerTracing: ((tracing: Tracing) => WorkerTracing) | undefined;
+}
+
+/** What every process mode builds: the ComfyUIs, the blob store and the backends' health marks. */
+interface Shared {
+  backends: Backend[];
+  clients: Map<string, ComfyClient>;
+  blobs: BlobStore;
+  health: BackendHealth;
+}
+
+/** The Temporal server this process talks to (and runs, when embedded), and its client. */
+interface Temporal {
+  address: string;
+  devServer: DevServer | undefined;
+  client: Client;
+  connection: Connection;
+}
+
+/** The Temporal workers running in this process (`worker`, `gpu`, or `start` with workersInProcess). */
+interface Workers {
+  set: WorkerSet;
+  done: Promise<void>;
+  stopProbing: () => void;
+  /** Hands the attempts waiting in this worker for a ComfyUI back to the shared queue. */
+  handBackWaiting: (why: string) => void;
+  metricsServer: MetricsServer | undefined;
+}
+
+/** The HTTP front (`start`, `api`), listening. */
+interface Front {
+  api: FastifyInstance;
+  apiUrl: string;
+  renders: RenderServiceT;
+  uiUrl: string | undefined;
+  uiWarning: string | undefined;
+  proxyWatch: { stop(): void } | undefined;
+}
+
+/** Everything runServices started, in start order; stopServices stops them in the SIGTERM order. */
+interface Started {
+  telemetry: Telemetry;
+  /** Mode `gpu`: the GPU entry's lease server, answering the proxy's readiness check from the start. */
+  leaseServer: LeaseServer | undefined;
+  temporal: Temporal;
+  shared: Shared;
+  workerThread: WorkerThread | undefined;
+  workers: Workers | undefined;
+  /** A front behind a model-swapping proxy: holds the GPU lease while renders wait. */
+  leaseHolder: GpuLeaseHolder | undefined;
+  front: Front | undefined;
+}
+
 export async function runServices(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Running> {
   // Before any client or worker exists: they pick the global tracer provider up when they make spans.
-  const tracing = await startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
-  if (tracing) logger.info({ mode }, 'OpenTelemetry tracing on');
-  // The Temporal workers and the HTTP front each load only where they run (RSS: the SDK's worker runtime is
-  // tens of MB a `start` front does not need, and Fastify with every route the same in its worker thread).
-  const { clientTracingInterceptors, workerTracing } = tracing ? await import('../tracing/temporal.ts') : {};
+  const telemetry = await startTelemetry(mode, config, logger, opts);
   checkModelConfig(config);
-
   // Mode `gpu` answers the proxy's readiness check (503 until the worker polls) from the start.
   const leaseServer = mode === 'gpu' ? await startGpuEntryServer(config, logger) : undefined;
-  let devServer: DevServer | undefined;
-  let address = config.TEMPORAL_ADDRESS;
-  if (!address) {
-    if (mode !== 'start') address = '127.0.0.1:7233';
-    else {
-      devServer = await startDevServer({
-        binary: findTemporalBinary(config.TEMPORAL_CLI_PATH),
-        dbFile: config.temporalDbFile,
-        port: config.TEMPORAL_PORT,
-        uiPort: config.TEMPORAL_UI_PORT,
-        ui: config.TEMPORAL_UI,
-        uiPublicPath: TEMPORAL_UI_PATH,
-        namespace: config.TEMPORAL_NAMESPACE,
+  const server = await temporalServer(mode, config, logger);
+  const shared = await sharedPieces(config, logger, opts);
+  const { client, connection } = await connectClient(
+    server.address,
+    config.TEMPORAL_NAMESPACE,
+    telemetry.clientInterceptors ? { workflowInterceptors: telemetry.clientInterceptors() } : {},
+  );
+  await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
+  const temporal: Temporal = { ...server, client, connection };
+  // The worker thread starts now; the front is built meanwhile and listens once the worker is ready.
+  const workerThread = mode === 'start' && !opts.workersInProcess ? startWorkersThread(server.address, config, logger, opts) : undefined;
+  const runsWorkers = (mode === 'start' && opts.workersInProcess) || mode === 'worker' || mode === 'gpu';
+  const workers = runsWorkers ? await startWorkers(mode, config, logger, opts, { telemetry, leaseServer, temporal, shared }) : undefined;
+  const hasFront = mode === 'start' || mode === 'api';
+  const leaseHolder = hasFront
+    ? startLeaseHolder(
+        config,
+        client,
         logger,
-      });
-      address = devServer.address;
-      await withConnection(address, (c) => ensureNamespaceRetention(c, config.TEMPORAL_NAMESPACE, config.RENDER_RETENTION_DAYS, logger));
-    }
-  }
+        anyBackendUsable(shared.backends, shared.clients, () => shared.health.unhealthy(shared.backends)),
+      )
+    : undefined;
+  const front = hasFront ? await startFront(config, logger, { telemetry, temporal, shared, workerThread, workers, leaseHolder }) : undefined;
+  const started: Started = { telemetry, leaseServer, temporal, shared, workerThread, workers, leaseHolder, front };
+  return {
+    temporalAddress: server.address,
+    ...(workers && opts.supervised ? { startEagerly: startOnConnection(workers.set.connection, config.TEMPORAL_NAMESPACE) } : {}),
+    uiUrl: front?.uiUrl,
+    uiWarning: front?.uiWarning,
+    apiUrl: front?.apiUrl,
+    done: workers?.done ?? new Promise(() => undefined),
+    stop: () => stopServices(started, config, logger),
+  };
+}
 
+/**
+ * Tracing on (OTLP configured, or a test's exporter) or off. The Temporal workers and the HTTP front each load only
+ * where they run (RSS: the SDK's worker runtime is tens of MB a `start` front does not need, and Fastify with every
+ * route the same in its worker thread); the tracing interceptors likewise only when tracing is on.
+ */
+async function startTelemetry(mode: Mode, config: Config, logger: Logger, opts: ServiceOptions): Promise<Telemetry> {
+  const tracing = await startTracing(config, { mode, ...(opts.spanExporter ? { exporter: opts.spanExporter } : {}) });
+  if (!tracing) return { tracing, clientInterceptors: undefined, workerTracing: undefined };
+  logger.info({ mode }, 'OpenTelemetry tracing on');
+  const { clientTracingInterceptors, workerTracing } = await import('../tracing/temporal.ts');
+  return { tracing, clientInterceptors: clientTracingInterceptors, workerTracing };
+}
+
+/** TEMPORAL_ADDRESS when set; else `start` runs the embedded dev server (with the namespace's retention) and the others expect one on the default port. */
+async function temporalServer(mode: Mode, config: Config, logger: Logger): Promise<{ address: string; devServer: DevServer | undefined }> {
+  if (config.TEMPORAL_ADDRESS) return { address: config.TEMPORAL_ADDRESS, devServer: undefined };
+  if (mode !== 'start') return { address: '127.0.0.1:7233', devServer: undefined };
+  const devServer = await startDevServer({
+    binary: findTemporalBinary(config.TEMPORAL_CLI_PATH),
+    dbFile: config.temporalDbFile,
+    port: config.TEMPORAL_PORT,
+    uiPort: config.TEMPORAL_UI_PORT,
+    ui: config.TEMPORAL_UI,
+    uiPublicPath: TEMPORAL_UI_PATH,
+    namespace: config.TEMPORAL_NAMESPACE,
+    logger,
+  });
+  await withConnection(devServer.address, (c) => ensureNamespaceRetention(c, config.TEMPORAL_NAMESPACE, config.RENDER_RETENTION_DAYS, logger));
+  return { address: devServer.address, devServer };
+}
+
+async function sharedPieces(config: Config, logger: Logger, opts: ServiceOptions): Promise<Shared> {
   const backends = backendsFromUrls(config.COMFYUI_URL);
   const clients = comfyClients(backends, logger);
   const blobs = await blobStoreFromConfig(config);
@@ -123,229 +227,246 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
     setBlobStoreSizeSource(blobStoreSizer(blobs, config.BLOB_STORE === 's3' ? 15 * 60_000 : 60_000));
     setBackendHealthSource({ backends: () => backends, unhealthy: () => health.unhealthy(backends) });
   }
-  const { client, connection } = await connectClient(
-    address,
-    config.TEMPORAL_NAMESPACE,
-    clientTracingInterceptors ? { workflowInterceptors: clientTracingInterceptors() } : {},
+  return { backends, clients, blobs, health };
+}
+
+/** `start`: the workers in a worker thread of this process (app/worker-thread.ts), whose metrics this process serves. */
+function startWorkersThread(address: string, config: Config, logger: Logger, opts: ServiceOptions): WorkerThread {
+  const workerThread = startWorkerThread({
+    env: { ...(opts.workerEnv ?? process.env), TEMPORAL_ADDRESS: address },
+    logger,
+    stopTimeoutMs: config.SHUTDOWN_GRACE_MS + 30_000,
+    pingTimeoutMs: config.WORKER_THREAD_PING_TIMEOUT_MS,
+  });
+  setPeerMetricsSource(() => workerThread.metrics());
+  return workerThread;
+}
+
+/**
+ * The Temporal workers of this process, running: the render and webhook workers (only the GPU one in a GPU entry),
+ * the retention schedule ensured, marked backends probed, and (unsupervised, not `start`) the metrics port.
+ */
+async function startWorkers(
+  mode: Mode,
+  config: Config,
+  logger: Logger,
+  opts: ServiceOptions,
+  { telemetry, leaseServer, temporal, shared }: Pick<Started, 'telemetry' | 'leaseServer' | 'temporal' | 'shared'>,
+): Promise<Workers> {
+  const [{ Runtime }, { createActivities }, { GpuPool }, { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules }] = await Promise.all([
+    import('@temporalio/worker'),
+    import('../activities/index.ts'),
+    import('../backends/gpu-pool.ts'),
+    import('../worker/worker.ts'),
+  ]);
+  // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
+  Runtime.install({ shutdownSignals: [], logger: undefined });
+  const { backends, clients, health, blobs } = shared;
+  const served = gpuBackends(backends, config.GPU_BACKENDS);
+  // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
+  const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health, {
+    lookahead: config.GPU_DISPATCH_LOOKAHEAD,
+    maxPassOverMs: config.GPU_MAX_PASS_OVER_MS,
+    // Without the lease no prompt starts, but the lease comes back: attempts waiting here keep their place.
+    ...(leaseServer ? { paused: () => !leaseServer.gate.held() } : {}),
+  });
+  leaseServer?.gate.onChange(() => pool.recheck());
+  leaseServer?.setBusyProbe(() => pool.busy());
+  leaseServer?.setBackendsProbe(describeBackends(served, clients, () => health.unhealthy(served)));
+  const activities = createActivities(
+    {
+      config,
+      blobs,
+      backends,
+      clients,
+      health,
+      logger: logger.child({ component: 'activities' }),
+      temporal: { client: temporal.client, namespace: config.TEMPORAL_NAMESPACE },
+      // The proxy gives the GPU on once this entry exits: no prompt may outlive it (activities/run-prompt.ts).
+      ...(mode === 'gpu' ? { stopPromptOnShutdown: true } : {}),
+    },
+    pool,
   );
-  await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, logger);
+  const { tracing, workerTracing } = telemetry;
+  const traced = tracing && workerTracing ? workerTracing(tracing) : undefined;
+  const set = await createWorkers({
+    address: temporal.address,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    backends: served,
+    pool,
+    activities,
+    webhookSlots: config.WEBHOOK_MAX_CONCURRENT,
+    ...(mode === 'gpu'
+      ? { general: false }
+      : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
+    ...(traced ? { tracing: traced } : {}),
+    ...(opts.supervised ? { sandboxOnThisThread: true } : {}),
+    logger,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+  });
+  const done = set.run();
+  const stopProbing = await afterWorkersRun(config, logger, { temporal, shared, leaseServer });
+  const metricsServer =
+    mode !== 'start' && !opts.supervised && config.METRICS_PORT !== undefined
+      ? await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, token: config.API_TOKEN, logger })
+      : undefined;
+  return { set, done, stopProbing, handBackWaiting: (why) => pool.handBack(why), metricsServer };
+}
 
-  // The worker thread starts now; the front is built meanwhile and listens once the worker is ready.
-  let workerThread: WorkerThread | undefined;
-  if (mode === 'start' && !opts.workersInProcess) {
-    const temporalAddress = address;
-    workerThread = startWorkerThread({
-      env: { ...(opts.workerEnv ?? process.env), TEMPORAL_ADDRESS: temporalAddress },
-      logger,
-      stopTimeoutMs: config.SHUTDOWN_GRACE_MS + 30_000,
-      pingTimeoutMs: config.WORKER_THREAD_PING_TIMEOUT_MS,
-    });
-    setPeerMetricsSource(() => workerThread!.metrics());
+/** Once the workers poll: the retention schedule, probing of marked backends, and the GPU entry's readiness. Returns the probe's stop. */
+async function afterWorkersRun(
+  config: Config,
+  logger: Logger,
+  { temporal, shared, leaseServer }: Pick<Started, 'temporal' | 'shared' | 'leaseServer'>,
+): Promise<() => void> {
+  // Every worker ensures it; all but the first find it there. A failure here must not stop rendering.
+  await ensureRetentionSchedule(temporal.client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RENDER_PRUNE_INTERVAL, logger }).catch(
+    (err: unknown) => logger.error({ err }, 'could not create the retention schedule: renders and blobs will not be pruned automatically'),
+  );
+  // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
+  const { backends, clients, health } = shared;
+  const stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
+  leaseServer?.setReady(true);
+  return stopProbing;
+}
+/** What the front is built from: the parts started before it. */
+type FrontParts = Pick<Started, 'telemetry' | 'temporal' | 'shared' | 'workerThread' | 'workers' | 'leaseHolder'>;
+
+/**
+ * The HTTP front, listening once the worker thread (if any) is ready; behind a model-swapping proxy it watches
+ * the proxy stop. A worker thread that fails to start stops what was started and fails the start.
+ */
+async function startFront(config: Config, logger: Logger, parts: FrontParts): Promise<Front> {
+  const { temporal, workerThread, leaseHolder } = parts;
+  const { api, renders } = await buildFront(config, logger, parts);
+  if (workerThread) {
+    try {
+      await workerThread.ready;
+    } catch (err) {
+      await api.close();
+      await temporal.connection.close().catch(() => undefined);
+      await temporal.devServer?.stop();
+      throw err;
+    }
   }
-
-  let workers: WorkerSet | undefined;
-  let workersDone: Promise<void> = new Promise(() => undefined);
-  let stopProbing: (() => void) | undefined;
-  let handBackWaiting: ((why: string) => void) | undefined;
-  let metricsServer: MetricsServer | undefined;
-  if ((mode === 'start' && opts.workersInProcess) || mode === 'worker' || mode === 'gpu') {
-    const [{ Runtime }, { createActivities }, { GpuPool }, { bundleWorkflowsInChild, createWorkers, workflowInterceptorModules }] = await Promise.all([
-      import('@temporalio/worker'),
-      import('../activities/index.ts'),
-      import('../backends/gpu-pool.ts'),
-      import('../worker/worker.ts'),
-    ]);
-    // We install our own signal handling (graceful drain, second signal exits); the SDK must not race it.
-    Runtime.install({ shutdownSignals: [], logger: undefined });
-    const served = gpuBackends(backends, config.GPU_BACKENDS);
-    // In the GPU entry, prompts are taken only while a front holds the lease through the proxy.
-    const pool = new GpuPool(served, leaseServer ? gatedHealth(health, leaseServer.gate) : health, {
-      lookahead: config.GPU_DISPATCH_LOOKAHEAD,
-      maxPassOverMs: config.GPU_MAX_PASS_OVER_MS,
-      // Without the lease no prompt starts, but the lease comes back: attempts waiting here keep their place.
-      ...(leaseServer ? { paused: () => !leaseServer.gate.held() } : {}),
-    });
-    handBackWaiting = (why) => pool.handBack(why);
-    leaseServer?.gate.onChange(() => pool.recheck());
-    leaseServer?.setBusyProbe(() => pool.busy());
-    leaseServer?.setBackendsProbe(describeBackends(served, clients, () => health.unhealthy(served)));
-    const activities = createActivities(
-      {
-        config,
-        blobs,
-        backends,
-        clients,
-        health,
-        logger: logger.child({ component: 'activities' }),
-        temporal: { client, namespace: config.TEMPORAL_NAMESPACE },
-        // The proxy gives the GPU on once this entry exits: no prompt may outlive it (activities/run-prompt.ts).
-        ...(mode === 'gpu' ? { stopPromptOnShutdown: true } : {}),
+  const apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
+  let proxyWatch: Front['proxyWatch'];
+  if (leaseHolder && config.GPU_LEASE_URL) {
+    // The proxy stopping (llama-swap closes its listener, waits 30 s for the requests in flight, then SIGKILLs):
+    // release the lease and answer every waiting client now, so its wait ends early and it stops us with SIGTERM.
+    proxyWatch = watchProxy(
+      new URL(config.GPU_LEASE_URL).host,
+      () => {
+        void leaseHolder.stop();
+        renders.abortWaits('the proxy in front of this service is stopping');
       },
-      pool,
+      logger,
     );
-    const traced = tracing && workerTracing ? workerTracing(tracing) : undefined;
-    workers = await createWorkers({
-      address,
+  }
+  const uiProcess = temporal.devServer?.uiUrl;
+  if (!uiProcess) return { api, apiUrl, renders, uiUrl: undefined, uiWarning: undefined, proxyWatch };
+  const uiUrl = `${apiUrl}${TEMPORAL_UI_PATH}/`;
+  const uiWarning = temporalUiWarning(config, uiProcess);
+  logger.warn({ uiUrl, uiProcess }, uiWarning);
+  return { api, apiUrl, renders, uiUrl, uiWarning, proxyWatch };
+}
+
+/** The front's Fastify server (not listening yet) and the render service its routes submit through. */
+async function buildFront(config: Config, logger: Logger, parts: FrontParts): Promise<{ api: FastifyInstance; renders: RenderServiceT }> {
+  const { telemetry, temporal, shared, workerThread, leaseHolder } = parts;
+  const [{ buildServer }, { OptionsStore }, { ComfyCatalog }] = await Promise.all([
+    import('../api/server.ts'),
+    import('../api/options-store.ts'),
+    import('../api/comfy-catalog.ts'),
+  ]);
+  const { backends, clients, health, blobs } = shared;
+  const defaultProfile = getProfile(config.DEFAULT_MODEL);
+  const renders = await renderService(config, parts);
+  const api = await buildServer({
+    config,
+    logger,
+    blobs,
+    // Workers in this process (tests): renders start eagerly on the worker's connection (RenderService).
+    // Every front builds the graphs itself (renders/submit.ts), with the configuration it shares with its workers.
+    renders,
+    tracing: telemetry.tracing !== undefined,
+    options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
+      sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
+    }),
+    health: {
+      temporal: temporal.client,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      backends: served,
-      pool,
-      activities,
-      webhookSlots: config.WEBHOOK_MAX_CONCURRENT,
-      ...(mode === 'gpu'
-        ? { general: false }
-        : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
-      ...(traced ? { tracing: traced } : {}),
-      ...(opts.supervised ? { sandboxOnThisThread: true } : {}),
-      logger,
-      shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-    });
-    workersDone = workers.run();
-    // Every worker ensures it; all but the first find it there. A failure here must not stop rendering.
-    await ensureRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyMs: config.RENDER_PRUNE_INTERVAL, logger }).catch((err: unknown) =>
-      logger.error({ err }, 'could not create the retention schedule: renders and blobs will not be pruned automatically'),
-    );
-    // A marked backend recovers without waiting for a render to try it: probe it while it is marked.
-    stopProbing = health.startProbing(backends, (b) => clients.get(b.id), Math.max(1_000, Math.min(10_000, config.POLL_INTERVAL_MS * 5)));
-    leaseServer?.setReady(true);
-    if (mode !== 'start' && !opts.supervised && config.METRICS_PORT !== undefined) {
-      metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, token: config.API_TOKEN, logger });
-    }
-  }
-
-  let api: FastifyInstance | undefined;
-  let apiUrl: string | undefined;
-  let uiUrl: string | undefined;
-  let uiWarning: string | undefined;
-  const leaseHolder =
-    mode === 'start' || mode === 'api'
-      ? startLeaseHolder(
-          config,
-          client,
-          logger,
-          anyBackendUsable(backends, clients, () => health.unhealthy(backends)),
-        )
-      : undefined;
-  let proxyWatch: { stop(): void } | undefined;
-  let renders: RenderServiceT | undefined;
-  if (mode === 'start' || mode === 'api') {
-    const [{ buildServer }, { OptionsStore }, { ComfyCatalog }, { RenderService }] = await Promise.all([
-      import('../api/server.ts'),
-      import('../api/options-store.ts'),
-      import('../api/comfy-catalog.ts'),
-      import('../renders/render-service.ts'),
-    ]);
-    const defaultProfile = getProfile(config.DEFAULT_MODEL);
-    // Renders start eagerly on the workers' connection: theirs in this thread, or the worker thread's through
-    // its port (not with tracing on: the start's span context could not cross the port).
-    const eager = workers
-      ? clientStarter(
-          new Client({
-            connection: workers.connection,
-            namespace: config.TEMPORAL_NAMESPACE,
-            ...(clientTracingInterceptors ? { interceptors: { workflow: clientTracingInterceptors() } } : {}),
-          }),
-        )
-      : workerThread && !tracing
-        ? workerThread.startRender
-        : undefined;
-    renders = new RenderService(client, config.TEMPORAL_TASK_QUEUE, eager);
-    api = await buildServer({
-      config,
-      logger,
-      blobs,
-      // Workers in this process (tests): renders start eagerly on the worker's connection (RenderService).
-      // Every front builds the graphs itself (renders/submit.ts), with the configuration it shares with its workers.
-      renders,
-      tracing: tracing !== undefined,
-      options: new OptionsStore(path.join(config.dataDir, 'options.json'), {
-        sd_model_checkpoint: defaultProfile?.title ?? config.DEFAULT_MODEL,
-      }),
-      health: {
-        temporal: client,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        backends,
-        probeComfy: (b) => clients.get(b.id)!.systemStats(),
-        unhealthy: () => health.unhealthy(backends),
-        ...(workerThread ? { workerThread: () => workerThread.status() } : {}),
-      },
-      catalog: new ComfyCatalog({
-        objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
-        allObjectInfo: () => clients.get(backends[0]!.id)!.objectInfo(),
-        systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
-      }),
-      ...(devServer?.uiUrl ? { temporalUi: { upstream: devServer.uiUrl } } : {}),
-      ...(leaseHolder ? { gpuLease: leaseHolder } : {}),
-    });
-    if (workerThread) {
-      try {
-        await workerThread.ready;
-      } catch (err) {
-        await api.close();
-        await connection.close().catch(() => undefined);
-        await devServer?.stop();
-        throw err;
-      }
-    }
-    apiUrl = await api.listen({ host: config.HOST, port: config.PORT });
-    if (leaseHolder && config.GPU_LEASE_URL) {
-      // The proxy stopping (llama-swap closes its listener, waits 30 s for the requests in flight, then SIGKILLs):
-      // release the lease and answer every waiting client now, so its wait ends early and it stops us with SIGTERM.
-      const waiting = renders;
-      proxyWatch = watchProxy(
-        new URL(config.GPU_LEASE_URL).host,
-        () => {
-          void leaseHolder.stop();
-          waiting.abortWaits('the proxy in front of this service is stopping');
-        },
-        logger,
-      );
-    }
-    if (devServer?.uiUrl) {
-      uiUrl = `${apiUrl}${TEMPORAL_UI_PATH}/`;
-      uiWarning = temporalUiWarning(config, devServer.uiUrl);
-      logger.warn({ uiUrl, uiProcess: devServer.uiUrl }, uiWarning);
-    }
-  }
-
-  return {
-    temporalAddress: address,
-    ...(workers && opts.supervised ? { startEagerly: startOnConnection(workers.connection, config.TEMPORAL_NAMESPACE) } : {}),
-    uiUrl,
-    uiWarning,
-    apiUrl,
-    done: workersDone,
-    stop: async () => {
-      // Order matters: stop taking requests, drain workers (in-flight activities get the grace time and
-      // are retried elsewhere if cut), then stop the embedded server.
-      proxyWatch?.stop();
-      // Behind a proxy that stops us, the GPU entry is being stopped too: a client still waiting after the grace
-      // gets a retryable 503 rather than being cut off by the proxy's SIGKILL.
-      const giveUp = leaseHolder ? setTimeout(() => renders?.abortWaits('the service is stopping'), Math.min(config.SHUTDOWN_GRACE_MS, 20_000)) : undefined;
-      if (api) await closeFront(api);
-      clearTimeout(giveUp);
-      await leaseHolder?.stop();
-      // The GPU entry: no new prompts from here on (the gate closes with the leases).
-      await leaseServer?.close();
-      stopProbing?.();
-      // Attempts waiting in this worker for a ComfyUI (the lookahead) go back to the shared queue at once.
-      handBackWaiting?.('the worker is stopping');
-      if (workers) {
-        await workers.shutdown();
-        await workersDone.catch(() => undefined);
-      }
-      // Drains the worker thread's running activities, while Temporal still runs.
-      await workerThread?.stop();
-      if (workerThread) setPeerMetricsSource(undefined);
-      if (leaseServer) await freeVram(gpuBackends(backends, config.GPU_BACKENDS), clients, logger);
-      await metricsServer?.close();
-      await connection.close().catch(() => undefined);
-      await devServer?.stop();
-      // Last: the spans of the drained renders are in the buffer.
-      await tracing?.shutdown().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tracing: flushing spans failed'));
+      backends,
+      probeComfy: (b) => clients.get(b.id)!.systemStats(),
+      unhealthy: () => health.unhealthy(backends),
+      ...(workerThread ? { workerThread: () => workerThread.status() } : {}),
     },
-  };
+    catalog: new ComfyCatalog({
+      objectInfo: (cls) => clients.get(backends[0]!.id)!.objectInfo(cls),
+      allObjectInfo: () => clients.get(backends[0]!.id)!.objectInfo(),
+      systemStats: () => clients.get(backends[0]!.id)!.systemStats(),
+    }),
+    ...(temporal.devServer?.uiUrl ? { temporalUi: { upstream: temporal.devServer.uiUrl } } : {}),
+    ...(leaseHolder ? { gpuLease: leaseHolder } : {}),
+  });
+  return { api, renders };
+}
+
+/**
+ * Renders start eagerly on the workers' connection: theirs in this thread, or the worker thread's through its port
+ * (not with tracing on: the start's span context could not cross the port); otherwise through the front's client.
+ */
+async function renderService(config: Config, parts: Pick<Started, 'telemetry' | 'temporal' | 'workers' | 'workerThread'>): Promise<RenderServiceT> {
+  const { telemetry, temporal, workers, workerThread } = parts;
+  const { RenderService } = await import('../renders/render-service.ts');
+  const { clientInterceptors } = telemetry;
+  const eager = workers
+    ? clientStarter(
+        new Client({
+          connection: workers.set.connection,
+          namespace: config.TEMPORAL_NAMESPACE,
+          ...(clientInterceptors ? { interceptors: { workflow: clientInterceptors() } } : {}),
+        }),
+      )
+    : workerThread && !telemetry.tracing
+      ? workerThread.startRender
+      : undefined;
+  return new RenderService(temporal.client, config.TEMPORAL_TASK_QUEUE, eager);
+}
+
+/**
+ * The SIGTERM order: stop taking requests, drain the workers (in-flight activities get the grace time and are
+ * retried elsewhere if cut), then stop the embedded server; tracing last.
+ */
+async function stopServices(started: Started, config: Config, logger: Logger): Promise<void> {
+  const { telemetry, leaseServer, temporal, shared, workerThread, workers, leaseHolder, front } = started;
+  front?.proxyWatch?.stop();
+  // Behind a proxy that stops us, the GPU entry is being stopped too: a client still waiting after the grace
+  // gets a retryable 503 rather than being cut off by the proxy's SIGKILL.
+  const giveUp = leaseHolder ? setTimeout(() => front?.renders.abortWaits('the service is stopping'), Math.min(config.SHUTDOWN_GRACE_MS, 20_000)) : undefined;
+  if (front) await closeFront(front.api);
+  clearTimeout(giveUp);
+  await leaseHolder?.stop();
+  // The GPU entry: no new prompts from here on (the gate closes with the leases).
+  await leaseServer?.close();
+  workers?.stopProbing();
+  // Attempts waiting in this worker for a ComfyUI (the lookahead) go back to the shared queue at once.
+  workers?.handBackWaiting('the worker is stopping');
+  if (workers) {
+    await workers.set.shutdown();
+    await workers.done.catch(() => undefined);
+  }
+  // Drains the worker thread's running activities, while Temporal still runs.
+  await workerThread?.stop();
+  if (workerThread) setPeerMetricsSource(undefined);
+  if (leaseServer) await freeVram(gpuBackends(shared.backends, config.GPU_BACKENDS), shared.clients, logger);
+  await workers?.metricsServer?.close();
+  await temporal.connection.close().catch(() => undefined);
+  await temporal.devServer?.stop();
+  // Last: the spans of the drained renders are in the buffer.
+  await telemetry.tracing?.shutdown().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tracing: flushing spans failed'));
 }
 
 /**
