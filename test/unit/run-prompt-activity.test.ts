@@ -14,6 +14,8 @@
  *   the prompt under its id and follows it: one submission.
  * - GPU entry shutdown (`stopPromptOnShutdown`): the prompt is stopped, since the GPU goes to another group.
  * - out of memory: ComfyUI's memory is freed before the attempt fails.
+ * - a backend marked unhealthy that still does not answer: the attempt fails at once, naming the mark, and
+ *   sends nothing. (One that dies mid-prompt is test/faults/dead-backend.test.ts: its budget is 10 s of refusals.)
  * Each waits on the fake's own state or the activity's heartbeats, never on a fixed time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -36,6 +38,7 @@ import { createLogger } from '../../src/log.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { ctx as normalizeCtx } from '../golden/helpers.ts';
+import { freePort } from '../support/ports.ts';
 
 let fake: FakeComfyUI;
 let dataDir: string;
@@ -101,9 +104,9 @@ function onHeartbeat(env: MockActivityEnvironment, cond: () => boolean): Promise
   });
 }
 
-/** One runPrompt attempt in `env` (with `over` in its dependencies). */
-const runIn = (env: MockActivityEnvironment, input: RunPromptInput, over: Partial<ActivityDeps> = {}): Promise<PromptRun> => {
-  const runPrompt = createRunPrompt({ ...deps, ...over }, pool);
+/** One runPrompt attempt in `env` (with `over` in its dependencies, on `on`'s backends). */
+const runIn = (env: MockActivityEnvironment, input: RunPromptInput, over: Partial<ActivityDeps> = {}, on: GpuPool = pool): Promise<PromptRun> => {
+  const runPrompt = createRunPrompt({ ...deps, ...over }, on);
   return env.run<[RunPromptInput], PromptRun, typeof runPrompt>(runPrompt, input);
 };
 
@@ -244,5 +247,17 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
     const failure = await failureOf(runIn(activityEnv(renderId).env, attemptInput(renderId, 1)));
     expect(failure.type).toBe('ComfyOutOfMemory');
     expect(fake.state.statsSnapshot()).toMatchObject({ freeMemory: 1, unloadModelsRequests: 1 });
+  });
+
+  it('a backend marked unhealthy that still does not answer: the attempt fails at once, before anything is sent', async () => {
+    const backend = { id: 'gpu-gone', url: `http://127.0.0.1:${await freePort()}` };
+    const over = { backends: [backend], clients: new Map([[backend.id, new ComfyClient({ baseUrl: backend.url, logger: deps.logger })]]) };
+    deps.health.markUnhealthy(backend, { reason: 'refuses connections (test)' });
+    const renderId = `render-unhealthy-${++renders}`;
+    const { env, beats } = activityEnv(renderId);
+    const failure = await failureOf(runIn(env, attemptInput(renderId, 1), over, new GpuPool([backend], deps.health)));
+    expect(failure.type).toBe('ComfyBackendUnhealthy');
+    expect(failure.message).toMatch(/refuses connections \(test\)/);
+    expect(beats.every((b) => b.promptId === '')).toBe(true);
   });
 });
