@@ -22,7 +22,7 @@ import { submitAndFollow } from '../src/comfyui/submit-and-follow.ts';
 import { planRender } from '../src/models/plan.ts';
 import { applyModelOverrides, getProfile, parseModelOverrides, resetModelOverrides, type ModelOverrides } from '../src/models/registry.ts';
 import { defaultVideoSpec } from '../src/models/video.ts';
-import type { RenderRequest } from '../src/render/types.ts';
+import type { RenderRequest, SampledRender } from '../src/render/types.ts';
 import { CLOSE_MIN, greyFromPng, noiseScore, NOT_NOISE_MAX, similarity, type Grey } from './lib/image-check.ts';
 import { firstVideoFrame } from './lib/video-frame.ts';
 
@@ -70,27 +70,29 @@ function requestFor(modelId: string, seed: number, dryRun: boolean): RenderReque
   const video = p.kinds.includes('video');
   // The figures asked for: Flux-dev 1024² 20 steps; Qwen-Image 1024² at its default 40 steps; H3 at its defaults.
   const side = dryRun ? 256 : 1024;
-  const base: RenderRequest = {
-    kind: video ? 'video' : 'txt2img',
+  const sampled: SampledRender = {
     model: modelId,
     prompt: 'a lighthouse on a rocky cliff at dusk, waves crashing below, warm light in the windows',
     negativePrompt: p.cfgMode === 'free' ? 'blurry, low quality' : '',
     seed,
     steps: dryRun ? 2 : d.steps,
     cfg: d.cfg,
-    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
     sampler: d.sampler,
     scheduler: d.scheduler,
     width: video ? (dryRun ? 256 : d.width) : side,
     height: video ? (dryRun ? 160 : d.height) : side,
     batchSize: 1,
     nIter: 1,
+  };
+  if (video) return { ...sampled, kind: 'video', video: { ...defaultVideoSpec(p), task: 't2va', ...(dryRun ? { frames: 5 } : {}) } };
+  return {
+    ...sampled,
+    kind: 'txt2img',
+    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
     denoise: 1,
     extraImages: [],
     report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: side, requestedHeight: side },
   };
-  if (video) base.video = { ...defaultVideoSpec(p), task: 't2va', ...(dryRun ? { frames: 5 } : {}) };
-  return base;
 }
 
 /** Builds the graph of `modelId` on `engine`: the operator's overrides with the engine laid over them. */

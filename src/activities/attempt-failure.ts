@@ -11,7 +11,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError } from '../comfyui/errors.ts';
 import { promptAttempts, promptStalls } from '../metrics/metrics.ts';
-import type { PromptRun } from '../render/types.ts';
+import type { ImageRender, PromptRun } from '../render/types.ts';
 import { cancelReason, outcomeLabel } from './attempt-outcome.ts';
 import type { Attempt, AttemptPreviews, Reached } from './attempt-state.ts';
 import type { PromptHeartbeat } from './types.ts';
@@ -60,8 +60,9 @@ async function stopCancelled(at: Attempt, reached: Reached, { beat, previews }: 
   const stopped = await cancelAndWait(client, promptId, at.graceMs, log);
   log.info({ promptId, stopped }, 'render cancelled: prompt cancelled in ComfyUI');
   const preview = previews.last;
-  if (!preview || !hasPartialImage(at.input.request)) return undefined;
-  return partialRun(at, preview, { promptId, backend: backend.id, beat }).catch((e: unknown) => {
+  const { request } = at.input;
+  if (!preview || !hasPartialImage(request)) return undefined;
+  return partialRun(at, request, preview, { promptId, backend: backend.id, beat }).catch((e: unknown) => {
     log.warn({ promptId, err: (e as Error).message }, 'could not keep the partial image of the stopped prompt');
     return undefined;
   });
@@ -83,8 +84,13 @@ async function stopHandedAway(at: Attempt, reached: Reached): Promise<void> {
 }
 
 /** The stopped prompt's result: its last preview as the item's image, marked partial. */
-async function partialRun(at: Attempt, preview: Buffer, stopped: { promptId: string; backend: string; beat: PromptHeartbeat }): Promise<PromptRun> {
-  const ref = await storePartialImage(at.deps.blobs, preview, at.input.request, at.input.item);
+async function partialRun(
+  at: Attempt,
+  request: ImageRender,
+  preview: Buffer,
+  stopped: { promptId: string; backend: string; beat: PromptHeartbeat },
+): Promise<PromptRun> {
+  const ref = await storePartialImage(at.deps.blobs, preview, request, at.input.item);
   const { beat } = stopped;
   return {
     promptId: stopped.promptId,

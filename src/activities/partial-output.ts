@@ -9,11 +9,11 @@ import type { BlobStore } from '../blobs/store.ts';
 import { stripPngText } from '../comfyui/png-metadata.ts';
 import { encodeOutput } from '../images/encode.ts';
 import { infotextFor } from '../render/infotext.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import { isImageRender, type BlobRef, type ImageRender, type RenderRequest } from '../render/types.ts';
 
 /** Kinds whose graphs run a sampler with previews and end in one image per item. */
-export function hasPartialImage(request: RenderRequest | undefined): request is RenderRequest {
-  return request !== undefined && (request.kind === 'txt2img' || request.kind === 'img2img' || request.kind === 'edit');
+export function hasPartialImage(request: RenderRequest | undefined): request is ImageRender {
+  return request !== undefined && isImageRender(request);
 }
 
 /** Preview frames are tiny (latent size): anything larger than this is not one and is not decoded. */
@@ -23,12 +23,12 @@ let sharpModule: Promise<typeof import('sharp').default> | undefined;
 const loadSharp = (): Promise<typeof import('sharp').default> => (sharpModule ??= import('sharp').then((m) => m.default));
 
 /** The size of the item's final image: the hires pass's when there is one. */
-export function outputSize(request: RenderRequest): { width: number; height: number } {
+export function outputSize(request: ImageRender): { width: number; height: number } {
   return request.hires ? { width: request.hires.width, height: request.hires.height } : { width: request.width, height: request.height };
 }
 
 /** Decodes the preview (JPEG or PNG) off the event loop (libvips threads), resizes it and stores it. */
-export async function storePartialImage(blobs: BlobStore, preview: Buffer, request: RenderRequest, itemIndex: number): Promise<BlobRef> {
+export async function storePartialImage(blobs: BlobStore, preview: Buffer, request: ImageRender, itemIndex: number): Promise<BlobRef> {
   const sharp = await loadSharp();
   const { width, height } = outputSize(request);
   const resized = await sharp(preview, { limitInputPixels: MAX_PREVIEW_PIXELS, failOn: 'error' })

@@ -15,6 +15,7 @@ import { NotReplayableError, OutputNotFoundError, RenderNotFoundError, RenderNot
 import { parseTimeSpec, renderFiltersSchema, type RenderFilters } from '../operators/query.ts';
 import { pruneRenders, type PruneOptions } from '../operators/prune.ts';
 import type { BulkReplayResult, RenderSummary, RenderTimeline } from '../operators/types.ts';
+import { isImageRender, isImagesRender, type RenderRequest } from '../render/types.ts';
 import { connectClient } from '../temporal/client.ts';
 import { RenderService } from '../renders/render-service.ts';
 import { createSubmitter } from '../renders/submit.ts';
@@ -377,6 +378,28 @@ function graphLines(graph: ComfyGraph): string[] {
   });
 }
 
+/** The resolved request's lines in `renders show`: what its kind carries. */
+function requestLines(r: RenderRequest): string[] {
+  const L: string[] = [];
+  const image = isImageRender(r) ? r : undefined;
+  const images = isImagesRender(r) ? r : undefined;
+  let sampling = '';
+  if (!isImagesRender(r)) {
+    L.push(`  prompt   ${JSON.stringify(r.prompt)}`);
+    if (r.kind !== 'prompt' && r.negativePrompt) L.push(`  negative ${JSON.stringify(r.negativePrompt)}`);
+    const guidance = image?.guidance !== undefined ? `  guidance ${image.guidance}` : '';
+    sampling = `  steps ${r.steps}  cfg ${r.cfg}${guidance}  ${r.sampler}/${r.scheduler}${image ? `  denoise ${image.denoise}` : ''}`;
+  }
+  L.push(`  seed ${r.seed}  ${r.width}x${r.height}${sampling}  batch ${r.batchSize}x${r.nIter}`);
+  const inputs = [
+    image?.initImage && `init ${image.initImage.sha256.slice(0, 12)}`,
+    image?.mask && `mask ${image.mask.sha256.slice(0, 12)}`,
+    ...((image ?? images)?.extraImages.map((e, i) => `extra[${i}] ${e.sha256.slice(0, 12)}`) ?? []),
+  ].filter(Boolean);
+  if (inputs.length > 0) L.push(`  inputs   ${inputs.join(', ')}`);
+  return L;
+}
+
 export function formatTimeline(tl: RenderTimeline): string {
   const L: string[] = [];
   const headline = tl.outcome && tl.outcome.outcome !== tl.status ? ` (${tl.outcome.outcome.toUpperCase()})` : '';
@@ -394,21 +417,7 @@ export function formatTimeline(tl: RenderTimeline): string {
   if (detail) L.push(`  details: ${clip(JSON.stringify(detail), 400)}`);
   for (const f of tl.workflowTaskFailures) L.push(`  workflow task failed: ${clip(f.message, 300)}`);
 
-  const r = tl.request;
-  if (r) {
-    L.push('', 'request (resolved):');
-    L.push(`  prompt   ${JSON.stringify(r.prompt)}`);
-    if (r.negativePrompt) L.push(`  negative ${JSON.stringify(r.negativePrompt)}`);
-    L.push(
-      `  seed ${r.seed}  ${r.width}x${r.height}  steps ${r.steps}  cfg ${r.cfg}${r.guidance !== undefined ? `  guidance ${r.guidance}` : ''}  ${r.sampler}/${r.scheduler}  denoise ${r.denoise}  batch ${r.batchSize}x${r.nIter}`,
-    );
-    const inputs = [
-      r.initImage && `init ${r.initImage.sha256.slice(0, 12)}`,
-      r.mask && `mask ${r.mask.sha256.slice(0, 12)}`,
-      ...(r.extraImages ?? []).map((e, i) => `extra[${i}] ${e.sha256.slice(0, 12)}`),
-    ].filter(Boolean);
-    if (inputs.length > 0) L.push(`  inputs   ${inputs.join(', ')}`);
-  }
+  if (tl.request) L.push('', 'request (resolved):', ...requestLines(tl.request));
 
   L.push('', 'timeline:');
   for (const s of tl.stages) {

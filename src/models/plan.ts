@@ -3,9 +3,22 @@
  * Pure and deterministic (no clock, no randomness, no I/O), so the plan recorded in history is exactly
  * what is rebuilt from the same request.
  */
-import type { BlobRef, InputUpload, RenderItem, RenderPlan, RenderRequest } from '../render/types.ts';
+import type { ComfyGraph } from '../comfyui/graph.ts';
+import type {
+  BlobRef,
+  ImageRender,
+  InputUpload,
+  ModelRender,
+  PreprocessRender,
+  RenderItem,
+  RenderPlan,
+  RenderRequest,
+  SegmentRender,
+  UpscaleRender,
+  VideoSpec,
+} from '../render/types.ts';
 import { extensionForMime } from '../images/mime.ts';
-import { familyBuilder, OUTPUT_NODE } from './families/index.ts';
+import { familyBuilder, familyBuilds, OUTPUT_NODE, type BuildInput, type FamilyBuilder } from './families/index.ts';
 import { getProfile } from './registry.ts';
 import { buildUpscaleGraph } from './families/upscale.ts';
 import { buildPreprocessGraph } from './families/preprocess.ts';
@@ -30,13 +43,26 @@ export function filenamePrefixFor(renderId: string, index: number): string {
 }
 
 export function planRender(req: RenderRequest, opts: { renderId: string }): RenderPlan {
-  if (req.kind === 'upscale') return planUpscale(req, opts);
-  if (req.kind === 'preprocess') return planPreprocess(req, opts);
-  if (req.kind === 'segment') return planSegment(req, opts);
+  switch (req.kind) {
+    case 'upscale':
+      return planUpscale(req, opts);
+    case 'preprocess':
+      return planPreprocess(req, opts);
+    case 'segment':
+      return planSegment(req, opts);
+    case 'prompt':
+      throw new Error('planRender: a prompt render runs its own graph (src/renders/prompt-plan.ts)');
+    default:
+      return planModelRender(req, opts);
+  }
+}
+
+/** An image or video render: the model's family builds each item's graph. */
+function planModelRender(req: ModelRender, opts: { renderId: string }): RenderPlan {
   const profile = getProfile(req.model);
   if (!profile) throw new Error(`planRender: unknown model ${req.model}`);
   const builder = familyBuilder(profile.family);
-  if (!builder.kinds.includes(req.kind) || !profile.kinds.includes(req.kind)) {
+  if (!familyBuilds(builder, req.kind) || !profile.kinds.includes(req.kind)) {
     throw new Error(`planRender: ${profile.id} does not support ${req.kind}`);
   }
 
@@ -52,21 +78,14 @@ export function planRender(req: RenderRequest, opts: { renderId: string }): Rend
     }
     return name;
   };
-  const images = {
-    ...(req.initImage ? { init: nameOf(req.initImage) } : {}),
-    ...(req.mask ? { mask: nameOf(req.mask) } : {}),
-    refs: (req.video?.references ?? req.extraImages).map(nameOf),
-    ...(req.video?.firstFrame ? { first: nameOf(req.video.firstFrame) } : {}),
-    ...(req.video?.lastFrame ? { last: nameOf(req.video.lastFrame) } : {}),
-    ...(req.controls?.length ? { controls: req.controls.map((unit) => nameOf(unit.image)) } : {}),
-  };
+  const images = req.kind === 'video' ? videoImages(req.video, nameOf) : imageImages(req, nameOf);
 
   const count = req.batchSize * req.nIter;
   const items: RenderItem[] = [];
   for (let index = 0; index < count; index++) {
     // Every item is its own single-image prompt with seed + index: reproducible alone with that seed.
     const seed = req.seed + index;
-    const graph = builder.build({
+    const graph = buildItemGraph(builder, {
       profile,
       request: req,
       seed,
@@ -78,9 +97,37 @@ export function planRender(req: RenderRequest, opts: { renderId: string }): Rend
   return { items, uploads, outputNode: OUTPUT_NODE };
 }
 
+type Images = BuildInput['images'];
+
+/** The LoadImage names of an image render's images, in upload order: init, mask, references, control images. */
+function imageImages(req: ImageRender, nameOf: (blob: BlobRef) => string): Images {
+  return {
+    ...(req.initImage ? { init: nameOf(req.initImage) } : {}),
+    ...(req.mask ? { mask: nameOf(req.mask) } : {}),
+    refs: req.extraImages.map(nameOf),
+    ...(req.controls?.length ? { controls: req.controls.map((unit) => nameOf(unit.image)) } : {}),
+  };
+}
+
+/** The LoadImage names of a video's images, in upload order: references, first frame, last frame. */
+function videoImages(video: VideoSpec, nameOf: (blob: BlobRef) => string): Images {
+  return {
+    refs: video.references.map(nameOf),
+    ...(video.firstFrame ? { first: nameOf(video.firstFrame) } : {}),
+    ...(video.lastFrame ? { last: nameOf(video.lastFrame) } : {}),
+  };
+}
+
+/** One item's graph: a video family builds video renders, an image family the image kinds. */
+function buildItemGraph(builder: FamilyBuilder, input: BuildInput<ModelRender>): ComfyGraph {
+  const { request } = input;
+  if (request.kind === 'video' && builder.video) return builder.build({ ...input, request });
+  if (request.kind !== 'video' && !builder.video) return builder.build({ ...input, request });
+  throw new Error(`planRender: family ${builder.family} does not build ${request.kind} graphs`);
+}
+
 /** Extras upscale: one item per image, each its own prompt (no model, no seed). */
-function planUpscale(req: RenderRequest, opts: { renderId: string }): RenderPlan {
-  if (!req.upscale) throw new Error('planRender: upscale request without an upscale spec');
+function planUpscale(req: UpscaleRender, opts: { renderId: string }): RenderPlan {
   const spec = req.upscale;
   const uploads = req.extraImages.map(inputUploadFor);
   const items: RenderItem[] = req.extraImages.map((blob, index) => ({
@@ -93,8 +140,7 @@ function planUpscale(req: RenderRequest, opts: { renderId: string }): RenderPlan
 }
 
 /** A preprocessor run alone: one item per image, each its own prompt (no model, no seed). */
-function planPreprocess(req: RenderRequest, opts: { renderId: string }): RenderPlan {
-  if (!req.preprocess) throw new Error('planRender: preprocess request without a preprocess spec');
+function planPreprocess(req: PreprocessRender, opts: { renderId: string }): RenderPlan {
   const spec = req.preprocess;
   const uploads = req.extraImages.map(inputUploadFor);
   const items: RenderItem[] = req.extraImages.map((_, index) => ({
@@ -107,8 +153,7 @@ function planPreprocess(req: RenderRequest, opts: { renderId: string }): RenderP
 }
 
 /** Background removal / text segmentation: one item per image and output (image-major), each its own prompt. */
-function planSegment(req: RenderRequest, opts: { renderId: string }): RenderPlan {
-  if (!req.segment) throw new Error('planRender: segment request without a segment spec');
+function planSegment(req: SegmentRender, opts: { renderId: string }): RenderPlan {
   const { method, outputs } = req.segment;
   const uploads = req.extraImages.map(inputUploadFor);
   const items: RenderItem[] = req.extraImages.flatMap((blob, i) =>

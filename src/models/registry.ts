@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { applyEngineOverrides, checkEngineOverride, checkProfileEngine, engineOverrideShape, type EngineOverride } from './engines/index.ts';
 import { BUILTIN_PROFILES, byListOrder } from './builtin-profiles.ts';
-import { familyBuilder } from './families/index.ts';
+import { familyBuilder, familyBuilds } from './families/index.ts';
 import type { ModelProfile } from './profile.ts';
 import { isComfySampler, isComfyScheduler } from './samplers.ts';
 import { isSpace, trimEndWhere } from '../text/trim.ts';
@@ -238,7 +238,7 @@ export function checkProfile(p: ModelProfile): void {
   const builder = familyBuilder(p.family);
   const where = `model profile ${p.id}`;
   for (const kind of p.kinds) {
-    if (!builder.kinds.includes(kind)) throw new Error(`${where}: family ${p.family} does not render ${kind}`);
+    if (!familyBuilds(builder, kind)) throw new Error(`${where}: family ${p.family} does not render ${kind}`);
   }
   for (const role of Object.keys(p.files)) {
     if (!builder.fileRoles.includes(role)) {

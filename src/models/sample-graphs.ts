@@ -4,7 +4,7 @@
  * ComfyUI and by the fake ComfyUI, whose loader lists get every file these graphs name.
  */
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { BlobRef, ControlUnit, RenderRequest } from '../render/types.ts';
+import type { BlobRef, ControlUnit, ImageRender, RenderRequest, SampledRender } from '../render/types.ts';
 import { UNION_CONTROL_TYPES } from '../render/types.ts';
 import { controlUnsupported } from './families/controls.ts';
 import { planRender } from './plan.ts';
@@ -12,7 +12,8 @@ import type { ModelProfile } from './profile.ts';
 import { defaultVideoSpec } from './video.ts';
 import { videoTasksOf } from './video-tasks.ts';
 
-function sampleRequest(profile: ModelProfile, over: Partial<RenderRequest> & Pick<RenderRequest, 'kind'>): RenderRequest {
+/** What an image and a video render of the profile share: its defaults. */
+function sampled(profile: ModelProfile): SampledRender {
   const d = profile.defaults;
   return {
     model: profile.id,
@@ -21,13 +22,20 @@ function sampleRequest(profile: ModelProfile, over: Partial<RenderRequest> & Pic
     seed: 1,
     steps: d.steps,
     cfg: d.cfg,
-    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
     sampler: d.sampler,
     scheduler: d.scheduler,
     width: d.width,
     height: d.height,
     batchSize: 1,
     nIter: 1,
+  };
+}
+
+function sampleImageRequest(profile: ModelProfile, over: Partial<ImageRender> & Pick<ImageRender, 'kind'>): ImageRender {
+  const d = profile.defaults;
+  return {
+    ...sampled(profile),
+    ...(d.guidance !== undefined ? { guidance: d.guidance } : {}),
     denoise: 1,
     extraImages: [],
     report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: d.width, requestedHeight: d.height },
@@ -40,8 +48,8 @@ export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
   const requests: RenderRequest[] = [];
   for (const kind of profile.kinds) {
     if (kind === 'img2img') {
-      requests.push(sampleRequest(profile, { kind, initImage: ref(1), denoise: 0.5 }));
-      requests.push(sampleRequest(profile, { kind, initImage: ref(2), mask: ref(3), denoise: 0.9 }));
+      requests.push(sampleImageRequest(profile, { kind, initImage: ref(1), denoise: 0.5 }));
+      requests.push(sampleImageRequest(profile, { kind, initImage: ref(2), mask: ref(3), denoise: 0.9 }));
     } else if (kind === 'video') {
       // Every task the model has: without images, with a first frame, with first+last frames, with references.
       const base = defaultVideoSpec(profile);
@@ -49,14 +57,14 @@ export function sampleGraphs(profile: ModelProfile): ComfyGraph[] {
         const frames = task.images === 'frames' ? (task.positions ?? [0]) : [];
         const images = { ...(frames.includes(0) ? { firstFrame: ref(1) } : {}), ...(frames.includes(-1) ? { lastFrame: ref(2) } : {}) };
         const references = task.images === 'references' ? [ref(3), ref(4)] : [];
-        requests.push(sampleRequest(profile, { kind, video: { ...base, task: task.id, ...images, references } }));
+        requests.push({ ...sampled(profile), kind, video: { ...base, task: task.id, ...images, references } });
       }
     } else if (kind === 'edit') {
       for (let n = 1; n <= Math.max(1, profile.maxExtraImages); n++) {
-        requests.push(sampleRequest(profile, { kind, extraImages: Array.from({ length: n }, (_, i) => ref(10 + i)) }));
+        requests.push(sampleImageRequest(profile, { kind, extraImages: Array.from({ length: n }, (_, i) => ref(10 + i)) }));
       }
-    } else {
-      requests.push(sampleRequest(profile, { kind }));
+    } else if (kind === 'txt2img') {
+      requests.push(sampleImageRequest(profile, { kind }));
     }
   }
   return requests.map(graphOf);
@@ -71,7 +79,7 @@ export function controlSampleGraphs(profile: ModelProfile): ComfyGraph[] {
   if (!profile.kinds.includes('txt2img')) return [];
   return sampleControlUnits()
     .filter((unit) => controlUnsupported(profile, unit) === undefined)
-    .map((unit) => graphOf(sampleRequest(profile, { kind: 'txt2img', controls: [unit] })));
+    .map((unit) => graphOf(sampleImageRequest(profile, { kind: 'txt2img', controls: [unit] })));
 }
 
 const graphOf = (r: RenderRequest): ComfyGraph => planRender(r, { renderId: 'render-contract' }).items[0]!.graph;

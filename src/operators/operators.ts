@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { BlobStore } from '../blobs/store.ts';
 import type { Logger } from '../log.ts';
 import { outcomeOf } from '../render/outcome.ts';
-import type { BlobRef, RenderRequest, RenderResult } from '../render/types.ts';
+import { isImageRender, type BlobRef, type RenderRequest, type RenderResult } from '../render/types.ts';
 import type { RenderSubmitter } from '../renders/submit.ts';
 import { RENDER_BACKEND, RENDER_KIND, RENDER_MODEL, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import { decodeFirst, failureClass, failureReason, failureView } from './failure.ts';
@@ -101,6 +101,13 @@ const promptRequestSchema = z
   })
   .passthrough();
 const replayableRequestSchema = z.union([modelRequestSchema, promptRequestSchema]);
+
+/** The blobs a replay reads (image and prompt renders are the replayable ones): an image's init image, mask and references, a graph's uploads. */
+function replayInputs(request: RenderRequest): BlobRef[] {
+  if (isImageRender(request)) return [request.initImage, request.mask, ...request.extraImages].filter((r): r is BlobRef => r !== undefined);
+  if (request.kind === 'prompt') return request.graph.inputs;
+  return [];
+}
 
 export class RenderOperators {
   private readonly client: Client;
@@ -266,10 +273,7 @@ export class RenderOperators {
   /** A replay needs the original's input images: after `renders prune` they may be gone. */
   private async assertInputsKept(renderId: string, request: RenderRequest): Promise<void> {
     if (!this.blobs) return;
-    const inputs = [request.initImage, request.mask, ...(request.extraImages ?? []), ...(request.graph?.inputs ?? [])].filter(
-      (r): r is BlobRef => r !== undefined,
-    );
-    for (const ref of inputs) {
+    for (const ref of replayInputs(request)) {
       if (!(await this.blobs.has(ref.sha256))) {
         throw new NotReplayableError(
           `render ${renderId} cannot be replayed: its input image ${ref.sha256.slice(0, 12)}… was pruned from the blob store (retention, \`renders prune\`)`,

@@ -6,7 +6,7 @@
  * the gallery) show it, and every route that answers with images warns in its own shape. Results recorded
  * before outcomes existed read the same way: everything here derives from fields renders always returned.
  */
-import type { BlobRef, PartialItem, RenderRequest, RenderResult } from './types.ts';
+import { isImageRender, type BlobRef, type PartialItem, type RenderRequest, type RenderResult } from './types.ts';
 
 /** The headline of a closed render that returned: the worst of what happened to its outputs. */
 export type ResultOutcome = 'completed' | 'partial' | 'blank';
@@ -111,8 +111,8 @@ export function blankWarnings(outputs: readonly BlobRef[] | undefined, noun = 'i
 
 /** One line per item that answers with a partial image, saying what that image is. */
 export function partialWarnings(request: RenderRequest, result: Pick<RenderResult, 'skipped' | 'partial'> | undefined): string[] {
-  const w = request.hires?.width ?? request.width;
-  const h = request.hires?.height ?? request.height;
+  // The final size: the hires pass's when there is one.
+  const { width: w, height: h } = (isImageRender(request) && request.hires) || request;
   return (result?.partial ?? []).map((p) => {
     const how = result?.skipped?.includes(p.item) ? 'skipped' : 'interrupted';
     const at = p.step !== undefined && p.steps !== undefined ? ` after ${p.step}/${p.steps} sampling steps` : '';

@@ -20,14 +20,19 @@ export interface BlobRef {
 }
 
 /**
- * `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images), and
- * `upscale` (A1111 extras: each of `extraImages` enlarged through a ComfyUI graph, no model sampling),
- * `preprocess` (a ControlNet preprocessor run on each of `extraImages`, no model sampling), `segment`
- * (background removal or text segmentation of `extraImages`: masks and cut-outs, no sampling), and
- * `video` (one MP4 per render; the details are in `RenderRequest.video`), and `prompt` (a client's own
- * API-format graph, run as it is: `RenderRequest.graph`).
+ * What a render does, and which `RenderRequest` member carries it (`kind` is the discriminant):
+ * - `txt2img` and `img2img` (init image, optional mask), `edit` (instruction edit with reference images): a
+ *   diffusion model samples images (`ImageRender`);
+ * - `upscale` (A1111 extras: each of `extraImages` enlarged), `preprocess` (a ControlNet preprocessor run on each
+ *   of `extraImages`), `segment` (background removal or text segmentation of `extraImages`): ComfyUI graphs over
+ *   the client's images with no model sampling (`UpscaleRender`, `PreprocessRender`, `SegmentRender`);
+ * - `video`: one MP4 per render (`VideoRender`, the details in its `video`);
+ * - `prompt`: a client's own API-format graph, run as it is (`PromptRender`, the graph in its `graph`).
  */
-export type RenderKind = 'txt2img' | 'img2img' | 'edit' | 'upscale' | 'preprocess' | 'segment' | 'video' | 'prompt';
+export type RenderKind = RenderRequest['kind'];
+
+/** The kinds a diffusion model samples images for (`ImageRender`). */
+export type ImageKind = 'txt2img' | 'img2img' | 'edit';
 
 /**
  * A `prompt` render: an API-format graph a client wrote itself (ComfyUI's own API, a workflow file). The
@@ -75,32 +80,50 @@ export interface VideoSpec {
 /**
  * A fully resolved, normalised render: every default applied, the seed fixed, the sampler mapped to
  * ComfyUI's name, the size snapped to the model's grid. History shows exactly what will be rendered, and a
- * replay of this object renders the same bytes.
+ * replay of this object renders the same bytes. One member per kind, discriminated by `kind`; each carries only
+ * its own fields. Histories recorded before the union (docs/versioning.md) also carry the image fields the other
+ * kinds once filled with placeholders (`prompt: ''`, `denoise`, `report`, ...): nothing reads those any more.
  */
-export interface RenderRequest {
-  kind: RenderKind;
-  /** Profile id, e.g. `imagegen-flux-dev`. */
+export type RenderRequest = ImageRender | VideoRender | PromptRender | UpscaleRender | PreprocessRender | SegmentRender;
+
+/** What every render has, whatever its kind. */
+export interface RenderBase {
+  /** Profile id, e.g. `imagegen-flux-dev`; a render without a model of its own (upscale, ...) names the default one, which lends its time limits. */
   model: string;
+  /** First seed; item i renders with `seed + i`. Always within 0..2^53-1; 0 for the kinds that do not sample. */
+  seed: number;
+  /** Output size (a video's frame size; a graph's first size; the first image of an upscale, preprocess or segment). */
+  width: number;
+  height: number;
+  /** Total number of output items = batchSize * nIter; each item is its own ComfyUI prompt. */
+  batchSize: number;
+  nIter: number;
+  /** Set when this render re-runs an earlier one. */
+  replayOf?: string;
+  /** Output image format (A1111 `samples_format` and its quality options); absent: PNG. */
+  output?: OutputFormat;
+}
+
+/** The fields of a render a diffusion model samples (image and video). */
+export interface SampledRender extends RenderBase {
   prompt: string;
   /** Empty when the model's graph has no negative branch (it is then logged and ignored by the front). */
   negativePrompt: string;
-  /** First seed; item i renders with `seed + i`. Always within 0..2^53-1. */
-  seed: number;
   steps: number;
   /** Classifier-free guidance scale sent to the sampler (1 for distilled models such as Flux). */
   cfg: number;
-  /** Flux guidance (FluxGuidance node), when the family has one. */
-  guidance?: number;
   /** ComfyUI sampler and scheduler names (already mapped from A1111 names). */
   sampler: string;
   scheduler: string;
+}
+
+/** `txt2img`, `img2img` and `edit`: images sampled by a diffusion model. */
+export interface ImageRender extends SampledRender {
+  kind: ImageKind;
+  /** Flux guidance (FluxGuidance node), when the family has one. */
+  guidance?: number;
   /** A sigma-node schedule (SamplerCustomAdvanced) replacing `scheduler` in the first pass. */
   sigmas?: SigmaSchedule;
-  width: number;
-  height: number;
-  /** Total number of output images = batchSize * nIter; each item is its own ComfyUI prompt. */
-  batchSize: number;
-  nIter: number;
   /** img2img denoising strength (1 for txt2img and edit). */
   denoise: number;
   initImage?: BlobRef;
@@ -112,8 +135,6 @@ export interface RenderRequest {
   extraImages: BlobRef[];
   /** Labels to report back to A1111 clients (e.g. sampler "Euler a"), not used for rendering. */
   report: { samplerName: string; scheduler: string; requestedWidth: number; requestedHeight: number };
-  /** Set when this render re-runs an earlier one. */
-  replayOf?: string;
   /** `<lora:name:weight>` prompt tags, resolved to ComfyUI's lora files, applied in order (LoraLoader). */
   loras?: LoraUse[];
   /** txt2img hires fix: a second sampling pass at the upscaled size. */
@@ -122,20 +143,73 @@ export interface RenderRequest {
   resizeMode?: 0 | 1 | 2 | 3;
   /** img2img A1111 "SD upscale" script: the init image enlarged to the output size by this upscaler. */
   sdUpscale?: SdUpscale;
-  /** Output file format (A1111 `samples_format` and its quality options); absent: PNG. */
-  output?: OutputFormat;
-  /** `upscale` (extras): how each of `extraImages` is upscaled. */
-  upscale?: UpscaleSpec;
-  /** `preprocess` (a ControlNet preprocessor run alone): what each of `extraImages` becomes. */
-  preprocess?: PreprocessSpec;
-  /** `segment`: how each of `extraImages` is segmented and which images each gives. */
-  segment?: SegmentSpec;
-  /** Present exactly when `kind` is `video`. */
-  video?: VideoSpec;
-  /** Present exactly when `kind` is `prompt`. */
-  graph?: GraphSpec;
   /** ControlNet and image-prompt units, applied in order (the front maps a protocol's units to these). */
   controls?: ControlUnit[];
+}
+
+/** `video`: one clip; the sampler and scheduler are the model's defaults (the video API has no such fields). */
+export interface VideoRender extends SampledRender {
+  kind: 'video';
+  video: VideoSpec;
+}
+
+/**
+ * `prompt`: a client's own graph. Its `prompt`, `steps`, `cfg`, `sampler`, `scheduler` (and the base's seed and
+ * size) only summarise the graph for listings and the memo (its first sampler's values, its first text); the
+ * graph is what runs.
+ */
+export interface PromptRender extends RenderBase {
+  kind: 'prompt';
+  graph: GraphSpec;
+  prompt: string;
+  steps: number;
+  cfg: number;
+  sampler: string;
+  scheduler: string;
+}
+
+/** The kinds that run ComfyUI graphs over the client's images with no model sampling: one item per image. */
+export interface ImagesRender extends RenderBase {
+  /** The client's images, in order. */
+  extraImages: BlobRef[];
+}
+
+/** `upscale` (A1111 extras): each of `extraImages` enlarged. */
+export interface UpscaleRender extends ImagesRender {
+  kind: 'upscale';
+  upscale: UpscaleSpec;
+}
+
+/** `preprocess` (a ControlNet preprocessor run alone): what each of `extraImages` becomes. */
+export interface PreprocessRender extends ImagesRender {
+  kind: 'preprocess';
+  preprocess: PreprocessSpec;
+}
+
+/** `segment`: how each of `extraImages` is segmented and which images each gives. */
+export interface SegmentRender extends ImagesRender {
+  kind: 'segment';
+  segment: SegmentSpec;
+}
+
+/** The renders a model profile's family builds graphs for (image and video). */
+export type ModelRender = ImageRender | VideoRender;
+
+export const isImageRender = (r: RenderRequest): r is ImageRender => r.kind === 'txt2img' || r.kind === 'img2img' || r.kind === 'edit';
+
+/** The render as an image render; an image route's render always is one (its Idempotency-Key fingerprint covers the route). */
+export function expectImageRender(r: RenderRequest): ImageRender {
+  if (!isImageRender(r)) throw new Error(`expected an image render (txt2img, img2img, edit), got a ${r.kind} render`);
+  return r;
+}
+
+/** The kinds that run no sampler: ComfyUI graphs over the client's images. */
+export const isImagesRender = (r: RenderRequest): r is UpscaleRender | PreprocessRender | SegmentRender =>
+  r.kind === 'upscale' || r.kind === 'preprocess' || r.kind === 'segment';
+
+/** A render's prompt text and sampling steps, for listings and the memo: '' and 0 for the kinds that do not sample. */
+export function promptSummaryOf(r: RenderRequest): { prompt: string; steps: number } {
+  return isImagesRender(r) ? { prompt: '', steps: 0 } : { prompt: r.prompt, steps: r.steps };
 }
 
 /** A control unit, protocol-neutral: what the family builders turn into ControlNet / model-patch / Redux nodes. */

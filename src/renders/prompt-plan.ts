@@ -10,7 +10,7 @@
  */
 import type { ComfyGraph, GraphNode, InputValue } from '../comfyui/graph.ts';
 import { filenamePrefixFor, inputUploadFor, loadImageName } from '../models/plan.ts';
-import type { GraphSpec, InputUpload, RenderPlan, RenderRequest } from '../render/types.ts';
+import type { InputUpload, PromptRender, RenderPlan } from '../render/types.ts';
 
 /** A client prefix kept readable inside the render's folder, never climbing out of it. */
 function safePrefix(prefix: string): string {
@@ -23,9 +23,8 @@ function safePrefix(prefix: string): string {
   return cleaned === '' ? 'ComfyUI' : cleaned;
 }
 
-export function planPrompt(req: RenderRequest, opts: { renderId: string }): RenderPlan {
-  const spec: GraphSpec | undefined = req.graph;
-  if (!spec) throw new Error('planPrompt: a prompt render without its graph');
+export function planPrompt(req: PromptRender, opts: { renderId: string }): RenderPlan {
+  const spec = req.graph;
   const prefixRoot = filenamePrefixFor(opts.renderId, 0);
   const byName = new Map<string, InputUpload>();
   for (const blob of spec.inputs) {

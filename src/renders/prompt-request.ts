@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { ComfyGraph, GraphNode } from '../comfyui/graph.ts';
 import { renderIdForKey } from './render-ids.ts';
 import type { BlobStore } from '../blobs/store.ts';
-import type { BlobRef, GraphSpec, RenderRequest } from '../render/types.ts';
+import type { BlobRef, GraphSpec, PromptRender } from '../render/types.ts';
 
 /**
  * A prompt id names its render: the render id derives from it (as from an Idempotency-Key), so any front, a
@@ -46,7 +46,7 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
  * The render request of a graph: the graph itself, and a summary of it for listings, the memo and the
  * gallery (the first sampler's seed, steps, cfg, sampler; the first size; the first prompt text).
  */
-export function promptRequest(spec: GraphSpec, model: string): RenderRequest {
+export function promptRequest(spec: GraphSpec, model: string): PromptRender {
   const first = <T>(pick: (n: GraphNode) => T | undefined): T | undefined => {
     for (const n of Object.values(spec.graph)) {
       const v = pick(n);
@@ -63,7 +63,6 @@ export function promptRequest(spec: GraphSpec, model: string): RenderRequest {
     kind: 'prompt',
     model,
     prompt: first((n) => (typeof n.inputs.text === 'string' && n.inputs.text !== '' ? n.inputs.text : undefined)) ?? '',
-    negativePrompt: '',
     seed: Math.min(Math.max(0, Math.trunc(seed)), Number.MAX_SAFE_INTEGER),
     steps: first((n) => num(n.inputs.steps)) ?? 0,
     cfg: first((n) => num(n.inputs.cfg)) ?? 0,
@@ -73,9 +72,6 @@ export function promptRequest(spec: GraphSpec, model: string): RenderRequest {
     height,
     batchSize: 1,
     nIter: 1,
-    denoise: 1,
-    extraImages: [],
-    report: { samplerName: sampler, scheduler, requestedWidth: width, requestedHeight: height },
     graph: spec,
   };
 }

@@ -20,7 +20,7 @@ import {
 import { TypedSearchAttributes } from '@temporalio/common';
 import { rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../activities/types.ts';
-import type { RenderRequest, RenderResult } from '../render/types.ts';
+import { promptSummaryOf, type RenderRequest, type RenderResult } from '../render/types.ts';
 import { GaveUpFailureType } from '../workflows/failure-types.ts';
 import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
 import { renderPriority } from './priority.ts';
@@ -107,18 +107,21 @@ interface MemoExtras {
 }
 
 function memoFor(request: RenderRequest, { fingerprint, priority, owner, warnings }: MemoExtras): Record<string, unknown> {
+  const { prompt, steps } = promptSummaryOf(request);
   return {
     ...(owner !== undefined ? { owner } : {}),
     ...(priority !== undefined ? { priority } : {}),
-    prompt: request.prompt.slice(0, 200),
+    prompt: prompt.slice(0, 200),
     size: `${request.width}x${request.height}`,
-    steps: request.steps,
+    steps,
     seed: request.seed,
     images: request.batchSize * request.nIter,
     // Video job objects (GET /v1/videos) are answered from the memo: full prompt, snapped length, rate.
-    ...(request.video ? { kind: 'video', videoPrompt: request.prompt, frames: request.video.frames, fps: request.video.fps, task: request.video.task } : {}),
+    ...(request.kind === 'video'
+      ? { kind: 'video', videoPrompt: request.prompt, frames: request.video.frames, fps: request.video.fps, task: request.video.task }
+      : {}),
     // ComfyUI's /queue is answered from the memo: the prompt's id, its client and number.
-    ...(request.graph
+    ...(request.kind === 'prompt'
       ? { promptId: request.graph.promptId, number: request.graph.number, ...(request.graph.clientId ? { clientId: request.graph.clientId } : {}) }
       : {}),
     // Replays are linked to their original in the memo too (shown by the Temporal UI without a query).

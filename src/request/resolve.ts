@@ -5,7 +5,7 @@
  * the client's field (from the request's `names`) before anything is stored or started. Cheap checks run
  * before image decoding, so a wrong size fails without decoding megabytes of image.
  */
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import type { BlobRef, ImageRender } from '../render/types.ts';
 import type { SizeFieldNames } from '../render/history-size.ts';
 import type { DecodedImage } from '../images/decode.ts';
 import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../images/image-set.ts';
@@ -40,7 +40,7 @@ export interface ResolveContext {
 }
 
 export interface ResolvedRequest {
-  request: RenderRequest;
+  request: ImageRender;
   /** Distinct input images to store under `ref.sha256` once resolution has fully succeeded. */
   images: DecodedImage[];
   /** Ignored or adjusted inputs (the protocol's, then the resolver's), for logs and the answer. */
@@ -181,7 +181,7 @@ function finishRequest(plan: Plan, decoded: DecodedImageSet, ctx: ResolveContext
   const fromImage = r.sizeFromImage && r.width === undefined && r.height === undefined ? (initImage ?? extraImages[0]) : undefined;
   const size = upscaled?.size ?? (fromImage && sizeOfImage(fromImage, profile, ctx.limits)) ?? plan.size;
 
-  const request: RenderRequest = {
+  const request: ImageRender = {
     kind: routing.kind,
     model: profile.id,
     prompt: tagged.prompt,

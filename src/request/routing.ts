@@ -4,7 +4,7 @@
  * image is the edit source (reference conditioning, the prompt is the instruction) and a txt2img renders
  * text-to-image through the same model: what standard clients send works.
  */
-import type { RenderKind } from '../render/types.ts';
+import type { ImageKind, RenderKind } from '../render/types.ts';
 import type { ImageSource } from '../images/image-set.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import { listProfiles } from '../models/registry.ts';
@@ -13,7 +13,7 @@ import { DEFAULT_DENOISE, type ResolveLimits } from './limits.ts';
 import type { NeutralImageRequest, NeutralMask } from './neutral.ts';
 
 export interface Routing {
-  kind: RenderKind;
+  kind: ImageKind;
   init?: ImageSource;
   mask?: NeutralMask;
   refs: ImageSource[];
@@ -38,7 +38,7 @@ export function chooseRouting(r: NeutralImageRequest, profile: ModelProfile, lim
   const init = r.route === 'img2img' ? r.init : undefined;
   const editFromInit = r.route === 'img2img' && !can('img2img') && can('edit');
   if (r.refs.length === 0 && !editFromInit) {
-    const kind: RenderKind = r.route;
+    const kind: ImageKind = r.route;
     if (!can(kind)) {
       throw new RequestError(
         400,

@@ -12,6 +12,7 @@ import type { RenderTimeline } from '../../src/operators/types.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 import { Browser, chromiumMissing, type Page } from './browser.ts';
+import { expectImageRender } from '../../src/render/types.ts';
 
 const TOKEN = 'gallery-test-token';
 const XSS_OK = `<img src=x onerror="window.__xss = 'prompt'"> a red fox`;
@@ -134,7 +135,7 @@ describe.skipIf(chromiumMissing !== undefined)(`gallery page in headless Chromiu
     expect(tl.status).toBe('completed');
     expect(tl.replayOf).toBe(ids.failed);
     expect(tl.request?.seed).toBe(12);
-    expect(tl.request?.prompt).toBe(XSS_FAIL);
+    expect(expectImageRender(tl.request!).prompt).toBe(XSS_FAIL);
     expect(await page.evaluate('window.__xss === undefined')).toBe(true);
     // The only errors: the first requests made before the token was given.
     expect(page.errors.filter((e) => !e.includes('401'))).toEqual([]);

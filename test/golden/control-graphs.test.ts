@@ -18,7 +18,7 @@ import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { controlUnsupported, UnsupportedControlError } from '../../src/models/families/controls.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { getProfile } from '../../src/models/registry.ts';
-import type { BlobRef, ControlUnit, RenderRequest } from '../../src/render/types.ts';
+import type { BlobRef, ControlUnit, ImageRender, RenderRequest } from '../../src/render/types.ts';
 import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 import { ctx, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';
@@ -60,11 +60,11 @@ const canny: ControlUnit = {
 const depth: ControlUnit = { kind: 'controlnet', image: ramp, preprocessor: 'none', controlType: 'depth', strength: 0.6, start: 0.1, end: 0.8 };
 const imagePrompt: ControlUnit = { kind: 'image-prompt', image: reference, strength: 0.7 };
 
-function request(model: string, controls: ControlUnit[]): RenderRequest {
+function request(model: string, controls: ControlUnit[]): ImageRender {
   return { ...normalizeRequest('txt2img', { ...base, model }, ctx()).request, controls };
 }
 
-const cases: Array<{ name: string; request: RenderRequest }> = [
+const cases: Array<{ name: string; request: ImageRender }> = [
   { name: 'imagegen-flux-dev-txt2img-controlnet-canny-ip-adapter', request: request('imagegen-flux-dev', [canny, imagePrompt]) },
   { name: 'imagegen-flux-dev-txt2img-controlnet-2units', request: request('imagegen-flux-dev', [canny, depth]) },
   { name: 'imagegen-qwen-image-txt2img-diffsynth-canny', request: request('imagegen-qwen-image', [canny]) },

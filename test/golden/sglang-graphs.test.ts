@@ -64,9 +64,6 @@ const h3 = (video: Partial<VideoSpec>) => (): RenderRequest => {
     height: 384,
     batchSize: 1,
     nIter: 1,
-    denoise: 1,
-    extraImages: [],
-    report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: 640, requestedHeight: 384 },
     video: { ...defaultVideoSpec(p), ...video },
   };
 };

@@ -15,7 +15,7 @@ import { schemaProblems } from './schema-check.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { applyModelOverrides, getProfile, resetModelOverrides } from '../../src/models/registry.ts';
 import { defaultVideoSpec } from '../../src/models/video.ts';
-import type { BlobRef, RenderRequest, VideoSpec } from '../../src/render/types.ts';
+import type { BlobRef, RenderRequest, VideoRender, VideoSpec } from '../../src/render/types.ts';
 import { loadObjectInfoWithProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -25,7 +25,7 @@ const objectInfo = loadObjectInfoWithProfileFiles();
 
 const blob = (n: number): BlobRef => ({ sha256: String(n).repeat(64).slice(0, 64), size: 100, mime: 'image/png', width: 640, height: 384 });
 
-function videoRequest(model: string, video: Partial<VideoSpec>, over: Partial<RenderRequest> = {}): RenderRequest {
+function videoRequest(model: string, video: Partial<VideoSpec>, over: Partial<VideoRender> = {}): VideoRender {
   const p = getProfile(model)!;
   const d = p.defaults;
   return {
@@ -42,9 +42,6 @@ function videoRequest(model: string, video: Partial<VideoSpec>, over: Partial<Re
     height: 384,
     batchSize: 1,
     nIter: 1,
-    denoise: 1,
-    extraImages: [],
-    report: { samplerName: d.sampler, scheduler: d.scheduler, requestedWidth: 640, requestedHeight: 384 },
     video: { ...defaultVideoSpec(p), ...video },
     ...over,
   };
@@ -52,7 +49,7 @@ function videoRequest(model: string, video: Partial<VideoSpec>, over: Partial<Re
 
 const WAN = 'videogen-wan22-5b';
 const H3 = 'videogen-minimax-h3';
-const cases: Array<[string, RenderRequest]> = [
+const cases: Array<[string, VideoRender]> = [
   [`${WAN}-t2v`, videoRequest(WAN, { task: 't2v', frames: 121 })],
   [`${WAN}-i2v`, videoRequest(WAN, { task: 'i2v', frames: 81, fps: 16, firstFrame: blob(1), shift: 5 })],
   [`${H3}-t2va`, videoRequest(H3, { task: 't2va', frames: 124 })],
@@ -106,7 +103,7 @@ describe('video graph facts (recorded executions)', () => {
       });
       expect(g.save!.inputs.codec).toBeUndefined();
       const create = node(g, g.save!.inputs.video);
-      expect(create).toMatchObject({ class_type: 'CreateVideo', inputs: { fps: req.video!.fps } });
+      expect(create).toMatchObject({ class_type: 'CreateVideo', inputs: { fps: req.video.fps } });
       expect(node(g, create.inputs.images).class_type).toBe('VAEDecode');
     }
   });

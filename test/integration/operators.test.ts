@@ -22,6 +22,7 @@ import { RENDER_REPLAY_OF } from '../../src/temporal/search-attributes.ts';
 import { Browser, chromiumMissing } from '../e2e/browser.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
+import { expectImageRender, type ImageRender } from '../../src/render/types.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -327,7 +328,7 @@ describe('showing a render', () => {
     expect(viaHttp.json).toEqual(tl);
     expect(tl.status).toBe('failed');
     expect(tl.request?.seed).toBe(102);
-    expect(tl.request?.prompt).toBe('incident one');
+    expect(expectImageRender(tl.request!).prompt).toBe('incident one');
     expect(tl.graphs).toHaveLength(1);
     expect(Object.values(tl.graphs[0]!.graph).some((n) => n.class_type === 'KSampler' && n.inputs.seed === 102)).toBe(true);
     expect(tl.stages.map((s) => [s.name, s.outcome])).toEqual([
@@ -420,7 +421,7 @@ describe('replaying failed renders', () => {
     expect(res.stdout).toContain('3 replayed, 0 skipped');
 
     const outDir = mkdtempSync(path.join(os.tmpdir(), 'cd-outputs-'));
-    const requests = new Map<string, NonNullable<RenderTimeline['request']>>();
+    const requests = new Map<string, ImageRender>();
     for (const [original, replay] of replays) {
       await client.workflow.getHandle(replay).result();
       const d = await client.workflow.getHandle(replay).describe();
@@ -434,7 +435,7 @@ describe('replaying failed renders', () => {
       expect(tl.replayOf).toBe(original);
       const orig = (await http('GET', `/renders/${original}`)).json as RenderTimeline;
       expect({ ...tl.request, replayOf: undefined }).toEqual({ ...orig.request, replayOf: undefined });
-      requests.set(replay, tl.request!);
+      requests.set(replay, expectImageRender(tl.request!));
     }
     // A fresh client render of each request gives the same bytes as its replay (saved with `renders outputs`).
     const fresh = new Map(

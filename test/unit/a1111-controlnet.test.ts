@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import { makePng, pngB64 } from '../golden/helpers.ts';
+import { expectImageRender } from '../../src/render/types.ts';
 
 const fronts: TestFront[] = [];
 afterEach(async () => {
@@ -58,7 +59,7 @@ describe('ControlNet units on txt2img', () => {
     // The test front's renders end in a 503 ("no GPU"): the request passed every check and started.
     expect(res.statusCode, res.body).toBe(503);
     expect(f.starts).toHaveLength(1);
-    const { controls } = f.starts[0]!.request;
+    const { controls } = expectImageRender(f.starts[0]!.request);
     expect(controls).toEqual([
       {
         kind: 'controlnet',
@@ -102,7 +103,7 @@ describe('ControlNet units on txt2img', () => {
     };
     const res = await post(f, 'txt2img', { model: 'imagegen-flux-dev', alwayson_scripts: { ControlNet: { args: [unit] } } });
     expect(res.statusCode, res.body).toBe(503);
-    const [control] = f.starts[0]!.request.controls!;
+    const [control] = expectImageRender(f.starts[0]!.request).controls!;
     // The extension's Canny defaults (100, 200 of 255) on ComfyUI's scale.
     expect(control).toMatchObject({ kind: 'controlnet', preprocessor: 'canny', canny: { low: 0.39, high: 0.78 }, strength: 1, start: 0, end: 1 });
   });
@@ -138,7 +139,9 @@ describe('ControlNet units on txt2img', () => {
       }),
     });
     expect(res.statusCode, res.body).toBe(503);
-    expect(f.starts[0]!.request.controls).toEqual([{ kind: 'image-prompt', image: expect.objectContaining({ sha256: sha(red) }), strength: 0.6 }]);
+    expect(expectImageRender(f.starts[0]!.request).controls).toEqual([
+      { kind: 'image-prompt', image: expect.objectContaining({ sha256: sha(red) }), strength: 0.6 },
+    ]);
   });
 
   it('a disabled unit (enabled false, or absent as in the extension) is skipped: no controls, its image not stored', async () => {
@@ -148,7 +151,7 @@ describe('ControlNet units on txt2img', () => {
       ...cn({ enabled: false, module: 'canny', image: red.toString('base64') }, { module: 'canny', image: blue.toString('base64') }),
     });
     expect(res.statusCode, res.body).toBe(503);
-    expect(f.starts[0]!.request.controls).toBeUndefined();
+    expect(expectImageRender(f.starts[0]!.request).controls).toBeUndefined();
     expect(blobCount(f)).toBe(0);
   });
 
@@ -244,7 +247,7 @@ describe("webuiapi 0.9.17's ControlNetUnit (payload alwayson_scripts.ControlNet 
     ];
     const res = await post(f, 'txt2img', { model: 'imagegen-flux-dev', alwayson_scripts: { ControlNet: { args: units } } });
     expect(res.statusCode, res.body).toBe(503);
-    expect(f.starts[0]!.request.controls).toMatchObject([
+    expect(expectImageRender(f.starts[0]!.request).controls).toMatchObject([
       { kind: 'controlnet', preprocessor: 'canny', canny: { low: 0.25, high: 0.25 }, controlType: 'canny/lineart/anime_lineart/mlsd', strength: 1 },
       { kind: 'controlnet', preprocessor: 'none', controlType: 'auto', strength: 0.5 },
     ]);
@@ -283,7 +286,7 @@ describe('ControlNet units on img2img', () => {
       ...cn({ enabled: true, module: 'invert' }, { enabled: true, module: 'none', input_image: { image: blue.toString('base64'), mask: pngB64(48, 48) } }),
     });
     expect(res.statusCode, res.body).toBe(503);
-    const { request } = f.starts[0]!;
+    const request = expectImageRender(f.starts[0]!.request);
     expect(request.controls).toMatchObject([
       { kind: 'controlnet', preprocessor: 'invert', controlType: 'canny/lineart/anime_lineart/mlsd', image: { sha256: sha(red) } },
       { kind: 'controlnet', preprocessor: 'none', image: { sha256: sha(blue) } },

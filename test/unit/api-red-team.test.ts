@@ -15,6 +15,7 @@ import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { JPEG_1X1 } from '../golden/helpers.ts';
 import { discMask, makePng, redSquare } from '../support/fixtures.ts';
 import { startTestFront, type TestFront, type TestFrontOptions } from '../support/front.ts';
+import { expectImageRender } from '../../src/render/types.ts';
 
 const fronts: TestFront[] = [];
 async function front(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {
@@ -203,7 +204,7 @@ describe('a mask of another size than the init image', () => {
       payload: body({ init_images: [redSquare(64).toString('base64')], mask: discMask(32).toString('base64') }),
     });
     expect(res.statusCode).toBe(503); // the stand-in render
-    const mask = f.starts[0]?.request.mask;
+    const mask = expectImageRender(f.starts[0]!.request).mask;
     expect(mask).toMatchObject({ width: 64, height: 64 });
   });
 

@@ -18,6 +18,7 @@ import type { RawObjectInfo } from '../../tools/fake-comfyui/node-schema.ts';
 import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { httpClient } from '../../tools/fake-comfyui/testing.ts';
 import { makePngWith, pngB64 } from '../golden/helpers.ts';
+import { expectImageRender } from '../../src/render/types.ts';
 
 /** comfyui_controlnet_aux's node as its node_wrappers/depth_anything.py declares it (define_preprocessor_inputs). */
 const DEPTH_ANYTHING = {
@@ -76,7 +77,7 @@ describe('late-bound preprocessors', () => {
     expect(list.module_detail.depth_anything.sliders).toEqual([{ name: 'Resolution', value: 512, min: 64, max: 2048, step: 8 }]);
 
     await post(f, '/sdapi/v1/txt2img', unitBody('depth_anything', { processor_res: 768 }));
-    const { request } = f.starts[0]!;
+    const request = expectImageRender(f.starts[0]!.request);
     expect(request.controls).toMatchObject([
       {
         kind: 'controlnet',

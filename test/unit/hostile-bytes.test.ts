@@ -13,6 +13,7 @@ import { tidyPromptCommas } from '../../src/text/trim.ts';
 import { makePng } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import * as hostile from '../support/hostile.ts';
+import { expectImageRender } from '../../src/render/types.ts';
 
 /**
  * The stall allowed: 100 ms, or twice the worst this same run sees while a well-formed image is read (a loaded
@@ -122,7 +123,7 @@ describe('regexes on request text (the lint found them): the prompt clean-up aft
     const before = front.starts.length;
     const m = await measured('/sdapi/v1/txt2img', JSON.stringify({ prompt: hostile.spacedLoraPrompt(), model: MODEL }));
     expect(m.status).toBe(503); // started; this test's stand-in has no GPU
-    expect(front.starts[before]!.request.prompt).toBe('a b');
+    expect(expectImageRender(front.starts[before]!.request).prompt).toBe('a b');
     await expectBounded(m);
     expect(tidyPromptCommas(` , a ,  , b ,${' '.repeat(1 << 20)}`)).toBe('a, b');
   });
@@ -176,7 +177,7 @@ describe('L3 and L2: large valid images are checked off the loop, in bounded mem
     const before = front.starts.length;
     const m = await measured('/sdapi/v1/img2img', JSON.stringify({ prompt: 'p', model: MODEL, init_images: [b64(png)] }));
     expect(m.status).toBe(503); // started; this test's stand-in has no GPU
-    expect(front.starts[before]!.request.initImage).toMatchObject({ width: 4096, height: 4096 });
+    expect(expectImageRender(front.starts[before]!.request).initImage).toMatchObject({ width: 4096, height: 4096 });
     await expectBounded(m);
   }, 60_000);
 
@@ -185,7 +186,7 @@ describe('L3 and L2: large valid images are checked off the loop, in bounded mem
     const before = front.starts.length;
     const m = await measured('/sdapi/v1/img2img', JSON.stringify({ prompt: 'p', model: MODEL, init_images: [b64(init)], mask: b64(mask) }));
     expect(m.status).toBe(503);
-    expect(front.starts[before]!.request.mask).toMatchObject({ width: 4096, height: 4096, mime: 'image/png' });
+    expect(expectImageRender(front.starts[before]!.request).mask).toMatchObject({ width: 4096, height: 4096, mime: 'image/png' });
     await expectBounded(m);
   }, 60_000);
 });

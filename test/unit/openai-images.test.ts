@@ -12,6 +12,7 @@ import type { RenderResult } from '../../src/render/types.ts';
 import { makePng, redSquare } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
+import { expectImageRender } from '../../src/render/types.ts';
 
 let front: TestFront;
 
@@ -19,7 +20,7 @@ let front: TestFront;
 async function succeed(f: TestFront): Promise<void> {
   const blobs = new FsBlobStore(f.blobDir);
   f.outcome = async (started) => {
-    const request = f.starts.at(-1)!.request;
+    const request = expectImageRender(f.starts.at(-1)!.request);
     const count = request.batchSize * request.nIter;
     const outputs = [];
     for (let i = 0; i < count; i++) {
@@ -107,7 +108,7 @@ describe('POST /v1/images/generations', () => {
       },
     });
     expect(res.statusCode, res.body).toBe(200);
-    const request = front.starts.at(-1)!.request;
+    const request = expectImageRender(front.starts.at(-1)!.request);
     expect(request).toMatchObject({
       model: 'imagegen-flux-schnell',
       prompt: 'a lighthouse',
@@ -322,7 +323,7 @@ describe('what happened to the images, in the answer', () => {
   async function blackThenPartial(f: TestFront): Promise<void> {
     const blobs = new FsBlobStore(f.blobDir);
     f.outcome = async (started) => {
-      const request = f.starts.at(-1)!.request;
+      const request = expectImageRender(f.starts.at(-1)!.request);
       const black = await blobs.put(
         makePng(request.width, request.height, () => [0, 0, 0, 255]),
         { mime: 'image/png' },
@@ -396,7 +397,7 @@ describe('POST /v1/images/edits', () => {
     ]);
     const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload, headers });
     expect(res.statusCode, res.body).toBe(200);
-    const request = front.starts.at(-1)!.request;
+    const request = expectImageRender(front.starts.at(-1)!.request);
     expect(request).toMatchObject({ kind: 'edit', model: 'imagegen-flux-kontext', seed: 7, width: 96, height: 64 });
     expect(request.extraImages).toHaveLength(2);
     expect(res.json().data[0].seed).toBe(7);
@@ -413,7 +414,7 @@ describe('POST /v1/images/edits', () => {
     ]);
     const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload, headers });
     expect(res.statusCode, res.body).toBe(200);
-    const request = front.starts.at(-1)!.request;
+    const request = expectImageRender(front.starts.at(-1)!.request);
     expect(request).toMatchObject({ kind: 'img2img', denoise: 1, width: 64, height: 64 });
     const mask = PNG.sync.read(await new FsBlobStore(front.blobDir).get(request.mask!.sha256));
     const at = (x: number, y: number): number => mask.data[(y * mask.width + x) * 4]!;
@@ -433,7 +434,7 @@ describe('POST /v1/images/edits', () => {
     const res = await front.app.inject({ method: 'POST', url: '/v1/images/edits', payload, headers });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().warnings.join('\n')).toMatch(/mask: has no transparent pixels/);
-    const request = front.starts.at(-1)!.request;
+    const request = expectImageRender(front.starts.at(-1)!.request);
     expect(request).toMatchObject({ kind: 'img2img', denoise: 0.4, width: 128, height: 96, prompt: 'a red ball' });
     const mask = PNG.sync.read(await new FsBlobStore(front.blobDir).get(request.mask!.sha256));
     expect(mask.data[(32 * mask.width + 32) * 4]).toBe(255);

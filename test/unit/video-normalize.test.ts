@@ -61,7 +61,7 @@ describe('defaults and grids', () => {
     expect([r.width, r.height]).toEqual([832, 480]);
     const s = norm({ prompt: 'x', width: '650', height: '350' }).request;
     expect([s.width, s.height]).toEqual([640, 352]);
-    expect(s.report).toMatchObject({ requestedWidth: 650, requestedHeight: 350 });
+    expect(s.video.requested).toMatchObject({ width: 650, height: 350 });
   });
 
   it("the OpenAI SDK's sizes fit: the nearest grid size inside the budget (1280x720 → 1280x704), larger ones scaled down; said in warnings", () => {

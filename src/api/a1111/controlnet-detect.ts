@@ -15,7 +15,7 @@ import { cannyThresholds, findPreprocessorNode, nodeUse, PREPROCESSOR_MODULES } 
 import type { PreprocessorNode } from '../../models/preprocessors.ts';
 import type { PreprocessorNodeUse } from '../../render/types.ts';
 import { laxBool, laxFloat, laxInt, laxStr } from './schema.ts';
-import { imageOnlyRequest } from './extras.ts';
+import { imagesRenderBase } from './extras.ts';
 
 const imageList = z.preprocess(
   (v) => (v === null ? undefined : v),
@@ -122,7 +122,8 @@ function finishDetect(plan: DetectPlan, decoded: DecodedImage[], ctx: DetectCont
   const width = first.width ?? 0;
   const height = first.height ?? 0;
   const request: RenderRequest = {
-    ...imageOnlyRequest('preprocess', ctx.defaultModel, refs, { width, height }),
+    kind: 'preprocess',
+    ...imagesRenderBase(ctx.defaultModel, refs, { width, height }),
     preprocess: { preprocessor: plan.preprocessor, ...(plan.node ? { node: plan.node } : {}), ...(plan.canny ? { canny: plan.canny } : {}) },
   };
   const unique = new Map(decoded.map((d) => [d.ref.sha256, d]));

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { upscaleTarget } from '../../models/families/upscale.ts';
-import type { BlobRef, RenderRequest } from '../../render/types.ts';
+import type { BlobRef, ImagesRender, RenderRequest } from '../../render/types.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { ResolveLimits as NormalizeLimits } from '../../request/limits.ts';
@@ -135,36 +135,14 @@ function* extrasSteps(
   });
   const first = upscaleTarget(spec, refs[0]!)!;
   const unique = new Map(decoded.map((d) => [d.ref.sha256, d]));
-  const request: RenderRequest = { ...imageOnlyRequest('upscale', ctx.defaultModel, refs, first), upscale: spec };
+  const request: RenderRequest = { kind: 'upscale', ...imagesRenderBase(ctx.defaultModel, refs, first), upscale: spec };
   return { request, images: [...unique.values()], warnings };
 }
 
 /**
- * A render of images with no diffusion model (an upscale, a preprocessor): one item per image at `size`; the
- * default model's profile only lends its time limits.
+ * The common part of a render of images with no diffusion model (an upscale, a preprocessor, a segmentation):
+ * one item per image at `size`, no sampling (seed 0); the default model's profile only lends its time limits.
  */
-export function imageOnlyRequest(
-  kind: 'upscale' | 'preprocess' | 'segment',
-  model: string,
-  refs: BlobRef[],
-  size: { width: number; height: number },
-): RenderRequest {
-  return {
-    kind,
-    model,
-    prompt: '',
-    negativePrompt: '',
-    seed: 0,
-    steps: 0,
-    cfg: 0,
-    sampler: '',
-    scheduler: '',
-    width: size.width,
-    height: size.height,
-    batchSize: refs.length,
-    nIter: 1,
-    denoise: 0,
-    extraImages: refs,
-    report: { samplerName: '', scheduler: '', requestedWidth: size.width, requestedHeight: size.height },
-  };
+export function imagesRenderBase(model: string, refs: BlobRef[], size: { width: number; height: number }): ImagesRender {
+  return { model, seed: 0, width: size.width, height: size.height, batchSize: refs.length, nIter: 1, extraImages: refs };
 }

@@ -5,7 +5,7 @@
  * What only A1111 has stays here: its sampler field variants, `override_settings`, scripts, the inpaint
  * options, ControlNet's units (controlnet.ts), the fields accepted but not applied, and the `parameters` its answer echoes.
  */
-import type { RenderRequest } from '../../render/types.ts';
+import type { ImageRender } from '../../render/types.ts';
 import type { SizeFieldNames } from '../../render/history-size.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import type { ImageSource } from '../../images/image-set.ts';
@@ -41,7 +41,7 @@ export interface NormalizeContext {
 }
 
 export interface NormalizedRequest {
-  request: RenderRequest;
+  request: ImageRender;
   /** Distinct input images to store under `ref.sha256` once normalisation has fully succeeded. */
   images: DecodedImage[];
   /** Ignored or adjusted inputs, for logs and `info.warnings`. */

@@ -7,6 +7,7 @@ import { normalizeRequestOffLoop } from './normalize.ts';
 import { needsLivePreprocessors } from './controlnet.ts';
 import { resolveLimits } from '../../request/limits.ts';
 import { buildInfo } from './response.ts';
+import { expectImageRender } from '../../render/types.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { overridesToPersist } from './persist-overrides.ts';
 import { requestPriority } from '../priority.ts';
@@ -48,7 +49,7 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
       // send_images: false (A1111): the render is kept (gallery, /renders) but the answer carries no images.
       images: sendImages ? await outputImages(ctx, result) : [],
       parameters: normalized.parameters,
-      info: buildInfo(result.request, result, { renderId, warnings: normalized.warnings }),
+      info: buildInfo(expectImageRender(result.request), result, { renderId, warnings: normalized.warnings }),
     };
   };
 

@@ -5,7 +5,7 @@
 import { alwaysOnScriptsEcho } from './controlnet.ts';
 import { infotextFor } from '../../render/infotext.ts';
 import { outcomeWarnings } from '../../render/outcome.ts';
-import type { RenderRequest, RenderResult } from '../../render/types.ts';
+import type { ImageRender, RenderRequest, RenderResult } from '../../render/types.ts';
 import { schemaFor, type A1111Route } from './schema.ts';
 
 /** Reported as `info.version`. */
@@ -39,7 +39,7 @@ export interface InfoOptions {
  * `result.seeds` (the seeds actually rendered) wins over `request.seed + i` when given.
  */
 export function buildInfo(
-  request: RenderRequest,
+  request: ImageRender,
   result: Partial<Pick<RenderResult, 'seeds' | 'interrupted' | 'skipped' | 'partial' | 'outputs'>> | undefined,
   opts: InfoOptions,
 ): string {
@@ -187,7 +187,7 @@ const IMG2IMG_DEFAULTS: Record<string, unknown> = {
  * sampler "Euler", no model) show the values actually used instead. Images are echoed only with `include_init_images` (A1111
  * behaviour, and it keeps responses and memory small).
  */
-export function buildParameters(route: A1111Route, body: unknown, request?: RenderRequest): Record<string, unknown> {
+export function buildParameters(route: A1111Route, body: unknown, request?: ImageRender): Record<string, unknown> {
   const defaults = route === 'txt2img' ? TXT2IMG_DEFAULTS : IMG2IMG_DEFAULTS;
   // Accepts the raw body as well as a parsed one: coercion makes the echo show what was understood.
   const parsed = schemaFor(route).safeParse(body);

@@ -17,7 +17,7 @@ import { fileStem } from '../../request/upscalers.ts';
 import { SEGMENTATION_FILES } from '../../models/segmentation.ts';
 import type { RenderRequest, SegmentSpec } from '../../render/types.ts';
 import { RequestError, describeValue } from './errors.ts';
-import { imageOnlyRequest } from './extras.ts';
+import { imagesRenderBase } from './extras.ts';
 import { laxBool, laxFloat, laxInt, laxStr } from './schema.ts';
 
 /** rembg's session names (rembg 2.0.x `sessions`), which clients send as `model`. */
@@ -179,7 +179,8 @@ function finishSegment(plan: SegmentPlan, decoded: DecodedImage, ctx: SegmentCon
   const { ref } = decoded;
   const size = { width: ref.width ?? 0, height: ref.height ?? 0 };
   const request: RenderRequest = {
-    ...imageOnlyRequest('segment', ctx.defaultModel, [ref], size),
+    kind: 'segment',
+    ...imagesRenderBase(ctx.defaultModel, [ref], size),
     batchSize: plan.spec.outputs.length,
     segment: plan.spec,
   };

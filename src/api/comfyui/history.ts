@@ -68,7 +68,7 @@ export function failureEvent(promptId: string, err: unknown, renderId: string, a
 }
 
 function itemOf(request: RenderRequest, outputs: HistoryItem['outputs'], times: { start: number; end: number }, failure?: FailureEvent): HistoryItem {
-  const spec = request.graph;
+  const spec = request.kind === 'prompt' ? request.graph : undefined;
   const promptId = spec?.promptId ?? '';
   const meta: HistoryItem['meta'] = {};
   for (const node of Object.keys(outputs)) meta[node] = { node_id: node, display_node: node, parent_node: null, real_node_id: node };

@@ -8,7 +8,7 @@
 import { trimTrailingSlashes } from '../../text/trim.ts';
 import type { FastifyRequest } from 'fastify';
 import { outcomeWarnings } from '../../render/outcome.ts';
-import type { RenderResult } from '../../render/types.ts';
+import { expectImageRender, type RenderResult } from '../../render/types.ts';
 
 export interface OpenAiImage {
   b64_json?: string;
@@ -39,7 +39,8 @@ export function imagesResponse(opts: {
   const { result, renderId } = opts;
   // What was adjusted in the request, then what happened to the images (partial after an interrupt, black).
   const warnings = [...opts.warnings, ...outcomeWarnings(result.request, result)];
-  const revised = result.request.prompt !== opts.sentPrompt ? result.request.prompt : undefined;
+  const { prompt } = expectImageRender(result.request);
+  const revised = prompt !== opts.sentPrompt ? prompt : undefined;
   const data = result.outputs.map((o, i): OpenAiImage => {
     const seed = result.seeds[i] ?? result.request.seed + i;
     const image: OpenAiImage = opts.images.b64

@@ -8,7 +8,7 @@ import type { DecodedImage } from '../../images/decode.ts';
 import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, resolveModel } from '../../models/registry.ts';
 import { videoCaps } from '../../models/video.ts';
-import type { RenderRequest, VideoSpec } from '../../render/types.ts';
+import type { VideoRender, VideoSpec } from '../../render/types.ts';
 import { RequestError, describeValue, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { extraParamsSchema, videoFieldsSchema, type ExtraParams, type VideoFields } from './schema.ts';
@@ -23,7 +23,7 @@ export interface VideoNormalizeContext {
 }
 
 export interface NormalizedVideo {
-  request: RenderRequest;
+  request: VideoRender;
   /** Distinct conditioning images to store once normalisation has fully succeeded. */
   images: DecodedImage[];
   warnings: string[];
@@ -96,7 +96,7 @@ function* videoSteps(body: unknown, files: UploadedFile[], ctx: VideoNormalizeCo
     warnings.push(`${requestedFrames} frames snapped to ${frames} (${profile.id} renders ${gridLabel(caps)} frames)`);
   }
   const d = profile.defaults;
-  const request: RenderRequest = {
+  const request: VideoRender = {
     kind: 'video',
     model: profile.id,
     prompt,
@@ -110,14 +110,6 @@ function* videoSteps(body: unknown, files: UploadedFile[], ctx: VideoNormalizeCo
     height: size.height,
     batchSize: 1,
     nIter: 1,
-    denoise: 1,
-    extraImages: [],
-    report: {
-      samplerName: d.sampler,
-      scheduler: d.scheduler,
-      requestedWidth: size.requested?.width ?? size.width,
-      requestedHeight: size.requested?.height ?? size.height,
-    },
     video,
   };
   const distinct = new Map(decoded.map((i) => [i.ref.sha256, i]));

@@ -174,7 +174,7 @@ function videoSubmitter(ctx: ApiContext, bodyLimit: number): SubmitVideo {
     });
     normalized.images.length = 0;
     req.log.info(
-      { renderId: started.renderId, model: normalized.request.model, frames: normalized.request.video?.frames, attached: started.attached },
+      { renderId: started.renderId, model: normalized.request.model, frames: normalized.request.video.frames, attached: started.attached },
       'video render started',
     );
     return { normalized, started };
@@ -399,6 +399,7 @@ async function sendVideo(ctx: ApiContext, reply: FastifyReply, result: RenderRes
     if (err instanceof BlobNotFoundError) return send(reply, 410, videoError(410, `the video of ${renderId} is no longer in the blob store`, 'id'));
     throw err;
   }
+  const video = result.request.kind === 'video' ? result.request.video : undefined;
   // Streamed from the blob file: a 500 MB video never sits in memory.
   return reply
     .type(ref.mime)
@@ -408,8 +409,8 @@ async function sendVideo(ctx: ApiContext, reply: FastifyReply, result: RenderRes
     .header('X-Model', result.request.model)
     .header('X-Inference-Time-S', inferenceSeconds(result).toFixed(3))
     .header('X-Video-Size', `${result.request.width}x${result.request.height}`)
-    .header('X-Video-Frames', String(result.request.video?.frames ?? ''))
-    .header('X-Video-Fps', String(result.request.video?.fps ?? ''))
+    .header('X-Video-Frames', String(video?.frames ?? ''))
+    .header('X-Video-Fps', String(video?.fps ?? ''))
     .send(stream);
 }
 
@@ -431,7 +432,7 @@ function sendFailure(reply: FastifyReply, err: RenderFailedError): FastifyReply 
 /** The job object of a render this call just started (no round trip to Temporal). */
 function newJob(renderId: string, n: NormalizedVideo): VideoJob {
   const r = n.request;
-  const v = r.video!;
+  const v = r.video;
   return queuedJob({
     id: renderId,
     model: r.model,

@@ -202,5 +202,11 @@ function answerOf(wf: WorkflowFile, renderId: string, result: RenderResult, stat
       }
     }
   }
-  return { render_id: renderId, prompt_id: result.request.graph?.promptId ?? '', status: 'completed', outputs, status_url: statusUrl };
+  return {
+    render_id: renderId,
+    prompt_id: result.request.kind === 'prompt' ? (result.request.graph.promptId ?? '') : '',
+    status: 'completed',
+    outputs,
+    status_url: statusUrl,
+  };
 }

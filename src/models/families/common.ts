@@ -3,35 +3,56 @@
  * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import type { RenderKind, SigmaSchedule } from '../../render/types.ts';
+import type { ImageKind, RenderKind, SigmaSchedule } from '../../render/types.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
-import { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
+import { GraphBuilder, type BuildInput, type SampleParts, type VideoBuildInput } from './graph-builder.ts';
 import { isGguf, requireFile } from '../engines/index.ts';
 import { hiresPass, initLatent } from './tweaks.ts';
 import type { VideoFamily } from './video-family.ts';
 import type { FamilySampling } from './sampling-facts.ts';
 
-export { GraphBuilder, type BuildInput, type SampleParts } from './graph-builder.ts';
+export { GraphBuilder, type BuildInput, type SampleParts, type VideoBuildInput } from './graph-builder.ts';
 // The engine-dependent loaders dispatch to the profile's engine (engines/); builders import them from here with the other pieces.
 export { applyLoras, loadUnet, requireFile } from '../engines/index.ts';
 
 /** Node id of the SaveImage node in every image graph: the render's result. */
 export const OUTPUT_NODE = 'save';
 
-export interface FamilyBuilder {
+/** What every family declares beside its graph builder. */
+interface FamilyFacts {
   readonly family: ModelFamily;
   /** `files` roles the builder reads; overrides may only name these. */
   readonly fileRoles: readonly string[];
   /** Roles among `fileRoles` a profile may leave unset: the features they serve (control units) are then off. */
   readonly optionalFileRoles?: readonly string[];
-  readonly kinds: readonly RenderKind[];
   /** Prediction type, empty latent and custom sigma schedules of the family's models (sampling-facts.ts). */
   readonly sampling: FamilySampling;
-  /** Video families: the tasks they render and their progress stages. */
-  readonly video?: VideoFamily;
   /** What the stages without a progress bar are expected to take before a render of the model measured them. */
   readonly silentStages: SilentStagePriors;
+}
+
+/** An image family: builds `txt2img`, `img2img` and/or `edit` graphs. */
+export interface ImageFamilyBuilder extends FamilyFacts {
+  readonly kinds: readonly ImageKind[];
+  readonly video?: undefined;
   build(input: BuildInput): ComfyGraph;
+}
+
+/** A video family: builds `video` graphs, for the tasks it declares. */
+export interface VideoFamilyBuilder extends FamilyFacts {
+  readonly kinds: readonly 'video'[];
+  /** The tasks it renders and their progress stages. */
+  readonly video: VideoFamily;
+  build(input: VideoBuildInput): ComfyGraph;
+}
+
+/** A family's graph builder; `video` tells the two apart. */
+export type FamilyBuilder = ImageFamilyBuilder | VideoFamilyBuilder;
+
+/** Whether the family builds graphs of this kind. */
+export function familyBuilds(builder: FamilyBuilder, kind: RenderKind): boolean {
+  const kinds: readonly RenderKind[] = builder.kinds;
+  return kinds.includes(kind);
 }
 
 /**

@@ -4,12 +4,13 @@
  * without common.ts and tweaks.ts importing each other.
  */
 import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
-import type { RenderRequest } from '../../render/types.ts';
+import type { ImageRender, ModelRender, VideoRender } from '../../render/types.ts';
 import type { ModelProfile } from '../profile.ts';
 
-export interface BuildInput {
+/** What a family builds an item's graph from: an image family's request by default, a video family's `VideoBuildInput`. */
+export interface BuildInput<R extends ModelRender = ImageRender> {
   profile: ModelProfile;
-  request: RenderRequest;
+  request: R;
   /** Seed of this item (`request.seed + index`). */
   seed: number;
   /** Per-job SaveImage prefix, so ComfyUI's cache never skips writing a fresh file. */
@@ -21,6 +22,8 @@ export interface BuildInput {
    */
   images: { init?: string; mask?: string; refs: readonly string[]; first?: string; last?: string; controls?: readonly string[] };
 }
+
+export type VideoBuildInput = BuildInput<VideoRender>;
 
 export class GraphBuilder {
   private readonly nodes: ComfyGraph = {};

@@ -31,5 +31,5 @@ export function familyBuilder(family: ModelFamily): FamilyBuilder {
   return builder;
 }
 
-export { OUTPUT_NODE, type BuildInput, type FamilyBuilder } from './common.ts';
+export { familyBuilds, OUTPUT_NODE, type BuildInput, type FamilyBuilder } from './common.ts';
 export type { VideoFamily, VideoTaskSpec } from './video-family.ts';

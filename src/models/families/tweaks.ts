@@ -4,7 +4,7 @@
  * hires fix and the extras upscale share. Node inputs follow the recorded real `/object_info`.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
-import type { HiresFix, RenderRequest, Upscaler } from '../../render/types.ts';
+import type { HiresFix, ImageRender, Upscaler } from '../../render/types.ts';
 import type { BuildInput, GraphBuilder, SampleParts } from './graph-builder.ts';
 
 /**
@@ -72,7 +72,7 @@ export function hiresPass(g: GraphBuilder, input: BuildInput, parts: SampleParts
  * rest; ComfyUI pads grey where A1111 stretches the edge pixels), 3 latent upscale (encode at the init
  * image's own size, resize the latent). Returns the latent to sample from.
  */
-export function initLatent(g: GraphBuilder, request: RenderRequest, init: NodeLink, vae: NodeLink): NodeLink {
+export function initLatent(g: GraphBuilder, request: ImageRender, init: NodeLink, vae: NodeLink): NodeLink {
   const { width, height } = request;
   const mode = request.resizeMode ?? 0;
   if (mode === 3) {

@@ -4,17 +4,10 @@
  * nested inputs are sent as dot paths (`format.codec`), as recorded in ref/real-comfyui.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
-import type { VideoSpec } from '../../render/types.ts';
-import { GraphBuilder, OUTPUT_NODE, type BuildInput } from './common.ts';
+import { GraphBuilder, OUTPUT_NODE, type VideoBuildInput } from './common.ts';
 
-export function videoSpecOf(input: BuildInput): VideoSpec {
+export function createAndSaveVideo(g: GraphBuilder, input: VideoBuildInput, parts: { images: NodeLink; audio?: NodeLink }): void {
   const spec = input.request.video;
-  if (!spec) throw new Error(`${input.profile.id}: a video graph needs request.video`);
-  return spec;
-}
-
-export function createAndSaveVideo(g: GraphBuilder, input: BuildInput, parts: { images: NodeLink; audio?: NodeLink }): void {
-  const spec = videoSpecOf(input);
   const video = g.add('create_video', 'CreateVideo', 'Create video', {
     images: parts.images,
     fps: spec.fps,

@@ -10,8 +10,8 @@
  * The node snaps `length` up to 17k+5 itself; the front already sends a count on that grid.
  */
 import type { ComfyGraph, NodeLink } from '../../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, loadSingleClip, loadUnet, requireFile, type BuildInput, type FamilyBuilder } from '../common.ts';
-import { createAndSaveVideo, videoSpecOf } from '../video-common.ts';
+import { GraphBuilder, loadImage, loadSingleClip, loadUnet, requireFile, type VideoBuildInput, type VideoFamilyBuilder } from '../common.ts';
+import { createAndSaveVideo } from '../video-common.ts';
 import { VIDEO_END_PROGRESS } from '../video-family.ts';
 
 export const H3_FILE_ROLES = ['unet', 'unetRef2va', 'textEncoder', 'vae', 'audioVae'] as const;
@@ -19,7 +19,7 @@ export const H3_FILE_ROLES = ['unet', 'unetRef2va', 'textEncoder', 'vae', 'audio
 /** MiniMaxH3SigmaShift's audio default, used when only the video shift is requested. */
 const H3_DEFAULT_AUDIO_SHIFT = 3;
 
-export const h3Builder: FamilyBuilder = {
+export const h3Builder: VideoFamilyBuilder = {
   family: 'h3',
   // Flow-matching (its video/audio shift), with its own latent; ComfyUI has no Optimal Steps fit for it.
   sampling: { prediction: 'flow' },
@@ -35,9 +35,9 @@ export const h3Builder: FamilyBuilder = {
     ],
     progressAfterSampler: { ...VIDEO_END_PROGRESS, decode_audio: 92 },
   },
-  build(input: BuildInput): ComfyGraph {
+  build(input: VideoBuildInput): ComfyGraph {
     const { profile, request, images } = input;
-    const spec = videoSpecOf(input);
+    const spec = input.request.video;
     const g = new GraphBuilder();
     // FL2VA weights serve t2va and fl2va; reference mode is a separate checkpoint.
     let model = loadUnet(g, profile, spec.task === 'ref2va' ? 'unetRef2va' : 'unet');

@@ -5,8 +5,8 @@
  * selects I2V. No audio.
  */
 import type { ComfyGraph } from '../../../comfyui/graph.ts';
-import { GraphBuilder, loadImage, loadSingleClip, loadUnet, loadVae, type BuildInput, type FamilyBuilder } from '../common.ts';
-import { createAndSaveVideo, videoSpecOf } from '../video-common.ts';
+import { GraphBuilder, loadImage, loadSingleClip, loadUnet, loadVae, type VideoBuildInput, type VideoFamilyBuilder } from '../common.ts';
+import { createAndSaveVideo } from '../video-common.ts';
 import { VIDEO_END_PROGRESS } from '../video-family.ts';
 
 export const WAN22_FILE_ROLES = ['unet', 'textEncoder', 'vae'] as const;
@@ -14,7 +14,7 @@ export const WAN22_FILE_ROLES = ['unet', 'textEncoder', 'vae'] as const;
 /** ComfyUI template's ModelSamplingSD3 shift for TI2V-5B. */
 const WAN22_DEFAULT_SHIFT = 8;
 
-export const wan22Builder: FamilyBuilder = {
+export const wan22Builder: VideoFamilyBuilder = {
   family: 'wan22',
   // Flow-matching; its latent is Wan's own video latent (the builder's), and ComfyUI fits Optimal Steps to Wan.
   sampling: { prediction: 'flow', alignYourSteps: { node: 'OptimalStepsScheduler', modelType: 'Wan' } },
@@ -30,9 +30,9 @@ export const wan22Builder: FamilyBuilder = {
     ],
     progressAfterSampler: VIDEO_END_PROGRESS,
   },
-  build(input: BuildInput): ComfyGraph {
+  build(input: VideoBuildInput): ComfyGraph {
     const { profile, request, images } = input;
-    const spec = videoSpecOf(input);
+    const spec = input.request.video;
     const g = new GraphBuilder();
     const unet = loadUnet(g, profile);
     const model = g.add('model_sampling', 'ModelSamplingSD3', 'Model sampling shift', {
