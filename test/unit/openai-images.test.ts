@@ -652,7 +652,7 @@ describe('imagesResponse', () => {
       renderId: 'r',
       outputs: [{ sha256: 'a', size: 1, mime: 'image/jpeg' }],
       seeds: [5],
-      request: { prompt: 'a cat', seed: 5, width: 64, height: 64 },
+      request: { kind: 'txt2img', prompt: 'a cat', seed: 5, width: 64, height: 64 },
     } as unknown as RenderResult;
     const same = imagesResponse({ result, renderId: 'r', sentPrompt: 'a cat', images: { b64: ['QQ=='] }, warnings: [] });
     expect(same.data[0]).toEqual({ b64_json: 'QQ==', seed: 5 });
