@@ -38,6 +38,23 @@ describe('defaults and grids', () => {
       seed: 2147483647,
     });
     expect(r.video).toMatchObject({ task: 't2v', frames: 121, fps: 24, references: [] });
+    // The video member of the RenderRequest union: no image fields filled with placeholders in its history.
+    expect(Object.keys(r).sort()).toEqual([
+      'batchSize',
+      'cfg',
+      'height',
+      'kind',
+      'model',
+      'nIter',
+      'negativePrompt',
+      'prompt',
+      'sampler',
+      'scheduler',
+      'seed',
+      'steps',
+      'video',
+      'width',
+    ]);
   });
 
   it('H3 defaults: 1344×768, 124 frames (5.167 s), 24 fps, res_multistep/simple, cfg 1, no negative prompt', () => {
