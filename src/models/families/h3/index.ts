@@ -37,7 +37,7 @@ export const h3Builder: VideoFamilyBuilder = {
   },
   build(input: VideoBuildInput): ComfyGraph {
     const { profile, request, images } = input;
-    const spec = input.request.video;
+    const spec = request.video;
     const g = new GraphBuilder();
     // FL2VA weights serve t2va and fl2va; reference mode is a separate checkpoint.
     let model = loadUnet(g, profile, spec.task === 'ref2va' ? 'unetRef2va' : 'unet');

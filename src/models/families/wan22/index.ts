@@ -32,7 +32,7 @@ export const wan22Builder: VideoFamilyBuilder = {
   },
   build(input: VideoBuildInput): ComfyGraph {
     const { profile, request, images } = input;
-    const spec = input.request.video;
+    const spec = request.video;
     const g = new GraphBuilder();
     const unet = loadUnet(g, profile);
     const model = g.add('model_sampling', 'ModelSamplingSD3', 'Model sampling shift', {
