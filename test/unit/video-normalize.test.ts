@@ -67,9 +67,9 @@ describe('defaults and grids', () => {
 
   it('seconds → frames on the grid (Wan 5 s → 121, H3 4 s → 107, 8.7 s → 209); num_frames wins over seconds; requested values kept', () => {
     expect(norm({ prompt: 'x', seconds: '5' }).request.video).toMatchObject({ frames: 121, requested: { seconds: '5', frames: 120 } });
-    expect(norm({ prompt: 'x', seconds: 5, num_frames: 80 }).request.video!.frames).toBe(81);
-    expect(norm({ model: H3, prompt: 'x', seconds: 4 }).request.video!.frames).toBe(107);
-    expect(norm({ model: H3, prompt: 'x', extra_params: '{"duration": 8.7}' }).request.video!.frames).toBe(209);
+    expect(norm({ prompt: 'x', seconds: 5, num_frames: 80 }).request.video.frames).toBe(81);
+    expect(norm({ model: H3, prompt: 'x', seconds: 4 }).request.video.frames).toBe(107);
+    expect(norm({ model: H3, prompt: 'x', extra_params: '{"duration": 8.7}' }).request.video.frames).toBe(209);
     expect(norm({ prompt: 'x', seconds: 2, fps: 16 }).request.video).toMatchObject({ frames: 33, fps: 16 });
   });
 
@@ -110,7 +110,7 @@ describe('defaults and grids', () => {
     expect(wan.video).toMatchObject({ task: 'i2v', firstFrame: { mime: 'image/png', width: 1920, height: 1080 } });
     expect([wan.width, wan.height]).toEqual([1248, 704]);
     const h3 = norm({ model: H3, prompt: 'x' }, [{ field: 'input_reference', bytes: png(600, 800), mimetype: 'image/png' }]).request;
-    expect(h3.video!.task).toBe('fl2va');
+    expect(h3.video.task).toBe('fl2va');
     expect([h3.width, h3.height]).toEqual([768, 1024]);
   });
 });
@@ -118,25 +118,25 @@ describe('defaults and grids', () => {
 describe('H3 tasks and roles', () => {
   it('fl2va: one image is the first frame, two are first + last; frame_indices [-1] makes one image the last frame', () => {
     const two = norm({ model: H3, prompt: 'x', size: '256x160', input_reference: b64(), input_references: [b64(32, 32)], extra_params: '{"task":"fl2va"}' })
-      .request.video!;
+      .request.video;
     expect(two.firstFrame?.width).toBe(64);
     expect(two.lastFrame?.width).toBe(32);
-    const last = norm({ model: H3, prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [-1] } }).request.video!;
+    const last = norm({ model: H3, prompt: 'x', input_reference: b64(), extra_params: { frame_indices: [-1] } }).request.video;
     expect(last).toMatchObject({ task: 'fl2va', lastFrame: { width: 64 } });
     expect(last.firstFrame).toBeUndefined();
   });
 
   it('ref2va: every image is a reference, in order', () => {
     const v = norm({ model: H3, prompt: '<Picture 1> meets <Picture 2>', input_references: [b64(10, 10), b64(20, 20)], extra_params: { task: 'ref2va' } })
-      .request.video!;
+      .request.video;
     expect(v.task).toBe('ref2va');
     expect(v.references.map((r) => r.width)).toEqual([10, 20]);
     expect(v.firstFrame).toBeUndefined();
   });
 
   it('Wan accepts its own task names: i2v with a start image is what the image alone selects', () => {
-    const named = norm({ prompt: 'x', input_reference: b64(), extra_params: { task: 'i2v' } }).request.video!;
-    const implied = norm({ prompt: 'x', input_reference: b64() }).request.video!;
+    const named = norm({ prompt: 'x', input_reference: b64(), extra_params: { task: 'i2v' } }).request.video;
+    const implied = norm({ prompt: 'x', input_reference: b64() }).request.video;
     expect(named).toEqual(implied);
     expect(named).toMatchObject({ task: 'i2v', firstFrame: { width: 64 } });
   });
