@@ -1,12 +1,16 @@
 /**
  * The import rules `npm run lint:deps` checks (run by `npm test` before the tests): no import cycles in src/
- * or tools/, type-only imports included, and the layers point one way: only the HTTP front (src/api) and the
- * composition root (src/app) import src/api, so the CLI, operators, metrics, images and models never
- * depend on the HTTP layer; no protocol folder imports another, and the neutral request (src/request) knows
- * none; the ComfyUI client knows no models, models know no requests or renders, workflow code imports no I/O
- * layer (of the activities only their interfaces), the render contracts (src/render) import no layer above
- * them, activities never reach up into submission, the resolver or the front, and only src/app imports the
- * CLI; the service (src/) never imports the tools beside it (tools/, e.g. the fake ComfyUI), the tests or the
+ * or tools/, type-only imports included, and the layers point one way. From the bottom:
+ * - src/contracts: what the front, the workflows and the activities agree on; imports no other layer;
+ * - src/comfyui (a typed client that knows no models), src/models (all model knowledge), src/request (the
+ *   neutral request and its resolver, which knows no protocol);
+ * - src/workflows imports only src/contracts; src/activities never reaches up into submission, the
+ *   resolver, the operators, the front or the workflows; nothing but the worker and the composition root
+ *   reaches workflow or activity code (the rest goes through src/contracts);
+ * - src/renders (submission), src/operators, src/progress and src/retention sit below the front;
+ * - src/api: only itself and the composition root (src/app) import it; no protocol folder imports another;
+ * - src/cli: only src/app imports it.
+ * The service (src/) never imports the tools beside it (tools/, e.g. the fake ComfyUI), the tests or the
  * benchmarks, which may import src/ but not its CLI, front or process wiring.
  */
 module.exports = {
@@ -45,48 +49,75 @@ module.exports = {
       comment: 'src/comfyui is a typed ComfyUI client: it knows nothing of models, requests, renders or the layers above it.',
       severity: 'error',
       from: { path: '^src/comfyui/' },
-      to: { path: '^src/(models|request|renders|activities|workflows|operators|api|app|cli|worker)/' },
+      to: { path: '^src/(contracts|models|request|renders|activities|workflows|operators|progress|retention|api|app|cli|worker)/' },
     },
     {
       name: 'models-below-requests-and-renders',
       comment: 'src/models is all model knowledge: it builds graphs from a RenderRequest and imports no layer that uses it.',
       severity: 'error',
       from: { path: '^src/models/' },
-      to: { path: '^src/(request|renders|activities|workflows|operators|api|app|cli|worker)/' },
+      to: { path: '^src/(request|renders|activities|workflows|operators|progress|retention|api|app|cli|worker)/' },
     },
     {
       name: 'neutral-request-below-renders',
       comment: 'src/request resolves a neutral request into a RenderRequest; submission, workflows and operators sit above it.',
       severity: 'error',
       from: { path: '^src/request/' },
-      to: { path: '^src/(renders|activities|workflows|operators|app|cli|worker)/' },
+      to: { path: '^src/(renders|activities|workflows|operators|progress|retention|app|cli|worker)/' },
     },
     {
-      name: 'workflows-deterministic',
+      name: 'contracts-below-everything-that-uses-them',
       comment:
-        'Workflow code is replayed: it imports only contracts, its own folder and pure helpers, never I/O layers (the search-attribute keys are plain definitions; of the activities only their interfaces, activities/types.ts).',
+        'src/contracts is what the front, the workflows and the activities agree on (render types, workflow signatures, signals and queries, activity interfaces, failure types, task queues, search attributes): plain definitions and pure helpers that import only each other and the ComfyUI graph types, never a layer that uses them.',
+      severity: 'error',
+      from: { path: '^src/contracts/' },
+      to: { path: '^src/', pathNot: '^src/(contracts/|comfyui/graph[.]ts$)' },
+    },
+    {
+      name: 'contracts-and-workflows-use-no-node-modules',
+      comment: 'Contracts are read inside the workflow sandbox and workflow code is replayed: no Node built-in (fs, crypto, timers) may reach either.',
+      severity: 'error',
+      from: { path: '^src/(contracts|workflows)/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'workflows-import-only-contracts',
+      comment:
+        'Workflow code is replayed: it imports only the contracts and its own folder (and @temporalio/workflow), never an I/O layer nor the activities themselves (it calls them through their interfaces, src/contracts/activities.ts).',
       severity: 'error',
       from: { path: '^src/workflows/' },
-      to: {
-        path: '^src/(api|app|cli|comfyui|blobs|backends|bytes|images|request|renders|operators|metrics|tracing|worker|temporal|gpu|activities)/',
-        pathNot: '^src/(temporal/search-attributes|activities/types)[.]ts$',
-      },
+      to: { path: '^src/', pathNot: '^src/(workflows|contracts)/' },
     },
     {
-      name: 'render-contracts-below-everything-that-uses-them',
-      comment: 'src/render holds the render types and pure helpers every layer shares: it imports none of the layers that use it.',
+      name: 'workflows-and-activities-reached-through-contracts',
+      comment:
+        'The front, the operators and the submission service start workflows by name and talk to them through src/contracts (signatures, signals, queries); only the worker (which bundles the workflows) and the composition root (which loads the activities) reach the code itself.',
       severity: 'error',
-      from: { path: '^src/render/' },
-      to: { path: '^src/(models|request|renders|activities|workflows|operators|api|app|cli|worker|gpu|backends|blobs|webhooks)/' },
+      from: { path: '^src/', pathNot: '^src/(workflows|activities|worker|app)/' },
+      to: { path: '^src/(workflows|activities)/' },
     },
     {
       name: 'activities-below-submission-and-front',
       comment:
-        'src/activities is the worker side of a render: it never reaches up into the submission service, the request resolver, the front or the process wiring.',
+        'src/activities is the worker side of a render: it never reaches up into the submission service, the request resolver, the operators, the front, the workflows or the process wiring (what both sides read is in src/contracts).',
       severity: 'error',
       from: { path: '^src/activities/' },
-      // The priority scale (renders/priority.ts) is a plain definition both sides read.
-      to: { path: '^src/(renders|request|api|app|cli)/', pathNot: '^src/renders/priority[.]ts$' },
+      to: { path: '^src/(renders|request|operators|api|app|cli|worker|workflows)/' },
+    },
+    {
+      name: 'live-progress-and-retention-below-the-front',
+      comment:
+        'src/progress (live progress and the worker-to-front preview channel) and src/retention (prune, the schedule) are read by the front, the CLI and the worker: they import none of those.',
+      severity: 'error',
+      from: { path: '^src/(progress|retention)/' },
+      to: { path: '^src/(renders|request|api|app|cli|worker|activities|workflows)/' },
+    },
+    {
+      name: 'operators-below-the-front',
+      comment: 'src/operators (read views of renders and the commands on them) is shared by the CLI and the HTTP routes: it imports neither, nor the worker.',
+      severity: 'error',
+      from: { path: '^src/operators/' },
+      to: { path: '^src/(api|app|cli|worker|activities|workflows)/' },
     },
     {
       name: 'cli-is-the-top',
@@ -97,10 +128,11 @@ module.exports = {
     },
     {
       name: 'tools-use-the-service-not-its-commands',
-      comment: 'The fake ComfyUI stands beside the service: it may read models and the ComfyUI client, never the CLI, the front or the process wiring.',
+      comment:
+        'The fake ComfyUI stands beside the service: it may read models, the contracts and the ComfyUI client, never the CLI, the front, the process wiring, nor the render machinery it is a stand-in for the other side of.',
       severity: 'error',
       from: { path: '^tools/' },
-      to: { path: '^src/(cli|api|app)/' },
+      to: { path: '^src/(cli|api|app|worker|renders|request|workflows|activities|operators|progress|retention)/' },
     },
     {
       name: 'service-never-imports-tools-or-tests',

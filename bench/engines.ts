@@ -22,7 +22,7 @@ import { submitAndFollow } from '../src/comfyui/submit-and-follow.ts';
 import { planRender } from '../src/models/plan.ts';
 import { applyModelOverrides, getProfile, parseModelOverrides, resetModelOverrides, type ModelOverrides } from '../src/models/registry.ts';
 import { defaultVideoSpec } from '../src/models/video.ts';
-import type { RenderRequest, SampledRender } from '../src/render/types.ts';
+import type { RenderRequest, SampledRender } from '../src/contracts/render.ts';
 import { CLOSE_MIN, greyFromPng, noiseScore, NOT_NOISE_MAX, similarity, type Grey } from './lib/image-check.ts';
 import { firstVideoFrame } from './lib/video-frame.ts';
 

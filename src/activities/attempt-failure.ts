@@ -11,10 +11,10 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { ComfyExecutionError, ComfyStallError, ComfyUnavailableError } from '../comfyui/errors.ts';
 import { promptAttempts, promptStalls } from '../metrics/metrics.ts';
-import type { ImageRender, PromptRun } from '../render/types.ts';
+import type { ImageRender, PromptRun } from '../contracts/render.ts';
 import { cancelReason, outcomeLabel } from './attempt-outcome.ts';
 import type { Attempt, AttemptPreviews, Reached } from './attempt-state.ts';
-import type { PromptHeartbeat } from './types.ts';
+import type { PromptHeartbeat } from '../contracts/activities.ts';
 import { toFailure, withBackend } from './failures.ts';
 import { hasPartialImage, storePartialImage } from './partial-output.ts';
 import { previousPrompts } from './reattach.ts';

@@ -2,7 +2,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { isComfyError } from '../comfyui/errors.ts';
-import { RetryableFailureType } from '../workflows/failure-types.ts';
+import { RetryableFailureType } from '../contracts/failures.ts';
 
 /** `CancelledFailure.message` is the SDK's reason: CANCELLED, WORKER_SHUTDOWN, TIMED_OUT, NOT_FOUND, ... */
 export function cancelReason(reason: unknown): string | undefined {

@@ -7,13 +7,13 @@ import type { Context } from '@temporalio/activity';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { FollowProgress } from '../comfyui/follow-types.ts';
 import type { Logger } from '../log.ts';
-import { clearPreview, previewsWanted, writePreview } from '../operators/previews.ts';
-import type { Backend, StageTiming } from '../render/types.ts';
+import { clearPreview, previewsWanted, writePreview } from '../progress/previews.ts';
+import type { Backend, StageTiming } from '../contracts/render.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
 import type { ItemProgress } from './item-progress.ts';
 import { hasPartialImage } from './partial-output.ts';
 import type { RenderExecution } from './prompt-ids.ts';
-import type { PromptHeartbeat, RunPromptInput } from './types.ts';
+import type { PromptHeartbeat, RunPromptInput } from '../contracts/activities.ts';
 
 /** Heartbeat tick. The SDK throttles the RPCs (worker.ts sets the cap), so ticking often costs nothing and
  *  lets a cancellation, which arrives only in a heartbeat response, reach us within seconds. */

@@ -3,8 +3,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { BackendHealth } from '../backends/health.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import { ComfyUnavailableError } from '../comfyui/errors.ts';
-import type { Backend } from '../render/types.ts';
-import { RetryableFailureType } from '../workflows/failure-types.ts';
+import type { Backend } from '../contracts/render.ts';
+import { RetryableFailureType } from '../contracts/failures.ts';
 
 /**
  * How long ComfyUI may refuse every connection before the attempt gives up on it: nothing listens on its

@@ -1,7 +1,7 @@
 /** `/view` each output file → blob store → references (images and videos alike, see store-outputs.ts). */
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { ComfyFileRef } from '../comfyui/graph.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import type { BlobRef, RenderRequest } from '../contracts/render.ts';
 import { toFailure } from './failures.ts';
 import { deleteCollectedOutput } from './comfy-output-cleanup.ts';
 import { storeOutputFile, storePromptFile } from './store-outputs.ts';

@@ -6,11 +6,11 @@
  * WebhookRejected (answered, with the status), WebhookUnreachable, WebhookRefused (never retried).
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { WebhookActivities } from './types.ts';
+import type { WebhookActivities } from '../contracts/activities.ts';
 import type { ActivityDeps } from './deps.ts';
 import { postWebhook, WebhookRefusedError, type PostRequest } from '../webhooks/post.ts';
 import { parseSecret, signedHeaders } from '../webhooks/signature.ts';
-import { WebhookFailureType, type DeliverWebhookInput, type WebhookAttemptResult } from '../webhooks/types.ts';
+import { WebhookFailureType, type DeliverWebhookInput, type WebhookAttemptResult } from '../contracts/webhooks.ts';
 
 /** Test seam: the resolver the tries use. */
 export interface DeliverWebhookOptions {

@@ -6,7 +6,7 @@ import type { BlobStore } from '../blobs/store.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import type { BackendHealth } from '../backends/health.ts';
 import type { Client } from '@temporalio/client';
 

@@ -4,7 +4,7 @@
  * retried `runPrompt` re-attaches to the prompt an earlier attempt already submitted.
  */
 import type { GpuPool } from '../backends/gpu-pool.ts';
-import type { RenderActivities, RetentionActivities, WebhookActivities } from './types.ts';
+import type { RenderActivities, RetentionActivities, WebhookActivities } from '../contracts/activities.ts';
 import type { ActivityDeps } from './deps.ts';
 import { createRunPrompt } from './run-prompt.ts';
 import { createStopPrompts } from './stop-prompts.ts';

@@ -8,8 +8,8 @@
 import type { BlobStore } from '../blobs/store.ts';
 import { stripPngText } from '../comfyui/png-metadata.ts';
 import { encodeOutput } from '../images/encode.ts';
-import { infotextFor } from '../render/infotext.ts';
-import { isImageRender, type BlobRef, type ImageRender, type RenderRequest } from '../render/types.ts';
+import { infotextFor } from '../infotext/format.ts';
+import { isImageRender, type BlobRef, type ImageRender, type RenderRequest } from '../contracts/render.ts';
 
 /** Kinds whose graphs run a sampler with previews and end in one image per item. */
 export function hasPartialImage(request: RenderRequest | undefined): request is ImageRender {

@@ -4,10 +4,10 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ComfyClient } from '../comfyui/client.ts';
 import { preflightGraph } from '../comfyui/preflight.ts';
-import { FailureType } from '../workflows/failure-types.ts';
+import { FailureType } from '../contracts/failures.ts';
 import type { ObjectInfoCache } from './object-info-cache.ts';
-import type { Backend } from '../render/types.ts';
-import type { RunPromptInput } from './types.ts';
+import type { Backend } from '../contracts/render.ts';
+import type { RunPromptInput } from '../contracts/activities.ts';
 
 /**
  * Fail fast, non-retryably, only on definite facts (preflight.ts: a node class or a model file this ComfyUI

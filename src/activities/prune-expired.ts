@@ -1,14 +1,14 @@
 /**
  * `pruneExpired`: the retention schedule's prune (src/workflows/retention.ts). The same prune as
- * `renders prune --older-than RENDER_RETENTION_DAYS` (src/operators/prune.ts), over this worker's blob store
+ * `renders prune --older-than RENDER_RETENTION_DAYS` (src/retention/prune.ts), over this worker's blob store
  * (fs or S3) and, when set, its COMFYUI_INPUT_DIR. It heartbeats per render and blob batch, so a worker
  * that dies mid-prune is noticed in minutes and the next attempt starts over (a prune is idempotent).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { pruneRenders } from '../operators/prune.ts';
+import { pruneRenders } from '../retention/prune.ts';
 import type { ActivityDeps } from './deps.ts';
-import type { RetentionRunResult } from './types.ts';
+import type { RetentionRunResult } from '../contracts/activities.ts';
 
 /** Render ids a run's result lists (the count is always whole): a first prune of a big store must not exceed
  * Temporal's payload limit (2 MB) with tens of thousands of ids. */

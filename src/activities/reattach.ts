@@ -2,10 +2,10 @@
  * Re-attach: where a prompt an earlier attempt of the same item submitted may still live, and whether it
  * does. Prompt ids derive from (workflow, run, item, attempt), so nothing needs recording.
  */
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
-import type { RunPromptInput } from './types.ts';
+import type { RunPromptInput } from '../contracts/activities.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
 
 /**

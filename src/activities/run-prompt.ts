@@ -30,11 +30,11 @@ import type { FollowOptions, FollowResult } from '../comfyui/follow-types.ts';
 import { submitAndFollow, type SubmitAndFollowOptions } from '../comfyui/submit-and-follow.ts';
 import type { Logger } from '../log.ts';
 import { inputReuploads, promptAttempts, promptReattached } from '../metrics/metrics.ts';
-import type { Backend, PromptRun } from '../render/types.ts';
+import type { Backend, PromptRun } from '../contracts/render.ts';
 import { silentStagePriors } from '../models/stage-priors.ts';
 import { NotDispatchedError, type GpuPool, type Lease } from '../backends/gpu-pool.ts';
-import { DEFAULT_PRIORITY } from '../renders/priority.ts';
-import { NotDispatchedFailureType } from '../workflows/failure-types.ts';
+import { DEFAULT_PRIORITY } from '../contracts/priority.ts';
+import { NotDispatchedFailureType } from '../contracts/failures.ts';
 import { inSpan, inSpanPair } from '../tracing/spans.ts';
 import { attemptFailure, attemptStopped } from './attempt-failure.ts';
 import { cancelReason } from './attempt-outcome.ts';
@@ -48,7 +48,7 @@ import { validateBeforeSubmit } from './presubmit.ts';
 import { attemptPromptId } from './prompt-ids.ts';
 import { findLivePrompt, previousPrompts, queuedClientId } from './reattach.ts';
 import { StageRates } from './stage-rates.ts';
-import type { PromptHeartbeat, RenderActivities, RunPromptInput } from './types.ts';
+import type { PromptHeartbeat, RenderActivities, RunPromptInput } from '../contracts/activities.ts';
 import { uploadAll } from './upload-inputs.ts';
 
 /** How long to wait for an interrupt (and then `/free`) to stop a prompt before escalating. */

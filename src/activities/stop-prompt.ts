@@ -6,7 +6,7 @@ import type { ComfyClient } from '../comfyui/client.ts';
 import type { ComfyStallError } from '../comfyui/errors.ts';
 import type { Logger } from '../log.ts';
 import { backendEscalations } from '../metrics/metrics.ts';
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import type { BackendHealth } from '../backends/health.ts';
 
 const STOP_POLL_MS = 250;

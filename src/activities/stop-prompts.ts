@@ -1,8 +1,8 @@
 import { Context } from '@temporalio/activity';
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import { attemptPromptId } from './prompt-ids.ts';
 import { toFailure } from './failures.ts';
-import type { RenderActivities } from './types.ts';
+import type { RenderActivities } from '../contracts/activities.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
 
 /**

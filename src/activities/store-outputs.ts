@@ -11,9 +11,9 @@
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { ComfyFileRef } from '../comfyui/graph.ts';
 import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
-import { infotextFor } from '../render/infotext.ts';
+import { infotextFor } from '../infotext/format.ts';
 import { encodeOutput } from '../images/encode.ts';
-import type { BlobRef, RenderRequest } from '../render/types.ts';
+import type { BlobRef, RenderRequest } from '../contracts/render.ts';
 import type { BlobStore } from '../blobs/store.ts';
 
 const IMAGE_MIME: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif' };

@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { Backend, InputUpload } from '../render/types.ts';
+import type { Backend, InputUpload } from '../contracts/render.ts';
 import { toFailure } from './failures.ts';
 import { clientFor, type ActivityDeps } from './deps.ts';
-import { FailureType } from '../workflows/failure-types.ts';
+import { FailureType } from '../contracts/failures.ts';
 import { BlobNotFoundError } from '../blobs/store.ts';
 
 /**

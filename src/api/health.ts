@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 
 const { temporal } = proto;
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 
 export interface HealthCheck {
   name: string;

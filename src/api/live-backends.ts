@@ -5,7 +5,7 @@
  * is cached briefly: clients call it per render, and it is a few MB on a real server.
  */
 import type { ApiContext } from './context.ts';
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import { parseObjectInfo, type ObjectInfo } from '../comfyui/object-info.ts';
 
 const TIMEOUT_MS = 10_000;

@@ -7,9 +7,9 @@
  * not mean.
  */
 import { RequestError } from '../errors/request-error.ts';
-import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../renders/priority.ts';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../contracts/priority.ts';
 
-export { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../renders/priority.ts';
+export { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../contracts/priority.ts';
 
 function parse(v: unknown, field: string): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;

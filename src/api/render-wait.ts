@@ -6,15 +6,15 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { DecodedImage } from '../images/decode.ts';
-import type { SizeFieldNames } from '../render/history-size.ts';
+import type { SizeFieldNames } from '../contracts/history-size.ts';
 import { releaseBodySlot } from './body-gate.ts';
 import { errorBody, sendError } from './http-errors.ts';
 import { RenderFailedError } from '../renders/render-service.ts';
 import type { ApiContext } from './context.ts';
 import { idempotencyKey, webhookUrlHeader } from './request-headers.ts';
-import type { RenderRequest, RenderResult } from '../render/types.ts';
+import type { RenderRequest, RenderResult } from '../contracts/render.ts';
 import type { WebhookOption } from '../renders/webhook-target.ts';
-import { interruptSignal, skipSignal } from '../workflows/render.ts';
+import { interruptSignal, skipSignal } from '../contracts/workflows.ts';
 
 export interface Finished {
   result: RenderResult;

@@ -6,7 +6,7 @@
  * so they must agree); GPU_BACKENDS picks the ones whose prompts this worker runs (in production one worker
  * per GPU box, next to its ComfyUI).
  */
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import { trimTrailingSlashes } from '../text/trim.ts';
 
 export function backendsFromUrls(urls: string[]): Backend[] {

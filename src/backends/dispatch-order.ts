@@ -8,7 +8,7 @@
 export interface QueuedAttempt {
   /** Arrival order in this worker: first in, first out among equals. */
   seq: number;
-  /** Temporal priority key: lower goes first (renders/priority.ts). */
+  /** Temporal priority key: lower goes first (contracts/priority.ts). */
   priority: number;
   model?: string;
   /** When it started waiting here (ms). */

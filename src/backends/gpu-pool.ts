@@ -22,7 +22,7 @@
  */
 import { backendBusy, trackBackend } from '../metrics/backend-metrics.ts';
 import type { CustomSlotSupplier, SlotPermit } from '@temporalio/worker';
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 import { nextAttempt, type QueuedAttempt } from './dispatch-order.ts';
 
 export interface HealthView {

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { ComfyClient } from '../comfyui/client.ts';
 import type { Logger } from '../log.ts';
-import type { Backend } from '../render/types.ts';
+import type { Backend } from '../contracts/render.ts';
 
 const markSchema = z.object({
   backend: z.string(),

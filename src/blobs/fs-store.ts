@@ -5,7 +5,7 @@ import { mkdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BlobRef } from '../render/types.ts';
+import type { BlobRef } from '../contracts/render.ts';
 import {
   assertRange,
   assertSha256,

@@ -24,7 +24,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { BlobRef } from '../render/types.ts';
+import type { BlobRef } from '../contracts/render.ts';
 import {
   assertRange,
   assertSha256,

@@ -9,7 +9,7 @@
  * retention works from.
  */
 import type { Readable } from 'node:stream';
-import type { BlobRef } from '../render/types.ts';
+import type { BlobRef } from '../contracts/render.ts';
 
 export interface BlobMeta {
   mime: string;

@@ -5,7 +5,7 @@
  */
 import { scanJsonShape } from './json-scan.ts';
 import { convertOpenAiMask, type ConvertedMask } from '../images/openai-mask.ts';
-import { parseInfotext } from '../render/infotext-parse.ts';
+import { parseInfotext } from '../infotext/parse.ts';
 import { RequestError } from '../errors/request-error.ts';
 import { PngFormatError, readPngText } from '../comfyui/png-metadata.ts';
 import { decodeImageInputStreaming, type DecodedImage, type ImageLimits } from '../images/decode.ts';

@@ -1,7 +1,7 @@
 /**
  * Errors raised by the ComfyUI client. Each carries a stable `type` (used as the Temporal
  * ApplicationFailure type) and `retryable`, so activities classify failures without string matching.
- * Type strings match `src/workflows/failure-types.ts` where they overlap (ComfyValidation, ComfyExecution).
+ * Type strings match `src/contracts/failures.ts` where they overlap (ComfyValidation, ComfyExecution).
  */
 import { inspect } from 'node:util';
 import { executionHint, missingNodeExplanation, packageOfNode } from './plugins.ts';

@@ -6,8 +6,8 @@ import type { Client } from '@temporalio/client';
 import type { ComfyClient } from '../comfyui/client.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
-import type { Backend } from '../render/types.ts';
-import { waitingRendersQuery } from '../renders/admission.ts';
+import type { Backend } from '../contracts/render.ts';
+import { waitingRendersQuery } from '../contracts/search-attributes.ts';
 import { GpuLeaseHolder } from './lease-holder.ts';
 import { startLeaseServer, type LeaseServer } from './lease-server.ts';
 

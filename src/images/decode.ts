@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { imageSize } from 'image-size';
 import { RequestError } from '../errors/request-error.ts';
-import type { BlobRef } from '../render/types.ts';
+import type { BlobRef } from '../contracts/render.ts';
 import { assertPngIntact, checkPngIntactStreaming, PngBoundsError, readPngChunks } from './png-bounds.ts';
 export { extensionForMime } from './mime.ts';
 

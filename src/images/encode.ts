@@ -3,7 +3,7 @@
  * (`jpeg_quality`, `webp_lossless`), through sharp (libvips). The infotext goes where A1111 puts it for
  * these formats: the EXIF UserComment (PNG keeps its `parameters` text chunk, written elsewhere).
  */
-import type { OutputFormat } from '../render/types.ts';
+import type { OutputFormat } from '../contracts/render.ts';
 
 /**
  * sharp (libvips) loads on first use: most renders answer PNG and never need it, and loading it costs

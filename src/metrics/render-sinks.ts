@@ -4,7 +4,7 @@
  */
 import type { InjectedSinks } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import type { RenderOutcomeSinks } from '../workflows/outcome-interceptor.ts';
+import type { RenderOutcomeSinks } from '../contracts/sinks.ts';
 import { renderDuration, renderOutcomes, rendersCompleted, rendersFailed } from './metrics.ts';
 
 const seconds = (info: WorkflowInfo): number => Math.max(0, (Date.now() - info.runStartTime.getTime()) / 1000);

@@ -16,7 +16,7 @@ import type {
   SegmentRender,
   UpscaleRender,
   VideoSpec,
-} from '../render/types.ts';
+} from '../contracts/render.ts';
 import { extensionForMime } from '../images/mime.ts';
 import { familyBuilder, familyBuilds, OUTPUT_NODE, type BuildInput, type FamilyBuilder } from './families/index.ts';
 import { getProfile } from './registry.ts';

@@ -3,7 +3,7 @@
  * model in `profiles/`, found by the registry from the directory listing; models of the same family share a
  * graph builder (`families/`), so a new model of an existing family is one new file and nothing else.
  */
-import type { RenderKind, VideoTask } from '../render/types.ts';
+import type { RenderKind, VideoTask } from '../contracts/render.ts';
 import type { SglangEngineSpec } from './engines/sglang/spec.ts';
 
 /**

@@ -4,8 +4,8 @@
  * ComfyUI and by the fake ComfyUI, whose loader lists get every file these graphs name.
  */
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { BlobRef, ControlUnit, ImageRender, RenderRequest, SampledRender } from '../render/types.ts';
-import { UNION_CONTROL_TYPES } from '../render/types.ts';
+import type { BlobRef, ControlUnit, ImageRender, RenderRequest, SampledRender } from '../contracts/render.ts';
+import { UNION_CONTROL_TYPES } from '../contracts/render.ts';
 import { controlUnsupported } from './families/controls.ts';
 import { planRender } from './plan.ts';
 import type { ModelProfile } from './profile.ts';

@@ -5,7 +5,7 @@
  * scheduler node, see `SigmaSchedule`), or, where ComfyUI has no equivalent (PLMS, Restart, DDIM CFG++), on
  * the closest ComfyUI sampler, with the reason in `approx` so the client is told (info.warnings).
  */
-import type { SigmaSchedule } from '../render/types.ts';
+import type { SigmaSchedule } from '../contracts/render.ts';
 import { sigmaRange, type FamilySampling } from './families/sampling-facts.ts';
 
 /** ComfyUI `KSampler.SAMPLERS` (v0.33 master; identical to v0.3.64 except the exp_heun_2_x0 pair). */

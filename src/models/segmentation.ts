@@ -8,7 +8,7 @@
 import type { ComfyGraph } from '../comfyui/graph.ts';
 import type { ObjectInfo } from '../comfyui/object-info.ts';
 import { missingModelFiles, missingNodeClasses } from '../comfyui/preflight.ts';
-import type { SegmentMethod } from '../render/types.ts';
+import type { SegmentMethod } from '../contracts/render.ts';
 import { buildSegmentGraph } from './families/segment.ts';
 
 export const SEGMENTATION_FILES = {

@@ -2,7 +2,7 @@
  * Video rules shared by the front and the builders: frame grids, durations and sizes. Pure (no I/O), so
  * the workflow sandbox may import it.
  */
-import type { VideoSpec } from '../render/types.ts';
+import type { VideoSpec } from '../contracts/render.ts';
 import type { FrameGrid, ModelProfile, VideoCapabilities } from './profile.ts';
 
 /**

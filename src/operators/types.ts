@@ -3,8 +3,8 @@
  * (`/renders…`) and the gallery page. Plain JSON: timestamps are ISO strings, durations milliseconds.
  */
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { OutputOutcome } from '../render/outcome.ts';
-import type { BlobRef, PartialItem, RenderRequest, StageTiming } from '../render/types.ts';
+import type { OutputOutcome } from '../contracts/outcome.ts';
+import type { BlobRef, PartialItem, RenderRequest, StageTiming } from '../contracts/render.ts';
 
 /**
  * What happened, beyond the status: a completed render may be `partial` (interrupt, skip) or `blank` (an

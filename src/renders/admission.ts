@@ -129,9 +129,3 @@ export class Admission {
     for (const [k, c] of this.clients) if (c.stale(now)) this.clients.delete(k);
   }
 }
-
-/** The visibility query for renders waiting or running on a task queue (of one client: its RenderClient). */
-export function waitingRendersQuery(taskQueue: string, client?: string): string {
-  const base = `WorkflowType = 'render' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
-  return client === undefined ? base : `${base} AND RenderClient = '${client.replace(/['\\]/g, '')}'`;
-}

@@ -4,14 +4,14 @@
  * start and the workflow itself runs no build step. Pure: the same request and configuration give the same
  * graphs (the render id only names the uploads' subfolder).
  */
-import type { BuiltRender } from '../activities/types.ts';
+import type { BuiltRender } from '../contracts/activities.ts';
 import type { Config } from '../config/config.ts';
 import { getProfile } from '../models/registry.ts';
 import { planRender } from '../models/plan.ts';
 import { VIDEO_STALL_TIMEOUT_MS } from '../models/profile.ts';
 import { planPrompt } from './prompt-plan.ts';
-import type { RenderRequest } from '../render/types.ts';
-import { ATTEMPT_BACKOFF_INITIAL_MS, ATTEMPT_BACKOFF_MAX_MS, MAX_PROMPT_ATTEMPTS, MIN_ATTEMPT_MS } from '../workflows/attempts.ts';
+import type { RenderRequest } from '../contracts/render.ts';
+import { ATTEMPT_BACKOFF_INITIAL_MS, ATTEMPT_BACKOFF_MAX_MS, MAX_PROMPT_ATTEMPTS, MIN_ATTEMPT_MS } from '../contracts/attempts.ts';
 
 /** The request cannot be built into graphs (unknown model, a file role the profile lacks, ...): retrying cannot help. */
 export class RenderBuildError extends Error {

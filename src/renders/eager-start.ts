@@ -10,9 +10,9 @@
  */
 import { Client, WorkflowExecutionAlreadyStartedError, type ConnectionLike, type WorkflowStartOptions } from '@temporalio/client';
 import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
-import type { render } from '../workflows/render.ts';
+import type { RenderWorkflow } from '../contracts/workflows.ts';
 
-export type RenderStartOptions = WorkflowStartOptions<typeof render>;
+export type RenderStartOptions = WorkflowStartOptions<RenderWorkflow>;
 
 /** Starts the render eagerly and answers its first run id; a taken id is a WorkflowExecutionAlreadyStartedError. */
 export type EagerStarter = (options: RenderStartOptions) => Promise<string>;
@@ -35,7 +35,7 @@ export function fromPlain(plain: PlainStartOptions): RenderStartOptions {
 
 /** Eager starts on the connection of workers in this thread. */
 export function clientStarter(client: Client): EagerStarter {
-  return async (options) => (await client.workflow.start<typeof render>('render', { ...options, requestEagerStart: true })).firstExecutionRunId;
+  return async (options) => (await client.workflow.start<RenderWorkflow>('render', { ...options, requestEagerStart: true })).firstExecutionRunId;
 }
 
 /** The worker thread's side: a start sent by its front, on the thread's worker connection. */

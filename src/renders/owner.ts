@@ -3,7 +3,7 @@
  * attribute RenderOwner). What a caller may read or act on is decided here, once, for every route family and
  * the CLI: an operator (or a service without keys) sees every render, a client key only its own.
  */
-import { RENDER_OWNER } from '../temporal/search-attributes.ts';
+import { RENDER_OWNER } from '../contracts/search-attributes.ts';
 
 export type Viewer = { kind: 'all' } | { kind: 'owner'; owner: string };
 

@@ -10,7 +10,7 @@
  */
 import type { ComfyGraph, GraphNode, InputValue } from '../comfyui/graph.ts';
 import { filenamePrefixFor, inputUploadFor, loadImageName } from '../models/plan.ts';
-import type { InputUpload, PromptRender, RenderPlan } from '../render/types.ts';
+import type { InputUpload, PromptRender, RenderPlan } from '../contracts/render.ts';
 
 /** A client prefix kept readable inside the render's folder, never climbing out of it. */
 function safePrefix(prefix: string): string {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { ComfyGraph, GraphNode } from '../comfyui/graph.ts';
 import { renderIdForKey } from './render-ids.ts';
 import type { BlobStore } from '../blobs/store.ts';
-import type { BlobRef, GraphSpec, PromptRender } from '../render/types.ts';
+import type { BlobRef, GraphSpec, PromptRender } from '../contracts/render.ts';
 
 /**
  * A prompt id names its render: the render id derives from it (as from an Idempotency-Key), so any front, a

@@ -19,13 +19,13 @@ import {
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { rendersStarted } from '../metrics/metrics.ts';
-import type { BuiltRender } from '../activities/types.ts';
-import { promptSummaryOf, type RenderRequest, type RenderResult } from '../render/types.ts';
-import { GaveUpFailureType } from '../workflows/failure-types.ts';
-import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../temporal/search-attributes.ts';
-import { renderPriority } from './priority.ts';
+import type { BuiltRender } from '../contracts/activities.ts';
+import { promptSummaryOf, type RenderRequest, type RenderResult } from '../contracts/render.ts';
+import { GaveUpFailureType } from '../contracts/failures.ts';
+import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../contracts/search-attributes.ts';
+import { renderPriority } from '../contracts/priority.ts';
 import type { EagerStarter } from './eager-start.ts';
-import type { render } from '../workflows/render.ts';
+import type { RenderWorkflow } from '../contracts/workflows.ts';
 import { RequestError } from '../errors/request-error.ts';
 
 export interface StartOptions {
@@ -38,7 +38,7 @@ export interface StartOptions {
    * with (requestFingerprint), kept in the memo; a start that finds the id taken with another one conflicts.
    */
   fingerprint?: string;
-  /** Temporal priority key, 1 (most urgent) … 5 (renders/priority.ts); the server's default (3) when unset. */
+  /** Temporal priority key, 1 (most urgent) … 5 (contracts/priority.ts); the server's default (3) when unset. */
   priority?: number;
   /** Default: this service's queue (a replay runs on its original's). */
   taskQueue?: string;
@@ -48,14 +48,14 @@ export interface StartOptions {
   warnings?: readonly string[];
   /**
    * The client it was started for (src/fair/client-context.ts): its RenderClient search attribute (admission's
-   * per-client count) and its fairness key in the shared GPU queue (renders/priority.ts).
+   * per-client count) and its fairness key in the shared GPU queue (contracts/priority.ts).
    */
   client?: string;
 }
 
 export interface StartedRender {
   renderId: string;
-  handle: WorkflowHandle<typeof render>;
+  handle: WorkflowHandle<RenderWorkflow>;
   /** True when an Idempotency-Key attached this call to an earlier render. */
   attached: boolean;
   /** Model and start time, for the render metrics (only a render this call started is counted). */
@@ -153,7 +153,7 @@ export class RenderService {
       ...(opts.owner !== undefined ? [{ key: RENDER_OWNER, value: opts.owner }] : []),
       ...(opts.client !== undefined ? [{ key: RENDER_CLIENT, value: opts.client }] : []),
     ];
-    const options: WorkflowStartOptions<typeof render> = {
+    const options: WorkflowStartOptions<RenderWorkflow> = {
       taskQueue: opts.taskQueue ?? this.taskQueue,
       workflowId: renderId,
       args: [request, opts.built],
@@ -169,11 +169,11 @@ export class RenderService {
     /** Set when an eager start failed but may have reached the server: a duplicate then is our own render. */
     let triedEager = false;
     try {
-      let handle: WorkflowHandle<typeof render>;
+      let handle: WorkflowHandle<RenderWorkflow>;
       if (this.eagerStarter) {
         handle = await this.startEagerly(options, () => (triedEager = true));
       } else {
-        handle = await this.client.workflow.start<typeof render>('render', options);
+        handle = await this.client.workflow.start<RenderWorkflow>('render', options);
       }
       rendersStarted.inc({ model: request.model });
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
@@ -182,10 +182,10 @@ export class RenderService {
         // The eager start went through but its answer was lost (then the plain start found it): the id is
         // this request's own fresh one, so the running render is ours.
         rendersStarted.inc({ model: request.model });
-        return { renderId, handle: this.client.workflow.getHandle<typeof render>(renderId), attached: false, model: request.model, startedAt: Date.now() };
+        return { renderId, handle: this.client.workflow.getHandle<RenderWorkflow>(renderId), attached: false, model: request.model, startedAt: Date.now() };
       }
       if (!(err instanceof WorkflowExecutionAlreadyStartedError) || fingerprint === undefined) throw err;
-      const handle = this.client.workflow.getHandle<typeof render>(renderId);
+      const handle = this.client.workflow.getHandle<RenderWorkflow>(renderId);
       const described = await handle.describe();
       const memo = described.memo ?? {};
       if (memo.bodyFingerprint !== fingerprint) {
@@ -200,7 +200,7 @@ export class RenderService {
    * the eager start fail for any other reason than the id being taken (the worker's connection closing in a
    * shutdown, say), the render is started the ordinary way.
    */
-  private async startEagerly(options: WorkflowStartOptions<typeof render>, mayHaveStarted: () => void): Promise<WorkflowHandle<typeof render>> {
+  private async startEagerly(options: WorkflowStartOptions<RenderWorkflow>, mayHaveStarted: () => void): Promise<WorkflowHandle<RenderWorkflow>> {
     let firstExecutionRunId: string;
     try {
       firstExecutionRunId = await this.eagerStarter!(options);
@@ -208,9 +208,9 @@ export class RenderService {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
       // The failed start may still have reached the server: the ordinary one may then find it started.
       mayHaveStarted();
-      return this.client.workflow.start<typeof render>('render', options);
+      return this.client.workflow.start<RenderWorkflow>('render', options);
     }
-    return this.client.workflow.getHandle<typeof render>(options.workflowId, undefined, { firstExecutionRunId });
+    return this.client.workflow.getHandle<RenderWorkflow>(options.workflowId, undefined, { firstExecutionRunId });
   }
 
   /**
@@ -222,7 +222,7 @@ export class RenderService {
   async checkKey(renderId: string, fingerprint: string): Promise<'attach' | 'new'> {
     let described;
     try {
-      described = await this.client.workflow.getHandle<typeof render>(renderId).describe();
+      described = await this.client.workflow.getHandle<RenderWorkflow>(renderId).describe();
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return 'new';
       throw err;
@@ -287,8 +287,8 @@ export class RenderService {
     }
   }
 
-  handle(renderId: string): WorkflowHandle<typeof render> {
-    return this.client.workflow.getHandle<typeof render>(renderId);
+  handle(renderId: string): WorkflowHandle<RenderWorkflow> {
+    return this.client.workflow.getHandle<RenderWorkflow>(renderId);
   }
 }
 

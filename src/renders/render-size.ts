@@ -1,12 +1,12 @@
 /**
- * The submitter's half of the workflow payload limit (render/history-size.ts): a render whose input would not
+ * The submitter's half of the workflow payload limit (contracts/history-size.ts): a render whose input would not
  * fit in Temporal's history is refused before anything is stored or started, with a 413 naming the field to
  * change, in the client's words.
  */
-import type { BuiltRender } from '../activities/types.ts';
+import type { BuiltRender } from '../contracts/activities.ts';
 import { RequestError } from '../errors/request-error.ts';
-import { MAX_HISTORY_PAYLOAD_BYTES, oversizedRender, type SizeFieldNames } from '../render/history-size.ts';
-import type { RenderRequest } from '../render/types.ts';
+import { MAX_HISTORY_PAYLOAD_BYTES, oversizedRender, type SizeFieldNames } from '../contracts/history-size.ts';
+import type { RenderRequest } from '../contracts/render.ts';
 
 /** Throws a 413 naming the field when `request`, built as `built`, is too large for the workflow input. */
 export function refuseOversizedRender(request: RenderRequest, built: BuiltRender, names?: SizeFieldNames): void {

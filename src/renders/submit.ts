@@ -24,18 +24,19 @@
  * and renders the errors above (all RequestError but the admission refusal) in its own shape. Async work
  * adds `webhook: { url: body.webhook_url, field: 'webhook_url', async: true, event: 'video' }` (webhook-target.ts).
  */
-import type { BuiltRender } from '../activities/types.ts';
+import type { BuiltRender } from '../contracts/activities.ts';
 import type { BlobStore } from '../blobs/store.ts';
 import { RequestError } from '../errors/request-error.ts';
 import type { DecodedImage } from '../images/decode.ts';
-import type { RenderRequest, RenderResult } from '../render/types.ts';
-import type { SizeFieldNames } from '../render/history-size.ts';
+import type { RenderRequest, RenderResult } from '../contracts/render.ts';
+import type { SizeFieldNames } from '../contracts/history-size.ts';
 import { renderTracer } from '../tracing/spans.ts';
 import { buildRender } from './build-render.ts';
 import { refuseOversizedRender } from './render-size.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
-import { Admission, waitingRendersQuery } from './admission.ts';
+import { Admission } from './admission.ts';
+import { waitingRendersQuery } from '../contracts/search-attributes.ts';
 import { newRenderId, renderIdForKey, requestFingerprint } from './render-ids.ts';
 import { resolveWebhookTarget, type WebhookConfig, type WebhookOption } from './webhook-target.ts';
 import { currentClient } from '../fair/client-context.ts';
@@ -56,7 +57,7 @@ export interface Submission {
   body?: unknown;
   /** The client's names of the fields a refusal here may name (its protocol's, from the neutral request); default A1111's. */
   fields?: SizeFieldNames;
-  /** Temporal priority key, 1 (most urgent) … 5 (renders/priority.ts). */
+  /** Temporal priority key, 1 (most urgent) … 5 (contracts/priority.ts). */
   priority?: number;
   /** A replay runs on its original's task queue; default the service's. */
   taskQueue?: string;

@@ -1,5 +1,5 @@
 /**
- * A submission's webhook → the target the render's input records (webhooks/types.ts WebhookTarget), or a 400
+ * A submission's webhook → the target the render's input records (contracts/webhooks.ts WebhookTarget), or a 400
  * naming the client's field. The neutral seam every protocol uses: it says where the client put the URL, whether
  * the work is async (then the configured WEBHOOK_URL applies when the client named none), the event family, and
  * its own fields for the event. The URL is checked here against the allow-list (no open relay), and again by the
@@ -9,7 +9,7 @@ import type { Config } from '../config/config.ts';
 import { RequestError } from '../errors/request-error.ts';
 import { trimTrailingSlashes } from '../text/trim.ts';
 import { checkTargetUrl } from '../webhooks/allow-list.ts';
-import type { WebhookEventFamily, WebhookTarget } from '../webhooks/types.ts';
+import type { WebhookEventFamily, WebhookTarget } from '../contracts/webhooks.ts';
 
 /** What a protocol asks for (Submission.webhook). */
 export interface WebhookOption {

@@ -3,7 +3,7 @@
  * model cannot take is refused before any image is decoded or stored, naming the client's field for the unit;
  * what the model takes but does not apply (a step range on per-model patches) is said in the warnings.
  */
-import type { BlobRef, ControlUnit } from '../render/types.ts';
+import type { BlobRef, ControlUnit } from '../contracts/render.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import { controlStepRangeApplies, controlUnsupported } from '../models/families/controls.ts';
 import { RequestError } from '../errors/request-error.ts';

@@ -2,7 +2,7 @@
  * The hires fix: a second sampling pass at a larger size, resolved against the first pass (its size, steps,
  * sampler and scheduler). Bad values throw a RequestError naming the client's field.
  */
-import type { HiresFix } from '../render/types.ts';
+import type { HiresFix } from '../contracts/render.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import { RequestError } from '../errors/request-error.ts';
 import type { HiresAsk } from './neutral.ts';

@@ -2,7 +2,7 @@
  * `<lora:name:weight>` prompt tags (A1111's extra-network syntax, which every protocol's prompt may carry),
  * resolved against ComfyUI's LoRA files. Bad tags throw a RequestError naming the prompt field.
  */
-import type { LoraUse } from '../render/types.ts';
+import type { LoraUse } from '../contracts/render.ts';
 import { RequestError, describeValue } from '../errors/request-error.ts';
 import { tidyPromptCommas } from '../text/trim.ts';
 import { fileStem, matchFile, type CatalogLists } from './upscalers.ts';

@@ -8,7 +8,7 @@
  * resolver: the protocols that can express it fill it, the others leave it out.
  */
 import type { ImageSource } from '../images/image-set.ts';
-import type { OutputFormat, SdUpscale } from '../render/types.ts';
+import type { OutputFormat, SdUpscale } from '../contracts/render.ts';
 import type { FieldNames } from './fields.ts';
 import type { ControlUnitAsk } from '../models/families/controls.ts';
 

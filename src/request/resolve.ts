@@ -5,8 +5,8 @@
  * the client's field (from the request's `names`) before anything is stored or started. Cheap checks run
  * before image decoding, so a wrong size fails without decoding megabytes of image.
  */
-import type { BlobRef, ImageRender } from '../render/types.ts';
-import type { SizeFieldNames } from '../render/history-size.ts';
+import type { BlobRef, ImageRender } from '../contracts/render.ts';
+import type { SizeFieldNames } from '../contracts/history-size.ts';
 import type { DecodedImage } from '../images/decode.ts';
 import { decodeImageSet, type DecodedImageSet, type ImageSetInput } from '../images/image-set.ts';
 import { decodeImageSetOffLoop } from '../bytes/off-loop.ts';

@@ -4,7 +4,7 @@
  * image is the edit source (reference conditioning, the prompt is the instruction) and a txt2img renders
  * text-to-image through the same model: what standard clients send works.
  */
-import type { ImageKind, RenderKind } from '../render/types.ts';
+import type { ImageKind, RenderKind } from '../contracts/render.ts';
 import type { ImageSource } from '../images/image-set.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import { listProfiles } from '../models/registry.ts';

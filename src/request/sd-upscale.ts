@@ -2,7 +2,7 @@
  * The output of an SD upscale (A1111's img2img script: the init image enlarged by an upscaler, then redrawn):
  * its size comes from the init image, and it answers one image per iteration.
  */
-import type { SdUpscale } from '../render/types.ts';
+import type { SdUpscale } from '../contracts/render.ts';
 import type { ModelProfile } from '../models/profile.ts';
 import type { SdUpscaleAsk } from './neutral.ts';
 import { fitSize, type PixelLimits, type Size } from './size.ts';

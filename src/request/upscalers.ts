@@ -4,7 +4,7 @@
  * name to ComfyUI's list.
  */
 import type { PreprocessorNode } from '../models/preprocessors.ts';
-import type { Upscaler } from '../render/types.ts';
+import type { Upscaler } from '../contracts/render.ts';
 import { RequestError } from '../errors/request-error.ts';
 
 /** ComfyUI file lists the front fetched before resolving (undefined: ComfyUI did not answer). */

@@ -8,7 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { Logger } from '../log.ts';
-import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
+import { SEARCH_ATTRIBUTES } from '../contracts/search-attributes.ts';
 import { clearOrphanedServer, removeServerPidFile, writeServerPidFile } from './orphan.ts';
 
 /**
@@ -80,7 +80,7 @@ export interface DevServerOptions {
  *   `1 5 5 1 ...` with 4 partitions, `1 1 5 5 ...` with one). A single box gains nothing from partitions.
  *   The CLI takes no per-queue constraints, so this applies to every queue of the embedded server.
  * - Fairness: within a priority key the matching service takes the renders' fairness keys (their clients,
- *   renders/priority.ts) in turn instead of first-in-first-out, so one client's hundred waiting prompts do not
+ *   contracts/priority.ts) in turn instead of first-in-first-out, so one client's hundred waiting prompts do not
  *   stand between another client's one and the GPU (docs/fair-shares.md). A production cluster sets the same.
  */
 export const EMBEDDED_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {

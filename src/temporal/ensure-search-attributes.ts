@@ -5,7 +5,7 @@ import proto from '@temporalio/proto';
 
 const { temporal } = proto;
 import type { Logger } from '../log.ts';
-import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
+import { SEARCH_ATTRIBUTES } from '../contracts/search-attributes.ts';
 
 const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
 

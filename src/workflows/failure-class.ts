@@ -4,7 +4,7 @@
  * (through the activity and gave-up wrappers to what actually happened). Deterministic: reads the error only.
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
-import { GaveUpFailureType } from './failure-types.ts';
+import { GaveUpFailureType } from '../contracts/failures.ts';
 
 export function outcomeReason(err: unknown): string {
   let e: unknown = err;

@@ -5,20 +5,13 @@
  * a render that completes after a front restart is counted all the same. No workflow code changes: the
  * interceptor wraps `execute`. Deterministic: it only reads its input and the error.
  */
-import { TemporalFailure, proxySinks, type Sinks, type WorkflowInterceptorsFactory, workflowInfo } from '@temporalio/workflow';
-import { outcomeOf } from '../render/outcome.ts';
-import type { RenderResult } from '../render/types.ts';
+import { TemporalFailure, proxySinks, type WorkflowInterceptorsFactory, workflowInfo } from '@temporalio/workflow';
+import { outcomeOf } from '../contracts/outcome.ts';
+import type { RenderResult } from '../contracts/render.ts';
+import type { RenderOutcomeSinks } from '../contracts/sinks.ts';
 import { outcomeReason } from './failure-class.ts';
 
 export { outcomeReason } from './failure-class.ts';
-
-export interface RenderOutcomeSinks extends Sinks {
-  renderOutcome: {
-    /** `outcome`: completed, partial (interrupt, skip) or blank (src/render/outcome.ts). */
-    completed(model: string, outcome: string): void;
-    failed(model: string, reason: string): void;
-  };
-}
 
 const { renderOutcome } = proxySinks<RenderOutcomeSinks>();
 

@@ -44,26 +44,28 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { BuiltRender, RenderActivities, RunPromptInput } from '../activities/types.ts';
-import { webhookEvent, webhookIdFor } from '../webhooks/event.ts';
-import type { WebhookTarget } from '../webhooks/types.ts';
+import type { BuiltRender, RenderActivities, RunPromptInput } from '../contracts/activities.ts';
+import { webhookEvent, webhookIdFor } from './webhook-event.ts';
+import type { WebhookTarget } from '../contracts/webhooks.ts';
 import { webhook } from './webhook.ts';
-import type { BlobRef, PromptRun, RenderItem, RenderRequest, RenderResult, StageTiming } from '../render/types.ts';
-import { outcomeTags } from '../render/outcome.ts';
-import { RENDER_BACKEND, RENDER_OUTCOME } from '../temporal/search-attributes.ts';
+import type { BlobRef, PromptRun, RenderItem, RenderRequest, RenderResult, StageTiming } from '../contracts/render.ts';
+import { outcomeTags } from '../contracts/outcome.ts';
+import { RENDER_BACKEND, RENDER_OUTCOME } from '../contracts/search-attributes.ts';
 import { outcomeReason } from './failure-class.ts';
-import { attemptBackoffMs } from './attempts.ts';
-import { GaveUpFailureType, NON_RETRYABLE_TYPES, NotDispatchedFailureType } from './failure-types.ts';
-import { gpuTaskQueue } from './queues.ts';
-import { GPU_QUEUE_WAIT_MS, describeFailure, interruptSignal, renderStatusQuery, skipSignal, type RenderStatus } from './render-common.ts';
-
-export { interruptSignal, renderStatusQuery, skipSignal, type PromptAttempt, type RenderStatus } from './render-common.ts';
+import { attemptBackoffMs } from '../contracts/attempts.ts';
+import { GaveUpFailureType, NON_RETRYABLE_TYPES, NotDispatchedFailureType } from '../contracts/failures.ts';
+import { gpuTaskQueue } from '../contracts/task-queues.ts';
+import { describeFailure } from './failure-summary.ts';
+import { interruptSignal, renderStatusQuery, skipSignal, type RenderStatus, type RenderWorkflow } from '../contracts/workflows.ts';
 
 /**
  * Renders started with this code tag themselves with what happened (search attribute RenderOutcome, one
  * upsert as they end); renders started before it replay without (docs/versioning.md).
  */
 export const OUTCOME_PATCH = 'render-outcome-search-attribute';
+
+/** How long an attempt may wait for a GPU slot before it counts as failed (queue unserved). */
+const GPU_QUEUE_WAIT_MS = 60 * 60_000;
 
 const io = proxyActivities<RenderActivities>({
   startToCloseTimeout: '2 minutes',
@@ -96,6 +98,9 @@ export async function render(request: RenderRequest, built: BuiltRender): Promis
   await announce(request, target, { outputs: result.outputs });
   return result;
 }
+
+/** Held to the signature the front starts it by (src/contracts/workflows.ts): a change to either fails the type check. */
+const _renderHeldToItsContract: RenderWorkflow = render;
 
 /**
  * Hands the render's event to a `webhook` child workflow (webhook.ts) and ends without waiting for it: the

@@ -1,31 +1,23 @@
 /**
  * The `webhook` workflow: delivers one render's event, started by the render as an abandoned child when it
  * ends (so the render's result, the GPU lease and admission never wait for a receiver). Each try is its own
- * `deliverWebhook` activity on the webhook task queue (queues.ts), so history shows every try with its answer;
+ * `deliverWebhook` activity on the webhook task queue (src/contracts/task-queues.ts), so history shows every try with its answer;
  * tries are paced here by durable timers (exponential back-off, survives restarts of any process), with the
  * same `webhook-id` and body on every one, until a 2xx, a refused target, or the limits run out.
  *
  * Not a render: listings, admission and the lease select `WorkflowType = 'render'`. Operators see it through
  * its render (operators/webhook.ts) or in the Temporal UI as the render's child.
  */
-import { ApplicationFailure, defineQuery, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import type { WebhookActivities } from '../activities/types.ts';
-import { WebhookFailureType, type WebhookAttemptResult, type WebhookDelivery, type WebhookStatus } from '../webhooks/types.ts';
-import { attemptBackoffMs } from './attempts.ts';
-import { describeFailure } from './render-common.ts';
-import { webhookTaskQueue } from './queues.ts';
-
-export const webhookStatusQuery = defineQuery<WebhookStatus>('webhookStatus');
+import { ApplicationFailure, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import type { WebhookActivities } from '../contracts/activities.ts';
+import { WebhookFailureType, type WebhookAttemptResult, type WebhookDelivery, type WebhookStatus } from '../contracts/webhooks.ts';
+import { attemptBackoffMs } from '../contracts/attempts.ts';
+import { describeFailure } from './failure-summary.ts';
+import { webhookTaskQueue } from '../contracts/task-queues.ts';
+import { webhookStatusQuery, type WebhookResult, type WebhookWorkflow } from '../contracts/workflows.ts';
 
 /** Time a try may take beyond its own HTTP timeout (DNS, a slow worker) before Temporal counts it as failed. */
 const ATTEMPT_MARGIN_MS = 10_000;
-
-export interface WebhookResult {
-  webhookId: string;
-  attempts: number;
-  status: number;
-  deliveredAt: string;
-}
 
 export async function webhook(d: WebhookDelivery): Promise<WebhookResult> {
   const status: WebhookStatus = { state: 'delivering', webhookId: d.webhookId, url: d.url, type: d.type, attempts: 0, maxAttempts: d.limits.maxAttempts };
@@ -69,6 +61,9 @@ export async function webhook(d: WebhookDelivery): Promise<WebhookResult> {
     return { webhookId: d.webhookId, attempts: attempt, status: ok.status, deliveredAt: status.deliveredAt };
   }
 }
+
+/** Held to the signature the front starts it by (src/contracts/workflows.ts): a change to either fails the type check. */
+const _webhookHeldToItsContract: WebhookWorkflow = webhook;
 
 /** The HTTP status a failed try got, from its failure's details (WebhookRejected carries it). */
 function statusOf(err: unknown): number | undefined {

@@ -12,7 +12,7 @@ import type { RenderTimeline } from '../../src/operators/types.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 import { Browser, chromiumMissing, type Page } from './browser.ts';
-import { expectImageRender } from '../../src/render/types.ts';
+import { expectImageRender } from '../../src/contracts/render.ts';
 
 const TOKEN = 'gallery-test-token';
 const XSS_OK = `<img src=x onerror="window.__xss = 'prompt'"> a red fox`;

@@ -9,7 +9,7 @@ import { describe, expect } from 'vitest';
 import { stopGraceMs } from '../../src/activities/run-prompt.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { listProfiles } from '../../src/models/registry.ts';
-import { attemptBackoffMs, MAX_PROMPT_ATTEMPTS } from '../../src/workflows/attempts.ts';
+import { attemptBackoffMs, MAX_PROMPT_ATTEMPTS } from '../../src/contracts/attempts.ts';
 import { scenario } from './helpers.ts';
 
 const TEN_MINUTES = 600_000;

@@ -18,7 +18,7 @@ import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { controlUnsupported, UnsupportedControlError } from '../../src/models/families/controls.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { getProfile } from '../../src/models/registry.ts';
-import type { BlobRef, ControlUnit, ImageRender, RenderRequest } from '../../src/render/types.ts';
+import type { BlobRef, ControlUnit, ImageRender, RenderRequest } from '../../src/contracts/render.ts';
 import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 import { ctx, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';

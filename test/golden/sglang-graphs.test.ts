@@ -22,7 +22,7 @@ import { withSgldPlugin } from '../../tools/fake-comfyui/sgld-plugin.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { applyModelOverrides, getProfile, resetModelOverrides } from '../../src/models/registry.ts';
 import { defaultVideoSpec } from '../../src/models/video.ts';
-import type { BlobRef, RenderRequest, VideoSpec } from '../../src/render/types.ts';
+import type { BlobRef, RenderRequest, VideoSpec } from '../../src/contracts/render.ts';
 import { ctx, makePng, makePngWith } from './helpers.ts';
 import { schemaProblems } from './schema-check.ts';
 

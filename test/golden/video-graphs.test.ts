@@ -15,7 +15,7 @@ import { schemaProblems } from './schema-check.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { applyModelOverrides, getProfile, resetModelOverrides } from '../../src/models/registry.ts';
 import { defaultVideoSpec } from '../../src/models/video.ts';
-import type { BlobRef, RenderRequest, VideoRender, VideoSpec } from '../../src/render/types.ts';
+import type { BlobRef, RenderRequest, VideoRender, VideoSpec } from '../../src/contracts/render.ts';
 import { loadObjectInfoWithProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { freePort } from '../support/ports.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { retentionScheduleId } from '../../src/temporal/retention-schedule.ts';
+import { retentionScheduleId } from '../../src/retention/schedule.ts';
 import { Browser, chromiumMissing, type Page } from '../e2e/browser.ts';
 
 let fake: FakeComfyUI;

@@ -18,11 +18,11 @@ import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/ser
 import type { FaultsBody } from '../../tools/fake-comfyui/faults.ts';
 import { runRenders } from '../../src/cli/renders.ts';
 import type { BulkReplayResult, RenderPage, RenderSummary, RenderTimeline } from '../../src/operators/types.ts';
-import { RENDER_REPLAY_OF } from '../../src/temporal/search-attributes.ts';
+import { RENDER_REPLAY_OF } from '../../src/contracts/search-attributes.ts';
 import { Browser, chromiumMissing } from '../e2e/browser.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
-import { expectImageRender, type ImageRender } from '../../src/render/types.ts';
+import { expectImageRender, type ImageRender } from '../../src/contracts/render.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -17,7 +17,7 @@ import type { ObjectInfo } from '../../src/comfyui/object-info.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
-import type { RenderRequest, RenderResult } from '../../src/render/types.ts';
+import type { RenderRequest, RenderResult } from '../../src/contracts/render.ts';
 
 export interface TestFront {
   app: FastifyInstance;

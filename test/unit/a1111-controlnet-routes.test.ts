@@ -11,7 +11,7 @@ import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { objectInfoSchema } from '../../src/comfyui/object-info.ts';
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { planRender } from '../../src/models/plan.ts';
-import type { RenderResult } from '../../src/render/types.ts';
+import type { RenderResult } from '../../src/contracts/render.ts';
 import { OBJECT_INFO_FIXTURE_URL } from '../../tools/fake-comfyui/fixture.ts';
 import { ctx, makePng, pngB64 } from '../golden/helpers.ts';
 import { schemaProblems } from '../golden/schema-check.ts';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import { makePng, pngB64 } from '../golden/helpers.ts';
-import { expectImageRender } from '../../src/render/types.ts';
+import { expectImageRender } from '../../src/contracts/render.ts';
 
 const fronts: TestFront[] = [];
 afterEach(async () => {

@@ -15,7 +15,7 @@ import { objectInfoSchema, type ObjectInfo } from '../../src/comfyui/object-info
 import { preflightGraph } from '../../src/comfyui/preflight.ts';
 import { planRender } from '../../src/models/plan.ts';
 import { SEGMENTATION_FILES } from '../../src/models/segmentation.ts';
-import type { RenderResult } from '../../src/render/types.ts';
+import type { RenderResult } from '../../src/contracts/render.ts';
 import { loadRawObjectInfo, withProfileFiles } from '../../tools/fake-comfyui/fixture.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { httpClient } from '../../tools/fake-comfyui/testing.ts';

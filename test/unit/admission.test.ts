@@ -4,8 +4,9 @@
  * request and loopback addresses take no share of their own.
  */
 import { describe, expect, it } from 'vitest';
-import { Admission, AdmissionRefusedError, waitingRendersQuery } from '../../src/renders/admission.ts';
-import { renderPriority } from '../../src/renders/priority.ts';
+import { Admission, AdmissionRefusedError } from '../../src/renders/admission.ts';
+import { waitingRendersQuery } from '../../src/contracts/search-attributes.ts';
+import { renderPriority } from '../../src/contracts/priority.ts';
 import { sharedClient } from '../../src/renders/submit.ts';
 
 function admissionWith(opts: { limit: number; perClient?: number; total?: () => number; of?: (c: string) => number }) {

@@ -10,12 +10,12 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { authorized } from '../../src/api/server.ts';
-import type { RenderResult } from '../../src/render/types.ts';
+import type { RenderResult } from '../../src/contracts/render.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { JPEG_1X1 } from '../golden/helpers.ts';
 import { discMask, makePng, redSquare } from '../support/fixtures.ts';
 import { startTestFront, type TestFront, type TestFrontOptions } from '../support/front.ts';
-import { expectImageRender } from '../../src/render/types.ts';
+import { expectImageRender } from '../../src/contracts/render.ts';
 
 const fronts: TestFront[] = [];
 async function front(env: Record<string, string> = {}, opts: TestFrontOptions = {}): Promise<TestFront> {

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadApiKeys } from '../../src/auth/keys.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { RENDER_OWNER } from '../../src/temporal/search-attributes.ts';
+import { RENDER_OWNER } from '../../src/contracts/search-attributes.ts';
 import { makePng } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 

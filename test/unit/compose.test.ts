@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
-import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
+import { SEARCH_ATTRIBUTES } from '../../src/contracts/search-attributes.ts';
 import {
   deepMapStrings,
   environmentOf,

@@ -18,7 +18,7 @@ import type { RawObjectInfo } from '../../tools/fake-comfyui/node-schema.ts';
 import { startFakeComfyUI } from '../../tools/fake-comfyui/server.ts';
 import { httpClient } from '../../tools/fake-comfyui/testing.ts';
 import { makePngWith, pngB64 } from '../golden/helpers.ts';
-import { expectImageRender } from '../../src/render/types.ts';
+import { expectImageRender } from '../../src/contracts/render.ts';
 
 /** comfyui_controlnet_aux's node as its node_wrappers/depth_anything.py declares it (define_preprocessor_inputs). */
 const DEPTH_ANYTHING = {

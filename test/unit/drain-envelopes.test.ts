@@ -11,7 +11,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RenderFailedError } from '../../src/renders/render-service.ts';
-import type { RenderResult } from '../../src/render/types.ts';
+import type { RenderResult } from '../../src/contracts/render.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 
 const fronts: TestFront[] = [];

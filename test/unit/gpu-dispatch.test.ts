@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextAttempt, type QueuedAttempt } from '../../src/backends/dispatch-order.ts';
 import { GpuPool, NotDispatchedError, type Lease } from '../../src/backends/gpu-pool.ts';
-import type { Backend } from '../../src/render/types.ts';
+import type { Backend } from '../../src/contracts/render.ts';
 
 const q = (seq: number, model: string, priority = 3, queuedAt = 0): QueuedAttempt => ({ seq, model, priority, queuedAt });
 

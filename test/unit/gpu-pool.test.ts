@@ -3,7 +3,7 @@
  * shared GPU queue's slots follow the healthy backends, so an unhealthy one takes no work from the queue.
  */
 import { describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/render/types.ts';
+import type { Backend } from '../../src/contracts/render.ts';
 import { GpuPool } from '../../src/backends/gpu-pool.ts';
 
 const backends: Backend[] = [0, 1, 2].map((i) => ({ id: `comfyui-${i}`, url: `http://gpu-${i}:8188` }));

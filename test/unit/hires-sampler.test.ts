@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { planRender } from '../../src/models/plan.ts';
-import { infotextFor } from '../../src/render/infotext.ts';
+import { infotextFor } from '../../src/infotext/format.ts';
 import { ctx, thrown } from '../golden/helpers.ts';
 
 const base = {

@@ -5,7 +5,7 @@
  * the field to change.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_HISTORY_PAYLOAD_BYTES, oversizedRender, payloadBytes } from '../../src/render/history-size.ts';
+import { MAX_HISTORY_PAYLOAD_BYTES, oversizedRender, payloadBytes } from '../../src/contracts/history-size.ts';
 import { buildRender } from '../../src/renders/build-render.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 

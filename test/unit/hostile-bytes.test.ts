@@ -5,7 +5,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseInfotext } from '../../src/render/infotext-parse.ts';
+import { parseInfotext } from '../../src/infotext/parse.ts';
 import { assertBodyShape } from '../../src/api/body-shape.ts';
 import { bytePoolSize, closeBytePool, runByteTask, setByteTaskTimeout } from '../../src/bytes/pool.ts';
 import { exifUserComment, trimTrailingNuls } from '../../src/images/encode.ts';
@@ -13,7 +13,7 @@ import { tidyPromptCommas } from '../../src/text/trim.ts';
 import { makePng } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import * as hostile from '../support/hostile.ts';
-import { expectImageRender } from '../../src/render/types.ts';
+import { expectImageRender } from '../../src/contracts/render.ts';
 
 /**
  * The stall allowed: 100 ms, or twice the worst this same run sees while a well-formed image is read (a loaded

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OUTPUT_NODE } from '../../src/models/families/index.ts';
 import { filenamePrefixFor, planRender } from '../../src/models/plan.ts';
-import type { BlobRef, ImageRender } from '../../src/render/types.ts';
+import type { BlobRef, ImageRender } from '../../src/contracts/render.ts';
 
 const blob = (c: string, mime = 'image/png'): BlobRef => ({ sha256: c.repeat(64), size: 10, mime, width: 64, height: 64 });
 

@@ -8,11 +8,11 @@ import { FsBlobStore } from '../../src/blobs/fs-store.ts';
 import { imagesResponse } from '../../src/api/openai/response.ts';
 import { toOpenAiEnvelope } from '../../src/api/openai/errors.ts';
 import { knownModelNames, listProfiles } from '../../src/models/registry.ts';
-import type { RenderResult } from '../../src/render/types.ts';
+import type { RenderResult } from '../../src/contracts/render.ts';
 import { makePng, redSquare } from '../support/fixtures.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
-import { expectImageRender } from '../../src/render/types.ts';
+import { expectImageRender } from '../../src/contracts/render.ts';
 
 let front: TestFront;
 

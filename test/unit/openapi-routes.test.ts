@@ -9,7 +9,7 @@ import { DOCS_PREFIX, registeredRoutes, type RegisteredRoute } from '../../src/a
 import { TEMPORAL_UI_PATH } from '../../src/api/temporal-ui-proxy.ts';
 import { startTestFront, type TestFront } from '../support/front.ts';
 import { FsBlobStore } from '../../src/blobs/fs-store.ts';
-import type { RenderResult } from '../../src/render/types.ts';
+import type { RenderResult } from '../../src/contracts/render.ts';
 import { makePng } from '../support/fixtures.ts';
 
 type Doc = {

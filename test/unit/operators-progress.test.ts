@@ -8,8 +8,8 @@ import { msNumberToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { a1111Progress } from '../../src/api/a1111/discovery-routes.ts';
-import { LiveProgress } from '../../src/operators/progress.ts';
-import { ProgressMemory } from '../../src/operators/render-progress.ts';
+import { LiveProgress } from '../../src/progress/live-progress.ts';
+import { ProgressMemory } from '../../src/progress/render-progress.ts';
 import { readJob } from '../../src/api/video/jobs.ts';
 import { textinfo } from '../../src/api/a1111/discovery-routes.ts';
 
@@ -269,7 +269,7 @@ describe('one progress for a render, on every route, that never goes back', () =
 
 describe('one number on both progress routes', () => {
   it('/v1/videos shows the value /sdapi/v1/progress shows, ×100 rounded down, also next to a percent boundary', async () => {
-    const { percent, progressValue } = await import('../../src/operators/render-progress.ts');
+    const { percent, progressValue } = await import('../../src/progress/render-progress.ts');
     // Seen on a real Wan render: a fraction of 0.0499996 was 0.05 on /sdapi/v1/progress and 4 on /v1/videos.
     for (const f of [0, 0.0499996, 0.05, 0.33999, 0.34, 0.123456, 0.99, 0.999951, 1, 1.2, -0.1, Number.NaN]) {
       expect(percent(f)).toBe(Math.floor(progressValue(f) * 100 + 1e-9));

@@ -1,12 +1,12 @@
 /**
- * What happened to a render, from its result (src/render/outcome.ts): the headline, the search attribute's
+ * What happened to a render, from its result (src/contracts/outcome.ts): the headline, the search attribute's
  * tags, each output's outcome, and the list filters that find them.
  */
 import { describe, expect, it } from 'vitest';
 import { table } from '../../src/cli/renders.ts';
 import { buildListQuery, renderFiltersSchema } from '../../src/operators/query.ts';
-import { outcomeOf, outcomeTags, outputOutcomes } from '../../src/render/outcome.ts';
-import type { BlobRef } from '../../src/render/types.ts';
+import { outcomeOf, outcomeTags, outputOutcomes } from '../../src/contracts/outcome.ts';
+import type { BlobRef } from '../../src/contracts/render.ts';
 
 const png = (n: number, blank?: BlobRef['blank']): BlobRef => ({
   sha256: String(n).padStart(64, '0'),

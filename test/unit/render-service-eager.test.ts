@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { RenderService } from '../../src/renders/render-service.ts';
 import { clientStarter, fromPlain, fromStartFailure, toPlain, toStartFailure, type RenderStartOptions } from '../../src/renders/eager-start.ts';
 import { TypedSearchAttributes, defineSearchAttributeKey } from '@temporalio/common';
-import type { BuiltRender } from '../../src/activities/types.ts';
-import type { RenderRequest } from '../../src/render/types.ts';
+import type { BuiltRender } from '../../src/contracts/activities.ts';
+import type { RenderRequest } from '../../src/contracts/render.ts';
 
 interface StartCall {
   via: string;

@@ -188,9 +188,9 @@ describe('the replay check can fail', () => {
       [
         `import { proxyActivities } from '@temporalio/workflow';`,
         `import { render as current } from ${JSON.stringify(path.join(root, 'src', 'workflows', 'render.ts'))};`,
-        `import type { RenderRequest } from ${JSON.stringify(path.join(root, 'src', 'render', 'types.ts'))};`,
+        `import type { RenderRequest } from ${JSON.stringify(path.join(root, 'src', 'contracts', 'render.ts'))};`,
         `const extra = proxyActivities<{ chooseBackend(input: { model: string }): Promise<unknown> }>({ startToCloseTimeout: '1 minute' });`,
-        `import type { BuiltRender } from ${JSON.stringify(path.join(root, 'src', 'activities', 'types.ts'))};`,
+        `import type { BuiltRender } from ${JSON.stringify(path.join(root, 'src', 'contracts', 'activities.ts'))};`,
         `export async function render(request: RenderRequest, built: BuiltRender) {`,
         `  await extra.chooseBackend({ model: request.model });`,
         `  return current(request, built);`,

@@ -5,11 +5,11 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BuiltRender } from '../../src/activities/types.ts';
+import type { BuiltRender } from '../../src/contracts/activities.ts';
 import type { BlobStore } from '../../src/blobs/store.ts';
 import { RequestError } from '../../src/errors/request-error.ts';
 import type { DecodedImage } from '../../src/images/decode.ts';
-import type { RenderRequest } from '../../src/render/types.ts';
+import type { RenderRequest } from '../../src/contracts/render.ts';
 import { Admission, AdmissionRefusedError } from '../../src/renders/admission.ts';
 import { requestFingerprint } from '../../src/renders/render-ids.ts';
 import { IdempotencyConflictError, type RenderService, type StartOptions, type StartedRender } from '../../src/renders/render-service.ts';

@@ -17,7 +17,7 @@ import { createDeliverWebhook } from '../../src/activities/deliver-webhook.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { MAX_RESPONSE_BYTES } from '../../src/webhooks/post.ts';
-import type { DeliverWebhookInput } from '../../src/webhooks/types.ts';
+import type { DeliverWebhookInput } from '../../src/contracts/webhooks.ts';
 
 // The environment logs every failed try at WARN, which most of these cause on purpose.
 const mockEnv = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });

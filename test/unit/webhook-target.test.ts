@@ -6,9 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { BuiltRender } from '../../src/activities/types.ts';
+import type { BuiltRender } from '../../src/contracts/activities.ts';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
-import type { RenderRequest } from '../../src/render/types.ts';
+import type { RenderRequest } from '../../src/contracts/render.ts';
 import type { RenderService, StartOptions, StartedRender } from '../../src/renders/render-service.ts';
 import { RenderSubmitter } from '../../src/renders/submit.ts';
 import { resolveWebhookTarget, type WebhookOption } from '../../src/renders/webhook-target.ts';

@@ -11,14 +11,14 @@ import { ApplicationFailure, CancelledFailure, WorkflowFailedError } from '@temp
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BuiltRender, RenderActivities, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/activities/types.ts';
-import type { PromptRun, RenderRequest } from '../../src/render/types.ts';
+import type { BuiltRender, RenderActivities, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/contracts/activities.ts';
+import type { PromptRun, RenderRequest } from '../../src/contracts/render.ts';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
-import { RENDER_OUTCOME, SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
+import { RENDER_OUTCOME, SEARCH_ATTRIBUTES } from '../../src/contracts/search-attributes.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
-import { GaveUpFailureType, NotDispatchedFailureType } from '../../src/workflows/failure-types.ts';
-import { gpuTaskQueue } from '../../src/workflows/queues.ts';
-import { interruptSignal, renderStatusQuery, skipSignal, type render } from '../../src/workflows/render.ts';
+import { GaveUpFailureType, NotDispatchedFailureType } from '../../src/contracts/failures.ts';
+import { gpuTaskQueue } from '../../src/contracts/task-queues.ts';
+import { interruptSignal, renderStatusQuery, skipSignal, type RenderWorkflow } from '../../src/contracts/workflows.ts';
 
 const TASK_QUEUE = `render-workflow-test-${process.pid}`;
 
@@ -153,7 +153,7 @@ async function start(script: Script, opts: { items?: number; limits?: Partial<Re
   const workflowId = `wf-test-${++seq}-${Date.now()}`;
   scripts.set(workflowId, script);
   const items = opts.items ?? 1;
-  return env.client.workflow.start<typeof render>('render', {
+  return env.client.workflow.start<RenderWorkflow>('render', {
     taskQueue: TASK_QUEUE,
     workflowId,
     args: [requestFor(items), builtFor(items, opts.limits)],

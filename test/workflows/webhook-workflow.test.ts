@@ -13,17 +13,17 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BuiltRender, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/activities/types.ts';
+import type { BuiltRender, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/contracts/activities.ts';
 import { webhookLine } from '../../src/cli/renders.ts';
 import { webhookFromHistory, webhookStarted } from '../../src/operators/webhook.ts';
-import type { PromptRun, RenderRequest } from '../../src/render/types.ts';
+import type { PromptRun, RenderRequest } from '../../src/contracts/render.ts';
 import { findTemporalBinary } from '../../src/temporal/binary.ts';
-import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes.ts';
-import type { DeliverWebhookInput, WebhookAttemptResult, WebhookTarget } from '../../src/webhooks/types.ts';
+import { SEARCH_ATTRIBUTES } from '../../src/contracts/search-attributes.ts';
+import type { DeliverWebhookInput, WebhookAttemptResult, WebhookTarget } from '../../src/contracts/webhooks.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
-import { gpuTaskQueue, webhookTaskQueue } from '../../src/workflows/queues.ts';
-import { WEBHOOK_PATCH, type render } from '../../src/workflows/render.ts';
-import { webhookStatusQuery, type webhook } from '../../src/workflows/webhook.ts';
+import { gpuTaskQueue, webhookTaskQueue } from '../../src/contracts/task-queues.ts';
+import { WEBHOOK_PATCH } from '../../src/workflows/render.ts';
+import { webhookStatusQuery, type RenderWorkflow, type WebhookWorkflow } from '../../src/contracts/workflows.ts';
 
 const TASK_QUEUE = `webhook-workflow-test-${process.pid}`;
 
@@ -129,7 +129,7 @@ async function start(opts: {
   const workflowId = `wh-test-${++seq}-${Date.now()}`;
   renders.set(workflowId, opts.run ?? (async (i) => rendered(i)));
   receivers.set(workflowId, opts.receiver ?? accept);
-  return env.client.workflow.start<typeof render>('render', { taskQueue: TASK_QUEUE, workflowId, args: [request, built(opts.webhook)] });
+  return env.client.workflow.start<RenderWorkflow>('render', { taskQueue: TASK_QUEUE, workflowId, args: [request, built(opts.webhook)] });
 }
 
 /** The webhook child a render started: its id and delivery, from the render's history. */
@@ -140,7 +140,7 @@ async function childOf(renderId: string) {
   );
   expect(initiated).toHaveLength(1);
   const started = webhookStarted(initiated[0]!, defaultPayloadConverter)!;
-  return { started, handle: env.client.workflow.getHandle<typeof webhook>(started.workflowId), renderHistory: history };
+  return { started, handle: env.client.workflow.getHandle<WebhookWorkflow>(started.workflowId), renderHistory: history };
 }
 
 beforeAll(async () => {

@@ -7,13 +7,13 @@
 import { z } from 'zod';
 import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
-import type { ControlPreprocessor, RenderRequest } from '../../render/types.ts';
+import type { ControlPreprocessor, RenderRequest } from '../../contracts/render.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { ResolveLimits } from '../../request/limits.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { cannyThresholds, findPreprocessorNode, nodeUse, PREPROCESSOR_MODULES } from './controlnet.ts';
 import type { PreprocessorNode } from '../../models/preprocessors.ts';
-import type { PreprocessorNodeUse } from '../../render/types.ts';
+import type { PreprocessorNodeUse } from '../../contracts/render.ts';
 import { laxBool, laxFloat, laxInt, laxStr } from './schema.ts';
 import { imagesRenderBase } from './extras.ts';
 

@@ -10,7 +10,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { controlFilesOf, type ControlFile } from '../../models/families/controls.ts';
 import { listImageProfiles } from '../../models/registry.ts';
-import type { UnionControlType } from '../../render/types.ts';
+import type { UnionControlType } from '../../contracts/render.ts';
 import { fileStem } from '../../request/upscalers.ts';
 import type { ApiContext } from '../context.ts';
 import { resolveModel } from '../../models/registry.ts';

@@ -18,7 +18,7 @@
  */
 import { z } from 'zod';
 import type { ImageSource } from '../../images/image-set.ts';
-import type { ControlPreprocessor, PreprocessorNodeUse, UnionControlType } from '../../render/types.ts';
+import type { ControlPreprocessor, PreprocessorNodeUse, UnionControlType } from '../../contracts/render.ts';
 import type { PreprocessorNode } from '../../models/preprocessors.ts';
 import type { NeutralControl } from '../../request/neutral.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';

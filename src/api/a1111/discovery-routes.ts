@@ -14,9 +14,9 @@ import { checkOptions } from '../options-schema.ts';
 import { knownModelNames, listImageProfiles, resolveModel } from '../../models/registry.ts';
 import { listSamplers, listSchedulers } from '../../models/samplers.ts';
 import type { ApiContext } from '../context.ts';
-import { LiveProgress, type ProgressSnapshot } from '../../operators/progress.ts';
-import { markPolled, readPreview } from '../../operators/previews.ts';
-import { progressValue } from '../../operators/render-progress.ts';
+import { LiveProgress, type ProgressSnapshot } from '../../progress/live-progress.ts';
+import { markPolled, readPreview } from '../../progress/previews.ts';
+import { progressValue } from '../../progress/render-progress.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { optionsSchema, progressQuerySchema, progressSchema, samplersSchema, schedulersSchema, sdModelsSchema } from './answer-schemas.ts';
 import { a1111Errors, nullAnswer } from '../openapi-shapes.ts';
@@ -99,7 +99,7 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
   app.get('/sdapi/v1/cmd-flags', doc('Command-line flags (none)', { 200: z.record(z.string(), z.unknown()).describe('Empty') }), async () => ({}));
 
   // Live progress from Temporal (heartbeats of the running prompt), not from this process: see
-  // src/operators/progress.ts. SillyTavern and others treat `job_count === 0` as idle, so idle is all zeros.
+  // src/progress/live-progress.ts. SillyTavern and others treat `job_count === 0` as idle, so idle is all zeros.
   const live = new LiveProgress({
     client: ctx.renders.client,
     namespace: ctx.config.TEMPORAL_NAMESPACE,
@@ -130,7 +130,7 @@ export function registerA1111Discovery(fastify: FastifyInstance, ctx: ApiContext
       req.log.warn({ err: (err as Error).message }, 'progress: Temporal did not answer');
       snapshot = { jobCount: ctx.inFlight.size };
     }
-    // A client watches: ask ComfyUI for sampler previews from now on (src/operators/previews.ts).
+    // A client watches: ask ComfyUI for sampler previews from now on (src/progress/previews.ts).
     markPolled(ctx.config.dataDir);
     const skipParam = (req.query as { skip_current_image?: unknown } | undefined)?.skip_current_image;
     const skipImage = skipParam === true || (typeof skipParam === 'string' && skipParam.toLowerCase() === 'true');

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { decodeImageInput, type DecodedImage } from '../../images/decode.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { upscaleTarget } from '../../models/families/upscale.ts';
-import type { BlobRef, ImagesRender, RenderRequest } from '../../render/types.ts';
+import type { BlobRef, ImagesRender, RenderRequest } from '../../contracts/render.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { ResolveLimits as NormalizeLimits } from '../../request/limits.ts';

@@ -5,8 +5,8 @@
  * What only A1111 has stays here: its sampler field variants, `override_settings`, scripts, the inpaint
  * options, ControlNet's units (controlnet.ts), the fields accepted but not applied, and the `parameters` its answer echoes.
  */
-import type { ImageRender } from '../../render/types.ts';
-import type { SizeFieldNames } from '../../render/history-size.ts';
+import type { ImageRender } from '../../contracts/render.ts';
+import type { SizeFieldNames } from '../../contracts/history-size.ts';
 import type { DecodedImage } from '../../images/decode.ts';
 import type { ImageSource } from '../../images/image-set.ts';
 import { RequestError, describeValue } from './errors.ts';

@@ -9,7 +9,7 @@ import type { ImageLimits } from '../../images/decode.ts';
 import { readExifBytes } from '../../images/encode.ts';
 import { RequestError, describeValue } from './errors.ts';
 
-export { parseInfotext } from '../../render/infotext-parse.ts';
+export { parseInfotext } from '../../infotext/parse.ts';
 
 export interface PngInfo {
   info: string;

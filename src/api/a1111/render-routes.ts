@@ -7,7 +7,7 @@ import { normalizeRequestOffLoop } from './normalize.ts';
 import { needsLivePreprocessors } from './controlnet.ts';
 import { resolveLimits } from '../../request/limits.ts';
 import { buildInfo } from './response.ts';
-import { expectImageRender } from '../../render/types.ts';
+import { expectImageRender } from '../../contracts/render.ts';
 import { a1111BodyLimits, assertBodyShape } from '../body-shape.ts';
 import { overridesToPersist } from './persist-overrides.ts';
 import { requestPriority } from '../priority.ts';

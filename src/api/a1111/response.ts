@@ -3,15 +3,15 @@
  * as A1111 returns it) and per-image infotexts (also embedded as the PNG `parameters` text chunk).
  */
 import { alwaysOnScriptsEcho } from './controlnet.ts';
-import { infotextFor } from '../../render/infotext.ts';
-import { outcomeWarnings } from '../../render/outcome.ts';
-import type { ImageRender, RenderRequest, RenderResult } from '../../render/types.ts';
+import { infotextFor } from '../../infotext/format.ts';
+import { outcomeWarnings } from '../../contracts/outcome.ts';
+import type { ImageRender, RenderRequest, RenderResult } from '../../contracts/render.ts';
 import { schemaFor, type A1111Route } from './schema.ts';
 
 /** Reported as `info.version`. */
 export const INFO_VERSION = 'comfy-durable';
 
-// The infotext lives with the render contracts: activities write it into PNGs, the front reports it.
+// The infotext is its own module (src/infotext): activities write it into PNGs, the front reports it.
 export { infotextFor };
 
 export function itemCount(request: RenderRequest): number {

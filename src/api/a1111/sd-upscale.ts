@@ -6,7 +6,7 @@
  * the overlap are not used, which the warnings say. `script_args` as A1111 takes them:
  * `[info (unused), overlap, upscaler (name, or index into GET /sdapi/v1/upscalers), scale factor]`.
  */
-import type { SdUpscale, Upscaler } from '../../render/types.ts';
+import type { SdUpscale, Upscaler } from '../../contracts/render.ts';
 import { fileStem, PIXEL_UPSCALERS, resolveUpscaler, type CatalogLists } from '../../request/upscalers.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { present } from '../../request/fields.ts';

@@ -15,7 +15,7 @@ import { requestErrorFromIssues } from '../../errors/request-error.ts';
 import type { ResolveLimits } from '../../request/limits.ts';
 import { fileStem } from '../../request/upscalers.ts';
 import { SEGMENTATION_FILES } from '../../models/segmentation.ts';
-import type { RenderRequest, SegmentSpec } from '../../render/types.ts';
+import type { RenderRequest, SegmentSpec } from '../../contracts/render.ts';
 import { RequestError, describeValue } from './errors.ts';
 import { imagesRenderBase } from './extras.ts';
 import { laxBool, laxFloat, laxInt, laxStr } from './schema.ts';

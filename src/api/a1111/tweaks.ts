@@ -2,7 +2,7 @@
  * A1111's output settings: `samples_format` and its quality options, from `override_settings` or the
  * persisted options, and the overrides this service does not apply (named in warnings).
  */
-import type { OutputFormat } from '../../render/types.ts';
+import type { OutputFormat } from '../../contracts/render.ts';
 import type { A1111Body } from './schema.ts';
 
 /** A1111 option names the front applies from `override_settings` (and from `/sdapi/v1/options`). */

@@ -8,7 +8,7 @@
  * As in ComfyUI, events go only to the socket of the prompt's `client_id` while it is connected; nothing is
  * replayed. Without a `client_id` only `status` is sent. Sampler previews go out as ComfyUI's binary
  * `PREVIEW_IMAGE` frames (`u32 1 | u32 1 JPEG or 2 PNG | image`): a prompt queued while its client's socket is
- * open is submitted with previews (operators/previews.ts: the worker writes the newest frame to DATA_DIR, which
+ * open is submitted with previews (progress/previews.ts: the worker writes the newest frame to DATA_DIR, which
  * the front reads while it follows the render, as for A1111's progress), so front and worker share DATA_DIR. With named API keys a socket hears only the prompts
  * of the key it connected with: sockets are found by (key name, client id), so another key's client id reaches
  * nothing of yours.
@@ -16,11 +16,11 @@
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { WebSocket } from 'ws';
-import type { PromptHeartbeat } from '../../activities/types.ts';
+import type { PromptHeartbeat } from '../../contracts/activities.ts';
 import type { Logger } from '../../log.ts';
 import { decodeFirst } from '../../operators/failure.ts';
-import type { RenderResult } from '../../render/types.ts';
-import { markPolled, readPreview } from '../../operators/previews.ts';
+import type { RenderResult } from '../../contracts/render.ts';
+import { markPolled, readPreview } from '../../progress/previews.ts';
 import { failureEvent, historyOutputs, type PromptHistory } from './history.ts';
 
 const { temporal } = proto;
@@ -49,7 +49,7 @@ export class PromptEvents {
     private readonly client: Client,
     private readonly history: PromptHistory,
     private readonly logger: Logger,
-    /** Where the worker writes live previews (operators/previews.ts). */
+    /** Where the worker writes live previews (progress/previews.ts). */
     private readonly dataDir: string,
   ) {}
 

@@ -2,7 +2,7 @@
  * How this service names a render's files to ComfyUI's clients: `<sha256>.<ext>`, the blob's own address, so
  * `/view` needs no table and a name stays valid for as long as the blob is kept (retention).
  */
-import type { BlobRef } from '../../render/types.ts';
+import type { BlobRef } from '../../contracts/render.ts';
 
 const EXT_OF_MIME: Record<string, string> = {
   'image/png': 'png',

@@ -5,7 +5,7 @@
  * a prompt still queued or running has no history yet (`{}`).
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { BlobRef, RenderRequest, RenderResult } from '../../render/types.ts';
+import type { BlobRef, RenderRequest, RenderResult } from '../../contracts/render.ts';
 import { classifyFailure } from '../../renders/render-service.ts';
 import { decodeFirst } from '../../operators/failure.ts';
 import { fileNameOf } from './files.ts';

@@ -1,5 +1,5 @@
 /**
- * `POST /prompt` read as ComfyUI reads it, into a `prompt` render (render/types.ts GraphSpec):
+ * `POST /prompt` read as ComfyUI reads it, into a `prompt` render (contracts/render.ts GraphSpec):
  * - `prompt` (the API-format graph), `client_id` (whose WebSocket gets the events), `prompt_id` (canonical
  *   lowercase UUID, else ComfyUI's `invalid_prompt_id`; absent: one is minted), `extra_data` (its `webhook`, a
  *   URL, gets a signed `prompt.completed` / `prompt.failed`; the rest is ComfyUI's and ignored), and `front` /

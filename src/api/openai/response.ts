@@ -7,8 +7,8 @@
  */
 import { trimTrailingSlashes } from '../../text/trim.ts';
 import type { FastifyRequest } from 'fastify';
-import { outcomeWarnings } from '../../render/outcome.ts';
-import { expectImageRender, type RenderResult } from '../../render/types.ts';
+import { outcomeWarnings } from '../../contracts/outcome.ts';
+import { expectImageRender, type RenderResult } from '../../contracts/render.ts';
 
 export interface OpenAiImage {
   b64_json?: string;

@@ -8,7 +8,7 @@
  */
 import type { ModelProfile } from '../../models/profile.ts';
 import { listImageProfiles, resolveModel } from '../../models/registry.ts';
-import type { OutputFormat } from '../../render/types.ts';
+import type { OutputFormat } from '../../contracts/render.ts';
 import type { ImageSource } from '../../images/image-set.ts';
 import { RequestError, describeValue } from '../../errors/request-error.ts';
 import type { FieldNames } from '../../request/fields.ts';

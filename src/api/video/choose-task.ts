@@ -2,7 +2,7 @@
 import type { DecodedImage } from '../../images/decode.ts';
 import type { ModelProfile, VideoCapabilities } from '../../models/profile.ts';
 import { modelsWithTask, videoTasksOf, type VideoTaskSpec } from '../../models/video-tasks.ts';
-import type { BlobRef } from '../../render/types.ts';
+import type { BlobRef } from '../../contracts/render.ts';
 import { RequestError } from '../../errors/request-error.ts';
 import type { ImageInput } from './image-inputs.ts';
 import type { ExtraParams } from './schema.ts';

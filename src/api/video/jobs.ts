@@ -5,7 +5,7 @@
  * - status: a running workflow is `queued` until its GPU activity has started, then `in_progress`;
  *   completed → `completed`; failed / timed out / terminated → `failed` with `error {code, message}`;
  *   cancelled (DELETE) → deleted.
- * - progress: the render's progress as `/sdapi/v1/progress` reads it (src/operators/render-progress.ts:
+ * - progress: the render's progress as `/sdapi/v1/progress` reads it (src/progress/render-progress.ts:
  *   the GPU attempt's heartbeat — text encoding, sampling, the decode timed against its measured rate —
  *   never going back), in percent; `stage` names what the GPU does.
  * - warnings: what the front changed in the request (a size fitted to the grid, frames snapped), kept in the
@@ -15,15 +15,15 @@ import { canSee, EVERYONE, listOwnerFilter, ownerOf, type Viewer } from '../../r
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { decodeFirst } from '../../operators/failure.ts';
-import type { RenderResult } from '../../render/types.ts';
-import { RENDER_MODEL } from '../../temporal/search-attributes.ts';
-import type { render } from '../../workflows/render.ts';
+import type { RenderResult } from '../../contracts/render.ts';
+import { RENDER_MODEL } from '../../contracts/search-attributes.ts';
+import type { RenderWorkflow } from '../../contracts/workflows.ts';
 import { classifyFailure } from '../../renders/render-service.ts';
 import { secondsLabel } from '../../models/video.ts';
 import { progressAfterSampler } from '../../models/video-tasks.ts';
-import type { PromptHeartbeat } from '../../activities/types.ts';
-import { itemFraction, percent, type ProgressMemory, progressMemory, renderFraction } from '../../operators/render-progress.ts';
-import { outcomeOf, type ResultOutcome } from '../../render/outcome.ts';
+import type { PromptHeartbeat } from '../../contracts/activities.ts';
+import { itemFraction, percent, type ProgressMemory, progressMemory, renderFraction } from '../../progress/render-progress.ts';
+import { outcomeOf, type ResultOutcome } from '../../contracts/outcome.ts';
 
 const { temporal } = proto;
 const STARTED = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
@@ -150,7 +150,7 @@ export function isVideoRender(d: WorkflowExecutionDescription): boolean {
 
 /** The job behind render `id`; VideoNotFoundError when there is none (or it is not a video render). */
 export async function readJob(client: Client, id: string, viewer: Viewer = EVERYONE, memory: ProgressMemory = progressMemory): Promise<JobView> {
-  const handle: WorkflowHandle<typeof render> = client.workflow.getHandle<typeof render>(id);
+  const handle: WorkflowHandle<RenderWorkflow> = client.workflow.getHandle<RenderWorkflow>(id);
   let d: WorkflowExecutionDescription;
   try {
     d = await handle.describe();

@@ -8,7 +8,7 @@ import type { DecodedImage } from '../../images/decode.ts';
 import type { ModelProfile } from '../../models/profile.ts';
 import { knownModelNames, resolveModel } from '../../models/registry.ts';
 import { videoCaps } from '../../models/video.ts';
-import type { VideoRender, VideoSpec } from '../../render/types.ts';
+import type { VideoRender, VideoSpec } from '../../contracts/render.ts';
 import { RequestError, describeValue, requestErrorFromIssues } from '../../errors/request-error.ts';
 import { decodeImagesOffLoop } from '../../bytes/off-loop.ts';
 import { extraParamsSchema, videoFieldsSchema, type ExtraParams, type VideoFields } from './schema.ts';

@@ -17,7 +17,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BlobNotFoundError } from '../../blobs/store.ts';
-import type { RenderResult } from '../../render/types.ts';
+import type { RenderResult } from '../../contracts/render.ts';
 import { RequestError } from '../../errors/request-error.ts';
 import { AdmissionRefusedError } from '../../renders/admission.ts';
 import { retryAfterOf } from '../../errors/request-error.ts';

@@ -2,7 +2,7 @@
 import type { ModelProfile, VideoCapabilities } from '../../models/profile.ts';
 import { framesForSeconds, secondsLabel, sizeFromImage, snapFrames } from '../../models/video.ts';
 import { fitOnGrid } from '../../models/fit-size.ts';
-import type { BlobRef } from '../../render/types.ts';
+import type { BlobRef } from '../../contracts/render.ts';
 import { RequestError } from '../../errors/request-error.ts';
 import { MAX_SEED, RANDOM_SEED_BOUND } from '../../request/limits.ts';
 import type { ExtraParams, VideoFields } from './schema.ts';

@@ -20,7 +20,7 @@ import { RequestError } from '../../errors/request-error.ts';
 import { decodeImageInputStreaming } from '../../images/decode.ts';
 import { assertDecodable } from '../../images/decodable.ts';
 import { inputUploadFor } from '../../models/plan.ts';
-import type { RenderResult } from '../../render/types.ts';
+import type { RenderResult } from '../../contracts/render.ts';
 import { graphInputs, promptIdForKey, promptKey, promptRequest } from '../../renders/prompt-request.ts';
 import { classifyFailure, RenderFailedError } from '../../renders/render-service.ts';
 import { applyParameters, bodySchemaOf, checkWorkflow, loadWorkflowFiles, SHIPPED_WORKFLOWS_DIR, type WorkflowFile } from '../../workflow-files/manifest.ts';

@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import type { NodeLink } from '../../comfyui/graph.ts';
 import { registerCustomNodePackages } from '../../comfyui/plugins.ts';
-import type { LoraUse } from '../../render/types.ts';
+import type { LoraUse } from '../../contracts/render.ts';
 import { loadModuleFolders } from '../module-folders.ts';
 import type { Engine, ModelProfile } from '../profile.ts';
 import type { ModelEngine, NodeAdder } from './model-engine.ts';

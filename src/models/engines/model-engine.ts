@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import type { CustomNodePackage } from '../../comfyui/plugins.ts';
 import type { ObjectInfo } from '../../comfyui/object-info.ts';
 import type { InputValue, NodeLink } from '../../comfyui/graph.ts';
-import type { LoraUse } from '../../render/types.ts';
+import type { LoraUse } from '../../contracts/render.ts';
 import type { ModelProfile } from '../profile.ts';
 
 /** What the builders hand in (GraphBuilder's shape; named here so engines import no builder code). */

@@ -3,7 +3,7 @@
  * `_meta.title`, loaders chosen by file type, the img2img/inpaint latent source, and sample → decode → save.
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import type { ImageKind, RenderKind, SigmaSchedule } from '../../render/types.ts';
+import type { ImageKind, RenderKind, SigmaSchedule } from '../../contracts/render.ts';
 import type { ModelFamily, ModelProfile } from '../profile.ts';
 import { GraphBuilder, type BuildInput, type SampleParts, type VideoBuildInput } from './graph-builder.ts';
 import { isGguf, requireFile } from '../engines/index.ts';

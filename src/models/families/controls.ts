@@ -19,7 +19,7 @@ import {
   type ImagePromptUnit,
   type PreprocessorNodeUse,
   type UnionControlType,
-} from '../../render/types.ts';
+} from '../../contracts/render.ts';
 import type { ModelProfile } from '../profile.ts';
 import { engineFiles, requireFile, type NodeAdder } from '../engines/index.ts';
 import type { BuildInput, GraphBuilder } from './graph-builder.ts';

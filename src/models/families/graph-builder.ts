@@ -4,7 +4,7 @@
  * without common.ts and tweaks.ts importing each other.
  */
 import type { ComfyGraph, InputValue, NodeLink } from '../../comfyui/graph.ts';
-import type { ImageRender, ModelRender, VideoRender } from '../../render/types.ts';
+import type { ImageRender, ModelRender, VideoRender } from '../../contracts/render.ts';
 import type { ModelProfile } from '../profile.ts';
 
 /** What a family builds an item's graph from: an image family's request by default, a video family's `VideoBuildInput`. */

@@ -4,7 +4,7 @@
  * is involved; each image is one item (its own prompt), so a batch is as durable as any render.
  */
 import type { ComfyGraph } from '../../comfyui/graph.ts';
-import type { PreprocessSpec } from '../../render/types.ts';
+import type { PreprocessSpec } from '../../contracts/render.ts';
 import { GraphBuilder, loadImage, OUTPUT_NODE } from './common.ts';
 import { preprocessImage } from './controls.ts';
 

@@ -8,7 +8,7 @@
  * ComfyUI's cache runs the model once per image on a backend.
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import type { SegmentMethod, SegmentOutput } from '../../render/types.ts';
+import type { SegmentMethod, SegmentOutput } from '../../contracts/render.ts';
 import { GraphBuilder, loadImage, OUTPUT_NODE } from './common.ts';
 
 /** The tint of `blended` outputs (0xRRGGBB, EmptyImage's `color`), at half opacity over what was found. */

@@ -4,7 +4,7 @@
  * hires fix and the extras upscale share. Node inputs follow the recorded real `/object_info`.
  */
 import type { NodeLink } from '../../comfyui/graph.ts';
-import type { HiresFix, ImageRender, Upscaler } from '../../render/types.ts';
+import type { HiresFix, ImageRender, Upscaler } from '../../contracts/render.ts';
 import type { BuildInput, GraphBuilder, SampleParts } from './graph-builder.ts';
 
 /**

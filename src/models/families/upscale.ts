@@ -4,7 +4,7 @@
  * is involved; each image is one item (its own prompt), so a batch is as durable as any render.
  */
 import type { ComfyGraph, NodeLink } from '../../comfyui/graph.ts';
-import type { BlobRef, UpscaleSpec } from '../../render/types.ts';
+import type { BlobRef, UpscaleSpec } from '../../contracts/render.ts';
 import { GraphBuilder, loadImage, OUTPUT_NODE } from './common.ts';
 import { upscaleImageTo } from './tweaks.ts';
 

@@ -5,7 +5,7 @@
  */
 import type { CustomNodePackage } from '../../../comfyui/plugins.ts';
 import type { NodeLink } from '../../../comfyui/graph.ts';
-import type { LoraUse } from '../../../render/types.ts';
+import type { LoraUse } from '../../../contracts/render.ts';
 import type { ModelProfile } from '../../profile.ts';
 import { isGguf, type ModelEngine, type NodeAdder } from '../model-engine.ts';
 

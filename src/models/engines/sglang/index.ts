@@ -8,7 +8,7 @@
 import type { CustomNodePackage } from '../../../comfyui/plugins.ts';
 import type { NodeLink } from '../../../comfyui/graph.ts';
 import { comboOptions, inputSpec, type ObjectInfo } from '../../../comfyui/object-info.ts';
-import type { LoraUse } from '../../../render/types.ts';
+import type { LoraUse } from '../../../contracts/render.ts';
 import type { ModelProfile } from '../../profile.ts';
 import type { FileNeed, ModelEngine, NodeAdder } from '../model-engine.ts';
 import { sglangOverrides } from './overrides.ts';

@@ -11,7 +11,7 @@ import {
   type SegmentSpec,
   type UpscaleSpec,
   type VideoRender,
-} from './types.ts';
+} from '../contracts/render.ts';
 
 /** A1111's `quote()`: values containing `,`, `:` or a newline are JSON-quoted so infotext parsers split right. */
 function quote(v: string | number): string {

@@ -1,8 +1,7 @@
 /** Activity signatures shared by the workflow (type-only import) and the activity implementations. */
 import type { ComfyGraph } from '../comfyui/graph.ts';
-import type { InputUpload, PromptRun, RenderPlan, RenderRequest } from '../render/types.ts';
-import type { PruneResult } from '../operators/prune.ts';
-import type { DeliverWebhookInput, WebhookAttemptResult, WebhookTarget } from '../webhooks/types.ts';
+import type { InputUpload, PromptRun, RenderPlan, RenderRequest } from './render.ts';
+import type { DeliverWebhookInput, WebhookAttemptResult, WebhookTarget } from './webhooks.ts';
 
 export interface RenderLimits {
   stallTimeoutMs: number;
@@ -102,6 +101,17 @@ export interface WebhookActivities {
 /** The retention workflow's one activity: `renders prune --older-than RENDER_RETENTION_DAYS`, by the worker. */
 export interface RetentionActivities {
   pruneExpired: () => Promise<RetentionRunResult>;
+}
+
+/** What one prune did (`renders prune`, src/retention/prune.ts): what it deleted, or would delete on a dry run. */
+export interface PruneResult {
+  dryRun: boolean;
+  cutoff: string;
+  rendersDeleted: string[];
+  rendersKept: number;
+  blobsDeleted: number;
+  bytesFreed: number;
+  comfyInputsDeleted: number;
 }
 
 /** What a retention run records in its history: the prune's result, with at most 100 of the ids deleted. */

@@ -9,7 +9,7 @@ export const RENDER_KIND = defineSearchAttributeKey('RenderKind', SearchAttribut
 export const RENDER_BACKEND = defineSearchAttributeKey('RenderBackend', SearchAttributeType.KEYWORD);
 export const RENDER_REPLAY_OF = defineSearchAttributeKey('RenderReplayOf', SearchAttributeType.KEYWORD);
 /**
- * What happened (src/render/outcome.ts `outcomeTags`): `completed`, `partial`, `interrupted`, `skipped`,
+ * What happened (src/contracts/outcome.ts `outcomeTags`): `completed`, `partial`, `interrupted`, `skipped`,
  * `blank`; a failed render `failed` and `failed:<class>` (ComfyExecution, ComfyStall, Timeout, …). A list, so
  * `RenderOutcome = 'blank'` finds a partial render with a black image too. Set when the render ends.
  */
@@ -25,3 +25,9 @@ export const RENDER_OWNER = defineSearchAttributeKey('RenderOwner', SearchAttrib
 export const RENDER_CLIENT = defineSearchAttributeKey('RenderClient', SearchAttributeType.KEYWORD);
 
 export const SEARCH_ATTRIBUTES = [RENDER_MODEL, RENDER_KIND, RENDER_BACKEND, RENDER_REPLAY_OF, RENDER_OWNER, RENDER_OUTCOME, RENDER_CLIENT] as const;
+
+/** The visibility query for renders waiting or running on a task queue (of one client: its RenderClient). */
+export function waitingRendersQuery(taskQueue: string, client?: string): string {
+  const base = `WorkflowType = 'render' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
+  return client === undefined ? base : `${base} AND RenderClient = '${client.replace(/['\\]/g, '')}'`;
+}

@@ -6,7 +6,7 @@
  * the gallery) show it, and every route that answers with images warns in its own shape. Results recorded
  * before outcomes existed read the same way: everything here derives from fields renders always returned.
  */
-import { isImageRender, type BlobRef, type PartialItem, type RenderRequest, type RenderResult } from './types.ts';
+import { isImageRender, type BlobRef, type PartialItem, type RenderRequest, type RenderResult } from './render.ts';
 
 /** The headline of a closed render that returned: the worst of what happened to its outputs. */
 export type ResultOutcome = 'completed' | 'partial' | 'blank';

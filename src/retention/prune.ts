@@ -15,7 +15,8 @@
 import { readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import type { BlobRef } from '../render/types.ts';
+import type { PruneResult } from '../contracts/activities.ts';
+import type { BlobRef } from '../contracts/render.ts';
 import { INPUT_SUBFOLDER } from '../models/plan.ts';
 import type { BlobStore } from '../blobs/store.ts';
 
@@ -30,16 +31,6 @@ export interface PruneOptions {
   now?: Date;
   /** Called as work goes on (the activity heartbeats with it). */
   progress?: () => void;
-}
-
-export interface PruneResult {
-  dryRun: boolean;
-  cutoff: string;
-  rendersDeleted: string[];
-  rendersKept: number;
-  blobsDeleted: number;
-  bytesFreed: number;
-  comfyInputsDeleted: number;
 }
 
 const refsOf = (value: unknown): BlobRef[] => {

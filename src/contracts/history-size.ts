@@ -5,7 +5,7 @@
  * default JSON payload converter will serialise it, against a limit with a margin for the payload envelope
  * and the other attributes of the same event.
  */
-import type { RenderRequest } from './types.ts';
+import type { RenderRequest } from './render.ts';
 
 /** The client's names of the fields a refusal may name (a protocol's own, from its neutral request). */
 export interface SizeFieldNames {

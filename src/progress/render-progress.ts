@@ -7,7 +7,7 @@
  * interrupt or a skip while the stopped prompt is wound down (the heartbeat is then gone, the render not
  * yet ended).
  */
-import type { PromptHeartbeat } from '../activities/types.ts';
+import type { PromptHeartbeat } from '../contracts/activities.ts';
 
 /** The item's fraction (0..1) from its heartbeat; `afterSampler` places a node after the sampler (older heartbeats without a fraction). */
 export function itemFraction(beat: Partial<PromptHeartbeat>, afterSampler?: number): number {

@@ -16,10 +16,10 @@ import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
 // @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
 import proto from '@temporalio/proto';
 import type { google } from '@temporalio/proto';
-import type { PromptHeartbeat } from '../activities/types.ts';
+import type { PromptHeartbeat } from '../contracts/activities.ts';
 import type { Logger } from '../log.ts';
-import { renderStatusQuery, type RenderStatus } from '../workflows/render.ts';
-import { decodeFirst } from './failure.ts';
+import { renderStatusQuery, type RenderStatus } from '../contracts/workflows.ts';
+import { decodeFirst } from '../operators/failure.ts';
 import { itemFraction, ProgressMemory, progressMemory, renderFraction } from './render-progress.ts';
 
 const { temporal } = proto;

@@ -3,8 +3,8 @@
  * created_at, data}`) with the Standard Webhooks `timestamp` field beside them. It names the render and where
  * to fetch its outputs; it never carries their bytes. Pure and deterministic: the render workflow builds it.
  */
-import type { BlobRef } from '../render/types.ts';
-import type { WebhookTarget } from './types.ts';
+import type { BlobRef } from '../contracts/render.ts';
+import type { WebhookTarget } from '../contracts/webhooks.ts';
 
 export interface RenderEnd {
   renderId: string;
