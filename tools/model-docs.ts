@@ -15,9 +15,9 @@ import type { ModelProfile } from '../src/models/profile.ts';
 export const README_URL = new URL('../README.md', import.meta.url);
 export const LLAMA_SWAP_EXAMPLE_URL = new URL('../docs/llama-swap.example.yaml', import.meta.url);
 
-const TABLE_START = '<!-- models: generated from src/models/profiles by `npm run docs:models` -->';
+const TABLE_START = '<!-- models: generated from the model registry (src/models) by `npm run docs:models` -->';
 const TABLE_END = '<!-- /models -->';
-const ALIASES_START = '# models: generated from src/models/profiles by `npm run docs:models`';
+const ALIASES_START = '# models: generated from the model registry (src/models) by `npm run docs:models`';
 const ALIASES_END = '# /models';
 
 /** What a model renders, in the API's words. */

@@ -34,16 +34,21 @@ describe('contract, control files', () => {
     expect(lines.join('\n')).not.toMatch(/flux1-dev-controlnet-union-pro|flux1-redux-dev|sigclip_vision_patch14_384|qwen_image_canny_diffsynth/);
   });
 
-  it('a ComfyUI without the union ControlNet or Redux: one line each, naming both Flux-dev models', () => {
+  it('a ComfyUI without the union ControlNet or Redux: one line each, naming every Flux-dev model', () => {
     const raw = recorded() as Record<string, { input: { required: Record<string, unknown[]> } }>;
     raw.ControlNetLoader!.input.required.control_net_name = [[]];
     raw.StyleModelLoader!.input.required.style_model_name = [[]];
     const lines = missing(raw);
+    // The models declaring the file, from the registry: a model added in one file is named too.
+    const needing = (file: string): string[] => listProfiles().flatMap((p) => (Object.values(p.files).includes(file) ? [p.id] : []));
+    for (const file of ['flux1-dev-controlnet-union-pro.safetensors', 'flux1-redux-dev.safetensors']) {
+      expect(needing(file)).toEqual(expect.arrayContaining(['imagegen-flux-dev', 'imagegen-flux-krea']));
+    }
     expect(lines).toContain(
-      'control file flux1-dev-controlnet-union-pro.safetensors is missing: not in ControlNetLoader.control_net_name; control units of imagegen-flux-dev, imagegen-flux-krea that need it are refused',
+      `control file flux1-dev-controlnet-union-pro.safetensors is missing: not in ControlNetLoader.control_net_name; control units of ${needing('flux1-dev-controlnet-union-pro.safetensors').join(', ')} that need it are refused`,
     );
     expect(lines).toContain(
-      'control file flux1-redux-dev.safetensors is missing: not in StyleModelLoader.style_model_name; control units of imagegen-flux-dev, imagegen-flux-krea that need it are refused',
+      `control file flux1-redux-dev.safetensors is missing: not in StyleModelLoader.style_model_name; control units of ${needing('flux1-redux-dev.safetensors').join(', ')} that need it are refused`,
     );
   });
 });

@@ -91,7 +91,9 @@ describe('verdicts against the real ComfyUI', () => {
 
   it.each(goldens)('golden %s is not refused', (file) => {
     const graph: unknown = JSON.parse(readFileSync(new URL(file, goldenDir), 'utf8'));
-    holdAgainst(graph, real[file]!.status, real[file]!.response);
+    const verdict = real[file];
+    if (!verdict) throw new Error(`golden ${file} has no verdict from a real ComfyUI: record one (scripts/record-golden-verdicts.ts, docs/extending.md)`);
+    holdAgainst(graph, verdict.status, verdict.response);
     expect(preflightGraph(graph, info).ok).toBe(true);
   });
 
