@@ -14,7 +14,7 @@
  */
 import { readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { PruneResult } from '../contracts/activities.ts';
 import type { BlobRef } from '../contracts/render.ts';
 import { INPUT_SUBFOLDER } from '../models/plan.ts';
@@ -132,6 +132,9 @@ async function collectRefs(client: Client, query: string, keep: Set<string>, pro
     try {
       history = await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
     } catch (err) {
+      // Deleted since the listing (visibility lags deletion: an earlier prune's renders are still listed for a
+      // while): it references nothing any more.
+      if (err instanceof WorkflowNotFoundError) continue;
       // Unreadable history: keep everything rather than guess (abort the blob part).
       throw new Error(`could not read the history of ${w.workflowId}: refusing to delete blobs it may need`, { cause: err });
     }
