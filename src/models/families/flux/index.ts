@@ -28,10 +28,10 @@ export const FLUX_TEXT_FILES = {
 
 export const FLUX_FILE_ROLES = ['unet', 't5', 'clipL', 'vae'] as const;
 
-/** Flux is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to it (its Align Your Steps). */
 /** T5-XXL (4.7B) and CLIP-L; Flux's 16-channel VAE decodes a megapixel in well under a second. */
 export const FLUX_SILENT_STAGES: SilentStagePriors = { encodeMs: 3_000, decodeMsPerUnit: 500 };
 
+/** Flux is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to it (its Align Your Steps). */
 export const FLUX_SAMPLING: FamilySampling = {
   prediction: 'flow',
   emptyLatent: 'EmptySD3LatentImage',

@@ -52,10 +52,10 @@ export function qwenBase(g: GraphBuilder, input: BuildInput) {
   return { model, clip, vae };
 }
 
-/** Qwen-Image is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to FLUX, Wan and Chroma, not to Qwen. */
 /** Qwen2.5-VL 7B as the text encoder; the Qwen-Image VAE (Wan 2.1's) is slower than Flux's. */
 export const QWEN_SILENT_STAGES: SilentStagePriors = { encodeMs: 5_000, decodeMsPerUnit: 1_000 };
 
+/** Qwen-Image is flow-matching on a 16-channel latent; ComfyUI fits Optimal Steps to FLUX, Wan and Chroma, not to Qwen. */
 export const QWEN_SAMPLING: FamilySampling = {
   prediction: 'flow',
   emptyLatent: 'EmptySD3LatentImage',
