@@ -4,7 +4,7 @@
  * signals and queries they answer. Definitions only: the workflow bodies (src/workflows) register handlers
  * for these, the front sends and asks through them, and neither imports the other.
  */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { QueryDefinition, SignalDefinition } from '@temporalio/common';
 import type { BuiltRender, RetentionRunResult } from './activities.ts';
 import type { PartialItem, RenderRequest, RenderResult } from './render.ts';
 import type { WebhookDelivery, WebhookStatus } from './webhooks.ts';
@@ -52,6 +52,19 @@ export interface RenderStatus {
   skipped?: number[];
   /** Items stopped by interrupt or skip that answer with their last preview (not a finished image). */
   partial?: PartialItem[];
+}
+
+/**
+ * What `defineQuery` / `defineSignal` of `@temporalio/workflow` return (a plain `{ type, name }`), written here so
+ * that the front, which only sends and asks, does not load the workflow library (its isolate would hold ~1.5 MB
+ * more heap for it: bench/README.md, issue 25). Workflows register handlers for these exactly as for the SDK's.
+ */
+function defineQuery<Ret, Args extends unknown[] = []>(name: string): QueryDefinition<Ret, Args> {
+  return { type: 'query', name } as QueryDefinition<Ret, Args>;
+}
+
+function defineSignal<Args extends unknown[] = []>(name: string): SignalDefinition<Args> {
+  return { type: 'signal', name } as SignalDefinition<Args>;
 }
 
 /** The `render` workflow's progress: item, attempts, interrupt and skip state. */
