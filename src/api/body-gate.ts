@@ -6,6 +6,12 @@
  * before their body is read, so their bytes stay in the socket (TCP pushes back on the client) rather than
  * in this process.
  *
+ * Of the bodies read at once, at most `maxDecoding` are parsed and decoded at once (`decodeTurn`, awaited by the
+ * body parser): a body waiting for its turn is its raw bytes only (~2.7 MB), where one being parsed and decoded is
+ * all of the above. Reading stays wide, so uploads trickled by a hostile client cannot hold every slot against a
+ * genuine one (M2 below), while the memory of the pile-up follows the narrower turn (issue 25: ~20 MB less at the
+ * peak of 100 concurrent 2 MB img2img than four at a time, bench/README.md).
+ *
  * A request holds its slot from `onRequest` until the body is no longer needed: routes that decode and
  * store the body themselves mark it (`config: { keepsBodySlot: true }`) and call `releaseBodySlot` once the
  * images are in the blob store; for any other route the slot is released once the body is parsed
@@ -29,11 +35,14 @@ declare module 'fastify' {
 }
 
 const slots = new WeakMap<FastifyRequest, () => void>();
+const decodeTurns = new WeakMap<FastifyRequest, () => Promise<void>>();
 
 export interface BodyGateOptions {
   /** Bodies at least this large (or of unknown length) pass through the gate. */
   largeBytes: number;
   maxConcurrent: number;
+  /** Of those, how many are parsed and decoded at once (default: all of them). */
+  maxDecoding?: number;
   /** Slowest upload rate a large body may keep its slot with (bytes per second); 0 or unset: no minimum. */
   minBytesPerSecond?: number;
   /** How long a body has before its rate is judged (default 5 s): connection start-up and TCP slow start. */
@@ -73,6 +82,14 @@ export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): {
     if (next) next();
     else active--;
   };
+  const maxDecoding = Math.max(1, Math.min(opts.maxDecoding ?? opts.maxConcurrent, opts.maxConcurrent));
+  let decoding = 0;
+  const decodeQueue: Array<() => void> = [];
+  const passDecodeTurn = (): void => {
+    const next = decodeQueue.shift();
+    if (next) next();
+    else decoding--;
+  };
 
   app.addHook('onRequest', async (req) => {
     if (req.method !== 'POST' && req.method !== 'PUT' && req.method !== 'PATCH') return;
@@ -80,11 +97,34 @@ export function registerBodyGate(app: FastifyInstance, opts: BodyGateOptions): {
     if (Number.isFinite(length) && length < opts.largeBytes) return;
     await acquire();
     let released = false;
+    let turn: 'none' | 'waiting' | 'held' = 'none';
+    let waiter: (() => void) | undefined;
     const stopWatch = watchUploadRate(req, opts, contended);
+    decodeTurns.set(
+      req,
+      () =>
+        new Promise<void>((resolve) => {
+          // Asked twice, or after the slot is gone (an aborted request): nothing to wait for.
+          if (released || turn !== 'none') return resolve();
+          if (decoding < maxDecoding) {
+            decoding++;
+            turn = 'held';
+            return resolve();
+          }
+          turn = 'waiting';
+          waiter = () => {
+            turn = 'held';
+            resolve();
+          };
+          decodeQueue.push(waiter);
+        }),
+    );
     slots.set(req, () => {
       if (released) return;
       released = true;
       stopWatch();
+      if (turn === 'held') passDecodeTurn();
+      else if (turn === 'waiting') decodeQueue.splice(decodeQueue.indexOf(waiter!), 1);
       release();
     });
   });
@@ -127,6 +167,14 @@ function watchUploadRate(req: FastifyRequest, opts: BodyGateOptions, contended: 
   );
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * Resolves when this request's body may be parsed and decoded: at once for a small body (it holds no slot),
+ * else once fewer than `maxDecoding` large bodies are being parsed and decoded, in arrival order.
+ */
+export function decodeTurn(req: FastifyRequest): Promise<void> {
+  return decodeTurns.get(req)?.() ?? Promise.resolve();
 }
 
 /** The request no longer needs its body: let the next large one in. Idempotent; a no-op for small bodies. */

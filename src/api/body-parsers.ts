@@ -13,6 +13,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { scanJsonOffLoop } from '../bytes/off-loop.ts';
+import { decodeTurn } from './body-gate.ts';
 import { asClientOf } from './clients.ts';
 import { MAX_JSON_VALUES, scanJsonShape } from '../bytes/json-scan.ts';
 
@@ -41,11 +42,14 @@ export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoop
       void json(req, bytes.toString('utf8'), done);
       return;
     }
-    // As the request's client: the byte pool shares its workers between clients, and drops a scan nobody waits for.
-    asClientOf(req, () => scanJsonOffLoop(bytes)).then(
-      (scanned) => json(req, scanned.toString('utf8'), done),
-      (err: Error) => done(err),
-    );
+    // In its turn (body-gate.ts: of the large bodies read at once, only a few are parsed and decoded at once), and
+    // as the request's client: the byte pool shares its workers between clients, and drops a scan nobody waits for.
+    decodeTurn(req)
+      .then(() => asClientOf(req, () => scanJsonOffLoop(bytes)))
+      .then(
+        (scanned) => json(req, scanned.toString('utf8'), done),
+        (err: Error) => done(err),
+      );
   };
   app.addHook('onRequest', (req, _reply, done) => {
     const type = req.headers['content-type'];

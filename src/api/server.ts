@@ -173,10 +173,12 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   // After the key guard: a request's client is its key when it has one.
   registerClientContext(app);
 
-  // At most a few large bodies are read and decoded at once; the rest wait with their bytes in the socket.
+  // At most a few large bodies are read at once, and of those two parsed and decoded (one read while another is
+  // decoded keeps the byte worker busy); the rest wait with their bytes in the socket.
   registerBodyGate(app, {
     largeBytes: deps.config.LARGE_BODY_BYTES,
     maxConcurrent: deps.config.MAX_CONCURRENT_LARGE_BODIES,
+    maxDecoding: 2,
     minBytesPerSecond: deps.config.MIN_UPLOAD_BYTES_PER_S,
   });
   // The threads that parse request bytes (src/bytes/) stop with the front; a later use starts them again.

@@ -2,6 +2,8 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { registerBodyGate, releaseBodySlot } from '../../src/api/body-gate.ts';
+import { registerLenientBodyParsers } from '../../src/api/body-parsers.ts';
+import { closeBytePool } from '../../src/bytes/pool.ts';
 
 function app() {
   const f = Fastify();
@@ -68,6 +70,53 @@ describe('registerBodyGate', () => {
     expect(gate.active()).toBe(0);
     gates.get('h-answer')!();
     await held;
+  });
+});
+
+describe('decode turns (issue 25)', () => {
+  it('reads two large bodies at once but parses and decodes one at a time, in order; a refused body gives its turn back', async () => {
+    const f = Fastify();
+    registerLenientBodyParsers(f, { offLoopFromBytes: 100 });
+    const gate = registerBodyGate(f, { largeBytes: 100, maxConcurrent: 2, maxDecoding: 1 });
+    const order: string[] = [];
+    const gates = new Map<string, () => void>();
+    f.post('/keep', { config: { keepsBodySlot: true } }, async (req) => {
+      const { id } = req.body as { id: string };
+      order.push(`parsed ${id}`);
+      await new Promise<void>((r) => gates.set(id, r));
+      releaseBodySlot(req);
+      return { id };
+    });
+    try {
+      const send = (id: string) => f.inject({ method: 'POST', url: '/keep', headers: { 'content-type': 'application/json' }, payload: big(id) });
+      const a = send('a');
+      await until(() => order.includes('parsed a'));
+      const b = send('b');
+      // b holds a read slot (its body is in) but waits for a's decode turn; c waits for a read slot.
+      await until(() => gate.active() === 2);
+      const c = send('c');
+      await until(() => gate.waiting() === 1);
+      expect(order).toEqual(['parsed a']);
+      gates.get('a')!();
+      await until(() => order.includes('parsed b'));
+      expect(order).toEqual(['parsed a', 'parsed b']);
+      gates.get('b')!();
+      await until(() => order.includes('parsed c'));
+      gates.get('c')!();
+      expect((await Promise.all([a, b, c])).map((r) => r.json<{ id: string }>().id)).toEqual(['a', 'b', 'c']);
+      expect(gate.active()).toBe(0);
+      // A large body refused by its parse (invalid JSON) gives its turn back too.
+      const bad = await f.inject({ method: 'POST', url: '/keep', headers: { 'content-type': 'application/json' }, payload: `{"id": ${'1'.repeat(200)}` });
+      expect(bad.statusCode).toBe(400);
+      const after = send('d');
+      await until(() => order.includes('parsed d'));
+      gates.get('d')!();
+      expect((await after).json()).toEqual({ id: 'd' });
+      expect(gate.active()).toBe(0);
+    } finally {
+      await f.close();
+      await closeBytePool();
+    }
   });
 });
 
