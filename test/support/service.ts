@@ -58,7 +58,7 @@ export interface TestService {
 
 export async function startService(opts: ServiceOptions): Promise<TestService> {
   const mode = opts.mode ?? 'start';
-  const port = opts.port ?? (await freePort());
+  let port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'cd-data-'));
   const taskQueue = opts.taskQueue ?? `renders-${Math.random().toString(36).slice(2, 10)}`;
   let out = '';
@@ -66,6 +66,22 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
 
   // Services that run workflows (start, worker) under tsx take the run's one bundle instead of building their own.
   const bundleEnv = opts.runtime !== 'dist' && mode !== 'api' ? { [TEST_BUNDLE_ENV]: await sharedWorkflowBundle() } : {};
+
+  /**
+   * A port found free may be taken before the service binds it (the OS hands it out as another connection's
+   * source port meanwhile: seen as `listen EADDRINUSE` next to CPU hogs and other suites). A port this
+   * function chose is chosen again then; a port the caller gave is the caller's.
+   */
+  const launchOnAFreePort = async (): Promise<void> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await launch();
+      } catch (err) {
+        if (opts.port !== undefined || tries >= 3 || !new RegExp(`EADDRINUSE\\b.*:${port}\\b`).test(out)) throw err;
+        port = await freePort();
+      }
+    }
+  };
 
   const launch = async (): Promise<void> => {
     // dist: npm start's launcher, which execs node (same pid, so SIGKILL reaches the service itself).
@@ -127,7 +143,7 @@ export async function startService(opts: ServiceOptions): Promise<TestService> {
       child,
     );
   };
-  await launch();
+  await launchOnAFreePort();
 
   const svc: TestService = {
     url: `http://127.0.0.1:${port}`,
