@@ -3,7 +3,7 @@
 # Debian (glibc), not Alpine: @temporalio/core-bridge ships glibc-only prebuilt binaries (musl fails with
 # `__register_atfork: symbol not found`). Two stages: the first compiles src/ into dist/ with the workflow
 # bundle prebuilt (scripts/build.sh, as `npm start` does); the image runs plain node on dist/, which saves
-# tsx's loader and the start-up bundling (README, Benchmarks).
+# tsx's loader and the start-up bundling (docs/benchmarks.md).
 FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -11,7 +11,7 @@
 #   which 2 MB images come from the heap and their pages are kept).
 # Other C libraries ignore these variables.
 #
-# V8 heap sizing (measured with `npm run bench`, README "Benchmarks"): the old generation grows by 30 % over
+# V8 heap sizing (measured with `npm run bench`, docs/benchmarks.md): the old generation grows by 30 % over
 # what survived the last full GC instead of up to 4x, and the young generation's semi-spaces stop at 2 MB
 # instead of 16. Each 2 MB image body is ~10 MB of short-lived strings and buffers; with V8's defaults they
 # pile up in a heap that has grown around them. Idle RSS 224-247 -> ~180 MB, peak of 100 concurrent 2 MB

@@ -1,6 +1,6 @@
 /**
  * The two lists of models the docs carry, written from the registry so a new model is one profile file:
- * the README's model table and the aliases of the front's entry in docs/llama-swap.example.yaml (llama-swap
+ * the model table of docs/models.md and the aliases of the front's entry in docs/llama-swap.example.yaml (llama-swap
  * routes a request by its `model`, so every id the service serves must be one of them). Each list sits
  * between marker comments; `npm run docs:models` rewrites what is between them (`npm test` runs it first),
  * and test/unit/model-docs.test.ts holds the files to what this renders.
@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { BUILTIN_PROFILES } from '../src/models/builtin-profiles.ts';
 import type { ModelProfile } from '../src/models/profile.ts';
 
-export const README_URL = new URL('../README.md', import.meta.url);
+export const MODELS_DOC_URL = new URL('../docs/models.md', import.meta.url);
 export const LLAMA_SWAP_EXAMPLE_URL = new URL('../docs/llama-swap.example.yaml', import.meta.url);
 
 const TABLE_START = '<!-- models: generated from the model registry (src/models) by `npm run docs:models` -->';
@@ -46,7 +46,7 @@ function defaultsCell(p: ModelProfile): string {
   return parts.join(', ');
 }
 
-/** The README's table: every built-in model, image models first (the `/v1/models` order). */
+/** The models page's table: every built-in model, image models first (the `/v1/models` order). */
 export function renderModelTable(profiles: readonly ModelProfile[] = BUILTIN_PROFILES): string {
   const rows = profiles.map((p) => `| \`${p.id}\` | ${p.title} | ${kindsCell(p)} | ${defaultsCell(p)} |`);
   return ['| id | model | kinds | defaults |', '|---|---|---|---|', ...rows].join('\n');
@@ -72,9 +72,9 @@ function replaceBetween(text: string, start: string, end: string, body: (startLi
   return [...lines.slice(0, from + 1), body(lines[from]!), ...lines.slice(to)].join('\n');
 }
 
-/** The README with its model table rendered from the registry. */
-export function withModelTable(readme: string): string {
-  return replaceBetween(readme, TABLE_START, TABLE_END, () => renderModelTable(), 'README.md');
+/** docs/models.md with its model table rendered from the registry. */
+export function withModelTable(page: string): string {
+  return replaceBetween(page, TABLE_START, TABLE_END, () => renderModelTable(), 'docs/models.md');
 }
 
 /** The llama-swap example with the front entry's aliases rendered from the registry. */
@@ -92,7 +92,7 @@ export function withLlamaSwapAliases(yaml: string): string {
 }
 
 const FILES = [
-  { url: README_URL, name: 'README.md', render: withModelTable },
+  { url: MODELS_DOC_URL, name: 'docs/models.md', render: withModelTable },
   { url: LLAMA_SWAP_EXAMPLE_URL, name: 'docs/llama-swap.example.yaml', render: withLlamaSwapAliases },
 ];
 

@@ -46,7 +46,7 @@ export async function probeOldShape(otherQueue: string): Promise<number> {
 
 /**
  * The whole attempt as a local activity in the first workflow task: the shape with the fewest server round
- * trips. Not the render's shape (README "Benchmarks": while a local activity runs, the workflow task stays
+ * trips. Not the render's shape (docs/benchmarks.md: while a local activity runs, the workflow task stays
  * open, so status queries and interrupt signals wait for it, and a local activity cannot heartbeat), only
  * its floor, for comparison.
  */

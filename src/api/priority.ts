@@ -2,7 +2,7 @@
  * Per-request priority: `X-Priority` header or body `priority`, an integer 1 (most urgent) … 5, default 3.
  * It becomes the render workflow's Temporal priority key, which its activities inherit: among prompts
  * waiting in the shared GPU queue a lower key starts first, first-in-first-out within a key (strictly on a
- * single task-queue partition, see README "Temporal settings"). No preemption: a running prompt keeps its
+ * single task-queue partition, see docs/production.md "Temporal settings"). No preemption: a running prompt keeps its
  * GPU. Given both ways, header and body must agree (else 422), so a client never gets a priority it did
  * not mean.
  */

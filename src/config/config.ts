@@ -212,7 +212,7 @@ const envSchema = z.object({
   /**
    * How long finished renders are kept: what the retention schedule prunes (renders, and blobs nothing
    * newer references), and the embedded Temporal's namespace retention (at least a day; in production set it
-   * on the namespace: README "Retention"). Days, fractions allowed (0.5 = 12 h).
+   * on the namespace: docs/operators.md "Retention"). Days, fractions allowed (0.5 = 12 h).
    */
   RENDER_RETENTION_DAYS: z.coerce.number().positive().default(7),
   /**
@@ -289,7 +289,7 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   OTEL_SERVICE_NAME: z.string().min(1).default('comfy-durable'),
   /**
-   * Webhooks (README "Webhooks"): where the event of async work goes when the request names no URL of its own
+   * Webhooks (docs/webhooks.md): where the event of async work goes when the request names no URL of its own
    * (the video API's POST /v1/videos, ComfyUI prompts, async workflow files). Unset: only per-request URLs.
    */
   WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),

@@ -62,7 +62,7 @@ export interface DevServerOptions {
 }
 
 /**
- * Settings of the embedded server (README "Temporal settings" explains each and what a production cluster
+ * Settings of the embedded server (docs/production.md "Temporal settings" explains each and what a production cluster
  * should set). Measured with bench/hop-probe.ts on this 2-core box.
  *
  * - The history service's queue processors read their task queues at most `MaxPollRPS` times per second

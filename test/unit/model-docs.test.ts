@@ -1,5 +1,5 @@
 /**
- * The README's model table and the llama-swap example's aliases are the registry's (tools/model-docs.ts
+ * The model table of docs/models.md and the llama-swap example's aliases are the registry's (tools/model-docs.ts
  * writes them; `npm test` runs it first): a model added as one profile file shows up in both, and a hand
  * edit that drops or invents one fails here.
  */
@@ -7,12 +7,12 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { listProfiles } from '../../src/models/registry.ts';
-import { LLAMA_SWAP_EXAMPLE_URL, README_URL, renderModelTable, withLlamaSwapAliases, withModelTable } from '../../tools/model-docs.ts';
+import { LLAMA_SWAP_EXAMPLE_URL, MODELS_DOC_URL, renderModelTable, withLlamaSwapAliases, withModelTable } from '../../tools/model-docs.ts';
 
 describe('model lists in the docs (npm run docs:models)', () => {
-  it("the README's table is the registry's, one row per model", () => {
-    const readme = readFileSync(README_URL, 'utf8');
-    expect(withModelTable(readme), 'README.md is stale: run npm run docs:models').toBe(readme);
+  it("docs/models.md's table is the registry's, one row per model", () => {
+    const page = readFileSync(MODELS_DOC_URL, 'utf8');
+    expect(withModelTable(page), 'docs/models.md is stale: run npm run docs:models').toBe(page);
     const rows = renderModelTable()
       .split('\n')
       .slice(2)

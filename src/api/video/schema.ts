@@ -60,7 +60,7 @@ export const videoFieldsSchema = z.looseObject({
   /** Render priority 1 (most urgent) .. 5, as X-Priority (read by api/priority.ts). */
   priority: z.unknown().optional(),
   /**
-   * Where to POST the signed `video.completed` / `video.failed` event (README "Webhooks"); must be allowed by
+   * Where to POST the signed `video.completed` / `video.failed` event (docs/webhooks.md); must be allowed by
    * WEBHOOK_ALLOWED_TARGETS. Absent on POST /v1/videos: WEBHOOK_URL, when configured.
    */
   webhook_url: text(2048).optional(),
