@@ -3,7 +3,8 @@
  * failure the workflow sees (docs/durability.md).
  * - told to stop (attemptStopped): the render cancelled stops the prompt before the workflow may end, and
  *   keeps what was rendered; a worker shutdown or a server-side timeout leaves it running for the next
- *   attempt to re-attach, except a model-swapping proxy's GPU entry shutting down (`stopPromptOnShutdown`).
+ *   attempt to re-attach (its ComfyUI stays busy in this worker's pool until the prompt has left its queue),
+ *   except a model-swapping proxy's GPU entry shutting down (`stopPromptOnShutdown`).
  * - failed (attemptFailure): a stall stops the prompt (escalating to `/free`, then marking the backend
  *   unhealthy); a ComfyUI that refuses connections is marked unhealthy so the retry runs elsewhere; out of
  *   memory frees VRAM before the retry.
@@ -45,6 +46,7 @@ export async function attemptStopped(at: Attempt, reached: Reached, stoppedAt: S
     await stopHandedAway(at, reached);
   } else if (promptId !== '') {
     log.warn({ promptId, reason }, 'activity stopped without the render being cancelled: leaving the prompt running for the next attempt to re-attach');
+    at.leftRunning = { target: reached.target, promptId };
   }
   throw at.signal.reason ?? err;
 }

@@ -33,6 +33,8 @@ export interface Attempt {
   graceMs: number;
   /** Stage timings, appended as the phases end. */
   timings: StageTiming[];
+  /** Set when the attempt, told to stop, left its prompt in ComfyUI for the next attempt (attempt-failure.ts). */
+  leftRunning?: { target: Target; promptId: string };
 }
 
 /** The ComfyUI the attempt talks to: the leased one, or the one an earlier attempt's prompt lives on. */

@@ -2,6 +2,7 @@
  * Re-attach: where a prompt an earlier attempt of the same item submitted may still live, and whether it
  * does. Prompt ids derive from (workflow, run, item, attempt), so nothing needs recording.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Backend } from '../contracts/render.ts';
 import type { ComfyClient } from '../comfyui/client.ts';
 import { attemptPromptId, type RenderExecution } from './prompt-ids.ts';
@@ -28,6 +29,22 @@ export function previousPrompts(exec: RenderExecution, input: RunPromptInput): A
 export async function queuedClientId(client: ComfyClient, promptId: string, signal: AbortSignal): Promise<string | undefined> {
   const q = await client.getQueue({ signal });
   return [...q.running, ...q.pending].find((e) => e.promptId === promptId)?.clientId;
+}
+
+/**
+ * Resolves once ComfyUI has the prompt neither pending nor running: the backend an ended attempt left it on is
+ * free again. Unreachable, it is asked again: a ComfyUI that restarted answers with an empty queue.
+ */
+export async function promptLeftQueue(client: ComfyClient, promptId: string, pollMs: number): Promise<void> {
+  for (;;) {
+    try {
+      const q = await client.getQueue({ timeoutMs: 10_000 });
+      if (![...q.running, ...q.pending].some((e) => e.promptId === promptId)) return;
+    } catch {
+      // Not answering now: keep the backend busy until it says the prompt is gone.
+    }
+    await sleep(pollMs, undefined, { ref: false });
+  }
 }
 
 /**

@@ -15,7 +15,9 @@
  *   targeted interrupt); if it keeps running, `/free`; if it still runs, mark the backend unhealthy.
  * - cancellation of the render: cancel the prompt and wait until it stopped, so the workflow ends only when
  *   the GPU is free. Any other reason the activity is told to stop (worker shutdown, attempt timed out on
- *   the server) leaves the prompt running: the next attempt re-attaches to it, so nothing renders twice.
+ *   the server) leaves the prompt running: the next attempt re-attaches to it, so nothing renders twice; the
+ *   backend stays busy in this worker's pool until the prompt has left ComfyUI's queue (late binding: a
+ *   ComfyUI only gets a prompt when it is free).
  *   Except a shutdown of a model-swapping proxy's GPU entry (`stopPromptOnShutdown`): the GPU goes to another
  *   group when it exits, so the prompt is stopped and the next attempt renders it afresh.
  * - ComfyUI lost an uploaded input (restarted on a fresh input folder): upload again, submit once more.
@@ -46,7 +48,7 @@ import { ItemProgress } from './item-progress.ts';
 import { ObjectInfoCache } from './object-info-cache.ts';
 import { validateBeforeSubmit } from './presubmit.ts';
 import { attemptPromptId } from './prompt-ids.ts';
-import { findLivePrompt, previousPrompts, queuedClientId } from './reattach.ts';
+import { findLivePrompt, previousPrompts, promptLeftQueue, queuedClientId } from './reattach.ts';
 import { StageRates } from './stage-rates.ts';
 import type { PromptHeartbeat, RenderActivities, RunPromptInput } from '../contracts/activities.ts';
 import { uploadAll } from './upload-inputs.ts';
@@ -67,15 +69,38 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
   return async (input: RunPromptInput): Promise<PromptRun> => {
     // Bound late: the backend is whichever free ComfyUI this worker has now (preferring one that last ran the model).
     const lease = await acquireBackend(pool, input, deps.logger);
+    const ended: Ended = {};
     let ranModel: string | undefined;
     try {
-      const run = await runAttempt(deps, objectInfo, rates, lease.backend, input);
+      const run = await runAttempt(deps, objectInfo, rates, lease.backend, input, ended);
       ranModel = input.model;
       return run;
     } finally {
-      lease.release(ranModel);
+      if (ended.leftRunning) releaseWhenGone(lease, ended.leftRunning, input.model, deps.config.POLL_INTERVAL_MS);
+      else lease.release(ranModel);
     }
   };
+}
+
+/** What the pool must know of how an attempt ended: the prompt it left running in ComfyUI, if any. */
+interface Ended {
+  leftRunning?: Attempt['leftRunning'];
+}
+
+/**
+ * The attempt left its prompt running on its backend (told to stop by a server-side timeout or a shutdown): free
+ * the backend (which loaded `model`) once that prompt has left ComfyUI's queue: until then this worker sends that ComfyUI
+ * no other prompt and takes no other attempt from the shared queue for it. (A prompt left on another worker's
+ * ComfyUI, followed from here after a re-attach, keeps that worker's backend busy, not this one.)
+ */
+function releaseWhenGone(lease: Lease, { target, promptId }: NonNullable<Ended['leftRunning']>, model: string | undefined, pollMs: number): void {
+  if (target.backend.id !== lease.backend.id) return lease.release();
+  lease.releaseWhen(
+    promptLeftQueue(target.client, promptId, Math.max(pollMs, 250)).then(() =>
+      target.log.info({ promptId }, 'the prompt an ended attempt left running has left the queue: backend free'),
+    ),
+    model,
+  );
 }
 
 /**
@@ -115,7 +140,14 @@ async function acquireBackend(pool: GpuPool, input: RunPromptInput, logger: Logg
  * upload, check and submit a new one; follow it; collect and store its outputs. Told to stop or failed, the
  * attempt stops what must not outlive it (attempt-failure.ts).
  */
-async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, rates: StageRates, leased: Backend, input: RunPromptInput): Promise<PromptRun> {
+async function runAttempt(
+  deps: ActivityDeps,
+  objectInfo: ObjectInfoCache,
+  rates: StageRates,
+  leased: Backend,
+  input: RunPromptInput,
+  ended: Ended,
+): Promise<PromptRun> {
   const ctx = Context.current();
   const at: Attempt = {
     deps,
@@ -144,6 +176,7 @@ async function runAttempt(deps: ActivityDeps, objectInfo: ObjectInfoCache, rates
     if (at.signal.aborted) return await attemptStopped(at, reached, { beat: heartbeat.beat, previews }, err);
     throw await attemptFailure(at, reached, err);
   } finally {
+    ended.leftRunning = at.leftRunning;
     heartbeat.stop();
     previews.clear();
   }

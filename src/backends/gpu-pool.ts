@@ -6,7 +6,9 @@
  * - `slotSupplier()`: the activity slots of the worker polling the shared GPU queue. The worker holds at most
  *   one permit per HEALTHY backend, so it asks Temporal for another prompt only when it has a usable ComfyUI
  *   for it; a backend marked unhealthy (backends/health.ts) takes no new work from the queue, which
- *   other workers keep serving, and a worker whose backends are all unhealthy stops polling.
+ *   other workers keep serving, and a worker whose backends are all unhealthy stops polling. A backend still
+ *   running the prompt of an attempt that ended without it (timed out on the server) counts as busy: no
+ *   permit, no new prompt, until that prompt has left its queue (`Lease.releaseWhen`).
  * - `acquire()`: the backend a started attempt runs on. Among the free ones it prefers a healthy backend that
  *   last ran the same model (ComfyUI keeps it loaded), then a healthy one, and never waits for affinity.
  *
@@ -33,6 +35,11 @@ export interface Lease {
   backend: Backend;
   /** The backend ran (or at least loaded) `model`; free it for the next attempt. Idempotent. */
   release(model?: string): void;
+  /**
+   * The attempt ended but left its prompt in this ComfyUI's queue (for the next attempt to re-attach): the
+   * backend stays busy, taking no new attempt and no slot of the shared queue, until `gone` settles.
+   */
+  releaseWhen(gone: Promise<unknown>, model?: string): void;
 }
 
 /** While a reservation waits, health marks (files another component may clear) are looked at this often. */
@@ -63,6 +70,8 @@ interface Waiter extends QueuedAttempt {
 
 export class GpuPool {
   private readonly free: Set<string>;
+  /** Backends still running a prompt whose attempt has ended (its activity slot is back with the worker). */
+  private readonly occupied = new Set<string>();
   private readonly lastModel = new Map<string, string>();
   private permits = 0;
   private waiters = new Set<() => void>();
@@ -145,10 +154,14 @@ export class GpuPool {
     });
   }
 
-  /** Permits for the shared GPU queue now: one per healthy backend, plus the lookahead while any is healthy. */
+  /**
+   * Permits for the shared GPU queue now: one per healthy backend, plus the lookahead while any is healthy. A
+   * backend still running a prompt of an ended attempt holds no permit of its own, so it is counted out.
+   */
   private permitLimit(): number {
     const healthy = this.healthyCount();
-    return healthy > 0 ? healthy + this.dispatch.lookahead : 0;
+    const occupied = this.backends.filter((b) => this.occupied.has(b.id) && !this.health.get(b)).length;
+    return healthy > 0 ? healthy - occupied + this.dispatch.lookahead : 0;
   }
 
   /** Activity slots for the shared GPU queue: one per healthy backend (plus the lookahead). */
@@ -221,16 +234,23 @@ export class GpuPool {
     this.free.delete(backend.id);
     backendBusy(backend.id, true);
     let released = false;
+    const release = (model?: string): void => {
+      if (released) return;
+      released = true;
+      this.occupied.delete(backend.id);
+      if (model) this.lastModel.set(backend.id, model);
+      this.free.add(backend.id);
+      backendBusy(backend.id, false);
+      this.wake();
+      this.dispatchWaiting();
+    };
     return {
       backend,
-      release: (model) => {
+      release,
+      releaseWhen: (gone, model) => {
         if (released) return;
-        released = true;
-        if (model) this.lastModel.set(backend.id, model);
-        this.free.add(backend.id);
-        backendBusy(backend.id, false);
-        this.wake();
-        this.dispatchWaiting();
+        this.occupied.add(backend.id);
+        void gone.finally(() => release(model)).catch(() => undefined);
       },
     };
   }

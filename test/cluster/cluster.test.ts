@@ -34,6 +34,8 @@ function skipCluster(): boolean {
 const GPUS = 3;
 const RENDER_MS = 2_000;
 const BUCKET = 'comfy-durable-cluster';
+/** Compose's default task queue, whose GPU queue compose's dynamic config keeps on one partition. */
+const TASK_QUEUE = 'renders';
 
 let pg: TestPostgres;
 let temporal: TemporalCluster;
@@ -111,13 +113,72 @@ const waitingForGpu = (key: string): Promise<true> =>
       : undefined;
   });
 
+/**
+ * Temporal's matching service holds an attempt of priority `key` that it can hand out. A SCHEDULED activity in
+ * the workflow's description is not yet one: the history service passes it on to matching afterwards (its
+ * transfer queue), tens of ms later when idle, more under load; a GPU freed in between takes what matching
+ * has (a priority-5 render) and the urgent one only when that finishes, a render later.
+ */
+const dispatchable = (key: number, what: string): Promise<true> =>
+  waitFor(`${what} to be in the GPU queue's backlog (priority ${key})`, async () => {
+    const { statsByPriorityKey } = await client.workflowService.describeTaskQueue({
+      namespace: temporal.namespace,
+      taskQueue: { name: `${TASK_QUEUE}-gpu`, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      reportStats: true,
+    });
+    return Number(statsByPriorityKey?.[key]?.approximateBacklogCount ?? 0) > 0 ? true : undefined;
+  });
+
+/** A history event's time, ms since the epoch (server clock). */
+const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+  t ? Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : NaN;
+
 /** When the render's successful prompt attempt started (server clock), once it has. */
 async function gpuStart(key: string): Promise<number | undefined> {
   const events = (await client.workflow.getHandle(renderIdForKey(key)).fetchHistory()).events ?? [];
   const done = events.find((e) => e.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes;
   const ev = done ? events.find((e) => Number(e.eventId) === Number(done.startedEventId)) : undefined;
-  if (!ev) return undefined;
-  return Number(ev.eventTime!.seconds) * 1000 + Math.floor((ev.eventTime!.nanos ?? 0) / 1e6);
+  return ev ? ms(ev.eventTime) : undefined;
+}
+
+/**
+ * The render's runPrompt attempts as its history tells them: when each was scheduled, started (by which worker)
+ * and how it ended (completed, failed, timed out and why). Times relative to `t0`, in ms.
+ */
+async function attemptsOf(key: string, t0: number): Promise<string> {
+  const events = (await client.workflow.getHandle(renderIdForKey(key)).fetchHistory()).events ?? [];
+  const byId = new Map(events.map((e) => [Number(e.eventId), e]));
+  const lines: string[] = [];
+  for (const e of events) {
+    const closed =
+      e.activityTaskCompletedEventAttributes ??
+      e.activityTaskFailedEventAttributes ??
+      e.activityTaskTimedOutEventAttributes ??
+      e.activityTaskCanceledEventAttributes;
+    if (!closed) continue;
+    const started = byId.get(Number(closed.startedEventId));
+    const scheduled = byId.get(Number(closed.scheduledEventId));
+    const how = e.activityTaskCompletedEventAttributes
+      ? 'completed'
+      : e.activityTaskTimedOutEventAttributes
+        ? `timed out (${proto.temporal.api.enums.v1.TimeoutType[e.activityTaskTimedOutEventAttributes.failure?.timeoutFailureInfo?.timeoutType ?? 0]})`
+        : e.activityTaskFailedEventAttributes
+          ? `failed: ${e.activityTaskFailedEventAttributes.failure?.message}`
+          : 'cancelled';
+    const rel = (x: typeof e | undefined) => (x ? ms(x.eventTime) - t0 : NaN);
+    lines.push(
+      `${scheduled?.activityTaskScheduledEventAttributes?.activityType?.name} scheduled ${rel(scheduled)} started ${rel(started)} by ${started?.activityTaskStartedEventAttributes?.identity} ended ${rel(e)}: ${how}`,
+    );
+  }
+  return `${key}:\n  ${lines.join('\n  ')}`;
+}
+
+/** Every ComfyUI's runs (prompt, start, end), relative to `t0`: which prompt a GPU ran while another waited. */
+async function runsOnFakes(t0: number): Promise<string> {
+  return (await allStats())
+    .map((s, i) => `fake ${i}: ${s.runs.map((r) => `${r.promptId.slice(0, 8)} ${r.startedAt - t0}..${r.endedAt === null ? '?' : r.endedAt - t0}`).join(', ')}`)
+    .join('\n');
 }
 
 async function resetFakes(): Promise<void> {
@@ -149,8 +210,7 @@ describe.skipIf(skipCluster())('a real Temporal cluster (PostgreSQL), 3 GPUs, 3 
       HEARTBEAT_TIMEOUT_MS: '5000',
       STALL_TIMEOUT_MS: '120000',
     };
-    // The task queue is compose's default, whose GPU queue compose's dynamic config keeps on one partition.
-    const common = { temporalAddress: temporal.address, comfyUrl: fakes.map((f) => f.url).join(','), taskQueue: 'renders', readyTimeoutMs: 240_000 };
+    const common = { temporalAddress: temporal.address, comfyUrl: fakes.map((f) => f.url).join(','), taskQueue: TASK_QUEUE, readyTimeoutMs: 240_000 };
     // One at a time: each worker bundles the workflow code at start, which is CPU-bound on a 2-core machine.
     for (const i of fakes.keys()) workers.push(await startService({ ...common, mode: 'worker', env: { ...env, GPU_BACKENDS: `comfyui-${i}` } }));
     for (let i = 0; i < 2; i++) apis.push(await startService({ ...common, mode: 'api', env }));
@@ -191,7 +251,8 @@ describe.skipIf(skipCluster())('a real Temporal cluster (PostgreSQL), 3 GPUs, 3 
 
   it('priority 1 overtakes waiting priority-5 renders when a GPU frees up', async () => {
     await resetFakes();
-    const run = Date.now().toString(36);
+    const t0 = Date.now();
+    const run = t0.toString(36);
     // Hold every GPU with a hanging prompt.
     await Promise.all(fakes.map((f) => post(`${f.url}/__fake/faults`, { hang: { count: 1 } })));
     const pending: Promise<Answer>[] = fakes.map((_, i) => txt2img(apis[i % 2]!, body(2000 + i), { 'idempotency-key': `hold-${run}-${i}` }));
@@ -204,13 +265,21 @@ describe.skipIf(skipCluster())('a real Temporal cluster (PostgreSQL), 3 GPUs, 3 
     const urgent = `urgent-${run}`;
     pending.push(txt2img(apis[1]!, { ...body(2200), priority: 1 }, { 'idempotency-key': urgent }));
     await waitingForGpu(urgent);
+    await dispatchable(1, urgent);
     // Free ONE GPU: the next prompt it takes is the urgent one; then free the others.
     await post(`${fakes[0]!.url}/interrupt`, {});
     const urgentStart = await waitFor('the urgent render to start', () => gpuStart(urgent));
     await Promise.all(fakes.slice(1).map((f) => post(`${f.url}/interrupt`, {})));
     const answers = await Promise.all(pending);
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
-    for (const key of low) expect(await gpuStart(key), `${key} started before the urgent render`).toBeGreaterThan(urgentStart);
+    const starts = await Promise.all(low.map(gpuStart));
+    if (!starts.every((s) => s! > urgentStart)) {
+      // Why, from the histories and the ComfyUIs' own records (a failure under load must explain itself).
+      const keys = [...fakes.keys()].map((i) => `hold-${run}-${i}`).concat(low, urgent);
+      const why = [...(await Promise.all(keys.map((k) => attemptsOf(k, t0)))), await runsOnFakes(t0)].join('\n');
+      for (const [i, key] of low.entries())
+        expect(starts[i], `${key} started before the urgent render (ms from t0 = ${t0})\n${why}`).toBeGreaterThan(urgentStart);
+    }
   }, 240_000);
 
   it('a worker killed mid-render: the render completes once, followed by another worker', async () => {

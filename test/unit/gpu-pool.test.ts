@@ -76,6 +76,28 @@ describe('GpuPool.slotSupplier', () => {
     expect(fourth).toBe(true);
   });
 
+  it("a backend left running an ended attempt's prompt takes no permit and no attempt until that prompt is gone", async () => {
+    const pool = new GpuPool(backends.slice(0, 1), health());
+    const slots = pool.slotSupplier();
+    await slots.reserveSlot(reserveCtx, new AbortController().signal);
+    const lease = await pool.acquire({ model: 'flux' });
+    let gone!: () => void;
+    lease.releaseWhen(new Promise<void>((r) => (gone = r)), 'flux');
+    // The attempt's activity ended: its slot is back, but the ComfyUI still runs its prompt.
+    slots.releaseSlot({ permit: {} });
+    expect(slots.tryReserveSlot(reserveCtx)).toBeNull();
+    expect(pool.busy()).toBe(true);
+    let next: string | undefined;
+    const waiting = pool.acquire({ model: 'flux' }).then((l) => (next = l.backend.id));
+    await new Promise((r) => setImmediate(r));
+    expect(next).toBeUndefined();
+    gone();
+    await waiting;
+    expect(next).toBe('comfyui-0');
+    expect(pool.loadedModels()).toEqual({ 'comfyui-0': 'flux' });
+    expect(slots.tryReserveSlot(reserveCtx)).not.toBeNull();
+  });
+
   it('a waiting reservation ends when the worker shuts down (abort)', async () => {
     const pool = new GpuPool(backends.slice(0, 1), health());
     const slots = pool.slotSupplier();

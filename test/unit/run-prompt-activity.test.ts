@@ -10,6 +10,8 @@
  *   after sampling, the item answers with its last preview, marked partial.
  * - restart: an attempt abandoned by its worker (shutdown) leaves its prompt running; the next attempt finds it
  *   there, follows it to its end and submits nothing.
+ * - timed out on the server: the prompt is left running too, and its ComfyUI stays busy in the pool (no slot of
+ *   the shared queue, no other prompt) until the prompt has left ComfyUI's queue.
  * - retried submit: the same attempt run again after ComfyUI queued its prompt but the answer was lost finds
  *   the prompt under its id and follows it: one submission.
  * - GPU entry shutdown (`stopPromptOnShutdown`): the prompt is stopped, since the GPU goes to another group.
@@ -205,14 +207,44 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
     // Left running for the next attempt: not interrupted, still on the GPU.
     expect(fake.state.statsSnapshot()).toMatchObject({ interrupts: 0, queue: { running: [promptId] } });
 
+    // The restarted worker: a new pool (the stopped one keeps its ComfyUI busy until the prompt is gone).
     const two = activityEnv(renderId);
-    const resumed = runIn(two.env, attemptInput(renderId, 2, { previousBackends: ['gpu0'] }));
+    const resumed = runIn(two.env, attemptInput(renderId, 2, { previousBackends: ['gpu0'] }), {}, new GpuPool(deps.backends, deps.health));
     await onHeartbeat(two.env, () => two.beats.some((b) => b.promptId === promptId));
     expect(fake.state.release()).toBe(true);
     const run = await resumed;
     expect(run).toMatchObject({ promptId, attempt: 2, backend: 'gpu0' });
     expect(run.outputs).toHaveLength(1);
     expect(submissions()).toBe(1);
+  });
+
+  it('timed out on the server: the prompt is left running, and its ComfyUI gets no other prompt until it has left the queue', async () => {
+    const gpu = new GpuPool(deps.backends, deps.health);
+    const slots = gpu.slotSupplier();
+    const renderId = `render-timed-out-${++renders}`;
+    const first = attemptInput(renderId, 1);
+    const sampler = nodeOf(first, 'KSampler');
+    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
+    const one = activityEnv(renderId);
+    const abandoned = runIn(one.env, first, {}, gpu);
+    await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
+    const promptId = one.beats.at(-1)!.promptId;
+    one.env.cancel('TIMED_OUT');
+    await expect(abandoned).rejects.toBeDefined();
+    expect(fake.state.statsSnapshot()).toMatchObject({ interrupts: 0, queue: { running: [promptId] } });
+    // The worker polls the shared queue for this ComfyUI no more; an attempt already here waits for it.
+    expect(slots.tryReserveSlot({ slotType: 'activity', taskQueue: 'renders-gpu', workerIdentity: 'w', workerBuildId: '', isSticky: false })).toBeNull();
+    const otherId = `render-after-timeout-${++renders}`;
+    const other = activityEnv(otherId);
+    const next = runIn(other.env, attemptInput(otherId, 1), {}, gpu);
+    await onHeartbeat(other.env, () => other.beats.some((b) => b.queued === true));
+    expect(submissions()).toBe(1);
+    expect(fake.state.release()).toBe(true);
+    const run = await next;
+    expect(run.outputs).toHaveLength(1);
+    const runs = fake.state.statsSnapshot().runs;
+    expect(runs.map((r) => r.promptId)).toEqual([promptId, run.promptId]);
+    expect(runs[1]!.startedAt).toBeGreaterThanOrEqual(runs[0]!.endedAt!);
   });
 
   it('retried submit: ComfyUI queued the prompt but its answer was lost; the attempt run again follows it, one submission', async () => {
