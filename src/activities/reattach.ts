@@ -32,19 +32,21 @@ export async function queuedClientId(client: ComfyClient, promptId: string, sign
 }
 
 /**
- * Resolves once ComfyUI has the prompt neither pending nor running: the backend an ended attempt left it on is
- * free again. Unreachable, it is asked again: a ComfyUI that restarted answers with an empty queue.
+ * Resolves `true` once ComfyUI has the prompt neither pending nor running: the backend an ended attempt left it
+ * on is free again. Unreachable, it is asked again: a ComfyUI that restarted answers with an empty queue.
+ * Resolves `false` when `signal` aborts first (the wait is bounded by its caller).
  */
-export async function promptLeftQueue(client: ComfyClient, promptId: string, pollMs: number): Promise<void> {
-  for (;;) {
+export async function promptLeftQueue(client: ComfyClient, promptId: string, pollMs: number, signal: AbortSignal): Promise<boolean> {
+  while (!signal.aborted) {
     try {
       const q = await client.getQueue({ timeoutMs: 10_000 });
-      if (![...q.running, ...q.pending].some((e) => e.promptId === promptId)) return;
+      if (![...q.running, ...q.pending].some((e) => e.promptId === promptId)) return true;
     } catch {
       // Not answering now: keep the backend busy until it says the prompt is gone.
     }
-    await sleep(pollMs, undefined, { ref: false });
+    await sleep(pollMs, undefined, { ref: false, signal }).catch(() => undefined);
   }
+  return false;
 }
 
 /**

@@ -76,7 +76,7 @@ export function createRunPrompt(deps: ActivityDeps, pool: GpuPool): RenderActivi
       ranModel = input.model;
       return run;
     } finally {
-      if (ended.leftRunning) releaseWhenGone(lease, ended.leftRunning, input.model, deps.config.POLL_INTERVAL_MS);
+      if (ended.leftRunning) releaseWhenGone(lease, ended.leftRunning, input, deps.config.POLL_INTERVAL_MS);
       else lease.release(ranModel);
     }
   };
@@ -91,15 +91,23 @@ interface Ended {
  * The attempt left its prompt running on its backend (told to stop by a server-side timeout or a shutdown): free
  * the backend (which loaded `model`) once that prompt has left ComfyUI's queue: until then this worker sends that ComfyUI
  * no other prompt and takes no other attempt from the shared queue for it. (A prompt left on another worker's
- * ComfyUI, followed from here after a re-attach, keeps that worker's backend busy, not this one.)
+ * ComfyUI, followed from here after a re-attach, keeps that worker's backend busy, not this one.) At most for the
+ * model's stall timeout: a prompt hung in ComfyUI is nobody's to follow while it holds the backend, and the next
+ * attempt there (the render's own retry re-attaches to it) has the stall detection that stops it.
  */
-function releaseWhenGone(lease: Lease, { target, promptId }: NonNullable<Ended['leftRunning']>, model: string | undefined, pollMs: number): void {
+function releaseWhenGone(lease: Lease, { target, promptId }: NonNullable<Ended['leftRunning']>, input: RunPromptInput, pollMs: number): void {
   if (target.backend.id !== lease.backend.id) return lease.release();
+  const bound = AbortSignal.timeout(input.stallTimeoutMs);
   lease.releaseWhen(
-    promptLeftQueue(target.client, promptId, Math.max(pollMs, 250)).then(() =>
-      target.log.info({ promptId }, 'the prompt an ended attempt left running has left the queue: backend free'),
+    promptLeftQueue(target.client, promptId, Math.max(pollMs, 250), bound).then((left) =>
+      left
+        ? target.log.info({ promptId }, 'the prompt an ended attempt left running has left the queue: backend free')
+        : target.log.warn(
+            { promptId, afterMs: input.stallTimeoutMs },
+            'the prompt an ended attempt left running is still queued after the stall timeout: backend free for the next attempt',
+          ),
     ),
-    model,
+    input.model,
   );
 }
 

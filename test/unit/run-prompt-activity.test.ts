@@ -11,7 +11,8 @@
  * - restart: an attempt abandoned by its worker (shutdown) leaves its prompt running; the next attempt finds it
  *   there, follows it to its end and submits nothing.
  * - timed out on the server: the prompt is left running too, and its ComfyUI stays busy in the pool (no slot of
- *   the shared queue, no other prompt) until the prompt has left ComfyUI's queue.
+ *   the shared queue, no other prompt) until the prompt has left ComfyUI's queue, or for at most the stall timeout
+ *   (a held prompt is then the retry's to re-attach to and follow).
  * - retried submit: the same attempt run again after ComfyUI queued its prompt but the answer was lost finds
  *   the prompt under its id and follows it: one submission.
  * - GPU entry shutdown (`stopPromptOnShutdown`): the prompt is stopped, since the GPU goes to another group.
@@ -245,6 +246,30 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
     const runs = fake.state.statsSnapshot().runs;
     expect(runs.map((r) => r.promptId)).toEqual([promptId, run.promptId]);
     expect(runs[1]!.startedAt).toBeGreaterThanOrEqual(runs[0]!.endedAt!);
+  });
+
+  it('timed out on the server, the prompt still held past the stall timeout: its ComfyUI is free again, and the retry re-attaches to it', async () => {
+    const gpu = new GpuPool(deps.backends, deps.health);
+    const renderId = `render-timed-out-held-${++renders}`;
+    const first = attemptInput(renderId, 1, { stallTimeoutMs: 300 });
+    const sampler = nodeOf(first, 'KSampler');
+    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
+    const one = activityEnv(renderId);
+    const abandoned = runIn(one.env, first, {}, gpu);
+    await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
+    const promptId = one.beats.at(-1)!.promptId;
+    one.env.cancel('TIMED_OUT');
+    await expect(abandoned).rejects.toBeDefined();
+    // The retry on the same worker gets the backend once the bound has passed (it would wait for the held prompt
+    // to leave the queue, which nobody follows, without it), finds the prompt and follows it: one submission.
+    const retry = activityEnv(renderId);
+    const second = runIn(retry.env, attemptInput(renderId, 2), {}, gpu);
+    await onHeartbeat(retry.env, () => retry.beats.some((b) => b.promptId === promptId));
+    expect(submissions()).toBe(1);
+    expect(fake.state.release()).toBe(true);
+    const run = await second;
+    expect(run.promptId).toBe(promptId);
+    expect(run.outputs).toHaveLength(1);
   });
 
   it('retried submit: ComfyUI queued the prompt but its answer was lost; the attempt run again follows it, one submission', async () => {
