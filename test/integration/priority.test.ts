@@ -84,6 +84,22 @@ const waitingForGpu = (key: string, owner = 'ops') =>
       : undefined;
   });
 
+/**
+ * At least `count` attempts wait in matching's backlog of the GPU queue at priority `key`. SCHEDULED in a
+ * workflow's description means history has recorded the attempt; matching gets the task just after, so a GPU
+ * freed in between takes what matching already holds (test/cluster/cluster.test.ts saw it happen under load).
+ */
+const inBacklog = (key: number, count: number) =>
+  waitFor(`${count} attempt(s) in the GPU queue's backlog at priority ${key}`, async () => {
+    const { statsByPriorityKey } = await client.workflowService.describeTaskQueue({
+      namespace: 'default',
+      taskQueue: { name: `${svc.taskQueue}-gpu`, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      reportStats: true,
+    });
+    return Number(statsByPriorityKey?.[key]?.approximateBacklogCount ?? 0) >= count ? true : undefined;
+  });
+
 /** When the render's completed prompt attempt started (server clock). */
 async function gpuStart(key: string, owner = 'ops'): Promise<number> {
   const events = (await client.workflow.getHandle(renderIdForKey(key, owner)).fetchHistory()).events ?? [];
@@ -110,6 +126,7 @@ describe('per-request priority', () => {
     }
     pending.push(post(urgent, body(20, { priority: 1 })));
     await waitingForGpu(urgent);
+    await inBacklog(1, 1);
     // Free the GPU: the held prompt is interrupted (its render retries later, at its own priority 3).
     await fetch(`${fake.url}/interrupt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(await Promise.all(pending)).toEqual([200, 200, 200, 200, 200]);
@@ -144,6 +161,7 @@ describe('per-request priority', () => {
     }
     pending.push(post(bob, body(50), {}, 'bob'));
     await waitingForGpu(bob, 'bob');
+    await inBacklog(3, alice.length + 1);
     await fetch(`${fake.url}/interrupt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(await Promise.all(pending)).toEqual([200, 200, 200, 200, 200]);
 
