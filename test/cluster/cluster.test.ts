@@ -19,6 +19,7 @@ import type { FakeStatsSnapshot } from '../../tools/fake-comfyui/state.ts';
 import { skipUnlessTools } from '../support/cluster-tools.ts';
 import { postgresBinDir, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { startS3Server, type S3TestServer } from '../support/s3-server.ts';
+import { backlogAtPriority } from '../support/task-queue.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.ts';
 
@@ -113,22 +114,11 @@ const waitingForGpu = (key: string): Promise<true> =>
       : undefined;
   });
 
-/**
- * Temporal's matching service holds an attempt of priority `key` that it can hand out. A SCHEDULED activity in
- * the workflow's description is not yet one: the history service passes it on to matching afterwards (its
- * transfer queue), tens of ms later when idle, more under load; a GPU freed in between takes what matching
- * has (a priority-5 render) and the urgent one only when that finishes, a render later.
- */
+/** Matching holds an attempt of priority `key` it can hand out (test/support/task-queue.ts says why it matters). */
 const dispatchable = (key: number, what: string): Promise<true> =>
-  waitFor(`${what} to be in the GPU queue's backlog (priority ${key})`, async () => {
-    const { statsByPriorityKey } = await client.workflowService.describeTaskQueue({
-      namespace: temporal.namespace,
-      taskQueue: { name: `${TASK_QUEUE}-gpu`, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-      reportStats: true,
-    });
-    return Number(statsByPriorityKey?.[key]?.approximateBacklogCount ?? 0) > 0 ? true : undefined;
-  });
+  waitFor(`${what} to be in the GPU queue's backlog (priority ${key})`, async () =>
+    (await backlogAtPriority(client, temporal.namespace, `${TASK_QUEUE}-gpu`, key)) > 0 ? true : undefined,
+  );
 
 /** A history event's time, ms since the epoch (server clock). */
 const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>

@@ -13,6 +13,7 @@ import { runRenders } from '../../src/cli/renders.ts';
 import type { RenderSummary } from '../../src/operators/types.ts';
 import { renderIdForKey } from '../../src/renders/render-ids.ts';
 import { startFakeComfyUI, type FakeComfyUI } from '../../tools/fake-comfyui/server.ts';
+import { backlogAtPriority } from '../support/task-queue.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.ts';
 
@@ -84,21 +85,11 @@ const waitingForGpu = (key: string, owner = 'ops') =>
       : undefined;
   });
 
-/**
- * At least `count` attempts wait in matching's backlog of the GPU queue at priority `key`. SCHEDULED in a
- * workflow's description means history has recorded the attempt; matching gets the task just after, so a GPU
- * freed in between takes what matching already holds (test/cluster/cluster.test.ts saw it happen under load).
- */
+/** At least `count` attempts wait in matching's backlog of the GPU queue at priority `key` (test/support/task-queue.ts). */
 const inBacklog = (key: number, count: number) =>
-  waitFor(`${count} attempt(s) in the GPU queue's backlog at priority ${key}`, async () => {
-    const { statsByPriorityKey } = await client.workflowService.describeTaskQueue({
-      namespace: 'default',
-      taskQueue: { name: `${svc.taskQueue}-gpu`, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-      reportStats: true,
-    });
-    return Number(statsByPriorityKey?.[key]?.approximateBacklogCount ?? 0) >= count ? true : undefined;
-  });
+  waitFor(`${count} attempt(s) in the GPU queue's backlog at priority ${key}`, async () =>
+    (await backlogAtPriority(client, 'default', `${svc.taskQueue}-gpu`, key)) >= count ? true : undefined,
+  );
 
 /** When the render's completed prompt attempt started (server clock). */
 async function gpuStart(key: string, owner = 'ops'): Promise<number> {

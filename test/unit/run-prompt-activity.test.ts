@@ -127,6 +127,28 @@ function nodeOf(input: RunPromptInput, classType: string): string {
   return id;
 }
 
+/**
+ * Attempt 1 of `renderId` held at its sampler, then told to stop with `reason` (the SDK's cancellation reason):
+ * the id of the prompt it left in ComfyUI.
+ */
+async function abandonAtSampler(
+  renderId: string,
+  reason: 'WORKER_SHUTDOWN' | 'TIMED_OUT',
+  on: GpuPool = pool,
+  over: Partial<RunPromptInput> = {},
+): Promise<string> {
+  const first = attemptInput(renderId, 1, over);
+  const sampler = nodeOf(first, 'KSampler');
+  fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
+  const one = activityEnv(renderId);
+  const abandoned = runIn(one.env, first, {}, on);
+  await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
+  const promptId = one.beats.at(-1)!.promptId;
+  one.env.cancel(reason);
+  await expect(abandoned).rejects.toBeDefined();
+  return promptId;
+}
+
 const submissions = () => Object.values(fake.state.statsSnapshot().submissions).reduce((a, b) => a + b, 0);
 
 describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
@@ -196,15 +218,7 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
 
   it('restart: the next attempt re-attaches to the prompt a shut-down worker left running, and submits nothing', async () => {
     const renderId = `render-restart-${++renders}`;
-    const first = attemptInput(renderId, 1);
-    const sampler = nodeOf(first, 'KSampler');
-    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
-    const one = activityEnv(renderId);
-    const abandoned = runIn(one.env, first);
-    await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
-    const promptId = one.beats.at(-1)!.promptId;
-    one.env.cancel('WORKER_SHUTDOWN');
-    await expect(abandoned).rejects.toBeDefined();
+    const promptId = await abandonAtSampler(renderId, 'WORKER_SHUTDOWN');
     // Left running for the next attempt: not interrupted, still on the GPU.
     expect(fake.state.statsSnapshot()).toMatchObject({ interrupts: 0, queue: { running: [promptId] } });
 
@@ -223,15 +237,7 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
     const gpu = new GpuPool(deps.backends, deps.health);
     const slots = gpu.slotSupplier();
     const renderId = `render-timed-out-${++renders}`;
-    const first = attemptInput(renderId, 1);
-    const sampler = nodeOf(first, 'KSampler');
-    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
-    const one = activityEnv(renderId);
-    const abandoned = runIn(one.env, first, {}, gpu);
-    await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
-    const promptId = one.beats.at(-1)!.promptId;
-    one.env.cancel('TIMED_OUT');
-    await expect(abandoned).rejects.toBeDefined();
+    const promptId = await abandonAtSampler(renderId, 'TIMED_OUT', gpu);
     expect(fake.state.statsSnapshot()).toMatchObject({ interrupts: 0, queue: { running: [promptId] } });
     // The worker polls the shared queue for this ComfyUI no more; an attempt already here waits for it.
     expect(slots.tryReserveSlot({ slotType: 'activity', taskQueue: 'renders-gpu', workerIdentity: 'w', workerBuildId: '', isSticky: false })).toBeNull();
@@ -251,15 +257,7 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
   it('timed out on the server, the prompt still held past the stall timeout: its ComfyUI is free again, and the retry re-attaches to it', async () => {
     const gpu = new GpuPool(deps.backends, deps.health);
     const renderId = `render-timed-out-held-${++renders}`;
-    const first = attemptInput(renderId, 1, { stallTimeoutMs: 300 });
-    const sampler = nodeOf(first, 'KSampler');
-    fake.state.faults.apply({ hold: [{ nodeClass: 'KSampler' }] });
-    const one = activityEnv(renderId);
-    const abandoned = runIn(one.env, first, {}, gpu);
-    await onHeartbeat(one.env, () => one.beats.some((b) => b.node === sampler));
-    const promptId = one.beats.at(-1)!.promptId;
-    one.env.cancel('TIMED_OUT');
-    await expect(abandoned).rejects.toBeDefined();
+    const promptId = await abandonAtSampler(renderId, 'TIMED_OUT', gpu, { stallTimeoutMs: 300 });
     // The retry on the same worker gets the backend once the bound has passed (it would wait for the held prompt
     // to leave the queue, which nobody follows, without it), finds the prompt and follows it: one submission.
     const retry = activityEnv(renderId);
