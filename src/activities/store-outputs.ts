@@ -13,6 +13,7 @@ import type { ComfyFileRef } from '../comfyui/graph.ts';
 import { readPngSize, stripPngText } from '../comfyui/png-metadata.ts';
 import { infotextFor } from '../infotext/format.ts';
 import { encodeOutput } from '../images/encode.ts';
+import { pngOneColour } from '../images/png-colour.ts';
 import type { BlobRef, RenderRequest } from '../contracts/render.ts';
 import type { BlobStore } from '../blobs/store.ts';
 
@@ -55,53 +56,15 @@ export async function storeOutputFile(
       // A1111 `samples_format`: the API answers in the configured format, the infotext in its EXIF.
       const enc = await encodeOutput(png, request.output, infotext);
       const ref = await blobs.put(enc.data, { mime: enc.mime, width: enc.width, height: enc.height });
-      const blank = await blankImage(png);
+      const blank = await pngOneColour(png);
       return blank ? { ...ref, blank } : ref;
     }
     const { width, height } = readPngSize(png);
     const ref = await blobs.put(png, { mime, width, height });
-    const blank = await blankImage(png);
+    const blank = await pngOneColour(png);
     return blank ? { ...ref, blank } : ref;
   }
   return blobs.put(data, { mime });
-}
-
-let sharpModule: Promise<typeof import('sharp').default> | undefined;
-const loadSharp = (): Promise<typeof import('sharp').default> => (sharpModule ??= import('sharp').then((m) => m.default));
-
-/** Rows decoded first: a render of two colours nearly always shows both here. */
-const TOP_ROWS = 8;
-
-/**
- * Whether every pixel has the same colour (per-channel min = max, from libvips' stats off the event loop).
- * Nearly every render settles it in its first rows: libvips decodes a PNG sequentially and stops after the
- * rows asked for (under a millisecond for 512×512), where decoding and measuring the whole image took
- * 15-25 ms of every render's collect step (bench/README.md, issue 25). Only an image of one colour in its
- * top rows is measured whole, so the verdict is exactly the whole image's.
- */
-export async function blankImage(png: Buffer): Promise<'black' | 'uniform' | undefined> {
-  const sharp = await loadSharp();
-  const { width, height } = readPngSize(png);
-  if (height > TOP_ROWS && (await topRowsVary(sharp, png, width))) return undefined;
-  const img = sharp(png);
-  // stats() describes the input as it is: leave its alpha channel out.
-  const [{ hasAlpha }, stats] = await Promise.all([img.metadata(), img.stats()]);
-  const colour = hasAlpha ? stats.channels.slice(0, -1) : stats.channels;
-  if (!colour.every((c) => c.min === c.max)) return undefined;
-  return colour.every((c) => c.max === 0) ? 'black' : 'uniform';
-}
-
-/** Whether two pixels of the top rows differ in colour (alpha aside); reduced to 8 bits, so a difference is real. */
-async function topRowsVary(sharp: typeof import('sharp').default, png: Buffer, width: number): Promise<boolean> {
-  const { data, info } = await sharp(png, { sequentialRead: true })
-    .extract({ left: 0, top: 0, width, height: TOP_ROWS })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  const colour = info.channels === 2 || info.channels === 4 ? info.channels - 1 : info.channels;
-  for (let p = info.channels; p < data.length; p += info.channels) {
-    for (let c = 0; c < colour; c++) if (data[p + c] !== data[c]) return true;
-  }
-  return false;
 }
 
 const AUDIO_MIME: Record<string, string> = { mp3: 'audio/mpeg', flac: 'audio/flac', wav: 'audio/wav', opus: 'audio/ogg', ogg: 'audio/ogg', m4a: 'audio/mp4' };

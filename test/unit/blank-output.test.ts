@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { blankImage } from '../../src/activities/store-outputs.ts';
+import { pngOneColour as blankImage } from '../../src/images/png-colour.ts';
 import { buildInfo } from '../../src/api/a1111/response.ts';
 import { normalizeRequest } from '../../src/api/a1111/normalize.ts';
 import { ctx, makePng, makePngWith } from '../golden/helpers.ts';
