@@ -21,8 +21,7 @@ interface Case {
 
 function raw(c: Case): Buffer {
   const out = Buffer.alloc(c.width * c.height * c.channels);
-  for (let y = 0; y < c.height; y++)
-    for (let x = 0; x < c.width; x++) out.set(c.pixel(x, y), (y * c.width + x) * c.channels);
+  for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) out.set(c.pixel(x, y), (y * c.width + x) * c.channels);
   return out;
 }
 
@@ -30,7 +29,10 @@ function cases(channels: 1 | 2 | 3 | 4): Case[] {
   const colour = channels <= 2 ? 1 : 3;
   const withAlpha = (col: number[], a = 255) => (channels === 2 || channels === 4 ? [...col, a] : col);
   const flat = (v: number) => withAlpha(Array.from({ length: colour }, () => v));
-  const one = (v: number, at: [number, number], other: number): Pixel => (x, y) => (x === at[0] && y === at[1] ? flat(other) : flat(v));
+  const one =
+    (v: number, at: [number, number], other: number): Pixel =>
+    (x, y) =>
+      x === at[0] && y === at[1] ? flat(other) : flat(v);
   const list: Case[] = [
     { name: 'black', width: 40, height: 40, channels, pixel: () => flat(0), expected: 'black' },
     { name: 'grey 90', width: 40, height: 40, channels, pixel: () => flat(90), expected: 'uniform' },
@@ -43,7 +45,14 @@ function cases(channels: 1 | 2 | 3 | 4): Case[] {
     { name: 'large, differs at the end', width: 300, height: 200, channels, pixel: one(0, [299, 199], 255), expected: undefined },
   ];
   if (channels === 2 || channels === 4) {
-    list.push({ name: 'black, alpha varies', width: 40, height: 40, channels, pixel: (x, y) => withAlpha(flat(0).slice(0, colour), (x * 8 + y) % 256), expected: 'black' });
+    list.push({
+      name: 'black, alpha varies',
+      width: 40,
+      height: 40,
+      channels,
+      pixel: (x, y) => withAlpha(flat(0).slice(0, colour), (x * 8 + y) % 256),
+      expected: 'black',
+    });
   }
   return list;
 }
@@ -80,7 +89,14 @@ describe('pngOneColour, against PNGs written by libvips', () => {
   }
 
   it('palette images: colours far apart are told apart, one colour is one colour', async () => {
-    const two: Case = { name: 'two', width: 40, height: 40, channels: 3, pixel: (x, y) => (x === 20 && y === 30 ? [200, 10, 10] : [0, 0, 0]), expected: undefined };
+    const two: Case = {
+      name: 'two',
+      width: 40,
+      height: 40,
+      channels: 3,
+      pixel: (x, y) => (x === 20 && y === 30 ? [200, 10, 10] : [0, 0, 0]),
+      expected: undefined,
+    };
     const png = await encode(two, { palette: true });
     expect(png[25]).toBe(3); // IHDR colour type: palette
     expect(await pngOneColour(png)).toBeUndefined();
@@ -92,19 +108,32 @@ describe('pngOneColour, against PNGs written by libvips', () => {
     const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) & 0xff;
     for (const channels of [1, 2, 3, 4] as const) {
       // Smooth areas and noise, so that adaptive filtering picks every filter somewhere.
-      const c: Case = { name: 'mixed', width: 61, height: 47, channels, expected: undefined, pixel: (x, y) => Array.from({ length: channels }, (_, k) => (y < 20 ? (x * 3 + y * 7 + k * 40) & 0xff : random())) };
+      const c: Case = {
+        name: 'mixed',
+        width: 61,
+        height: 47,
+        channels,
+        expected: undefined,
+        pixel: (x, y) => Array.from({ length: channels }, (_, k) => (y < 20 ? (x * 3 + y * 7 + k * 40) & 0xff : random())),
+      };
       for (const bits16 of [false, true]) {
         const png = await encode(c, { bits16 });
         const filters = new Set<number>();
-        const inflated = (await import('node:zlib')).inflateSync(png.subarray(png.indexOf('IDAT') + 4, png.indexOf('IDAT') + 4 + png.readUInt32BE(png.indexOf('IDAT') - 4)));
+        const inflated = (await import('node:zlib')).inflateSync(
+          png.subarray(png.indexOf('IDAT') + 4, png.indexOf('IDAT') + 4 + png.readUInt32BE(png.indexOf('IDAT') - 4)),
+        );
         const rowBytes = c.width * channels * (bits16 ? 2 : 1);
         for (let y = 0; y < c.height; y++) filters.add(inflated[y * (rowBytes + 1)]!);
         // Kept in the file's own colour space and depth (sharp converts to 8-bit sRGB unless told otherwise).
-        const decoded = bits16 ? sharp(png).toColourspace(channels <= 2 ? 'grey16' : 'rgb16').raw({ depth: 'ushort' }) : sharp(png).raw();
+        const decoded = bits16
+          ? sharp(png)
+              .toColourspace(channels <= 2 ? 'grey16' : 'rgb16')
+              .raw({ depth: 'ushort' })
+          : sharp(png).raw();
         const reference = await decoded.toBuffer();
         // libvips answers 16-bit samples in this machine's byte order; a PNG stores them big-endian.
         const expected = bits16 ? Buffer.from(reference).swap16() : reference;
-        expect(pngScanlines(png).equals(expected), `${channels} channel(s), ${bits16 ? 16 : 8} bits, filters ${[...filters].sort().join(",")}`).toBe(true);
+        expect(pngScanlines(png).equals(expected), `${channels} channel(s), ${bits16 ? 16 : 8} bits, filters ${[...filters].sort().join(',')}`).toBe(true);
         if (channels >= 3) expect([...filters].sort()).toEqual([0, 1, 2, 3, 4].filter((f) => filters.has(f)));
       }
     }
