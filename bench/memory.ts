@@ -91,7 +91,11 @@ export function prepareMemory(
     const svc = await startBenchService(ctx.cleanups, {
       temporalAddress: temporal.address,
       comfyUrl: fake.url,
-      env: { NODE_OPTIONS: `--require ${path.join(ROOT, 'bench', 'lib', 'mem-log.cjs')}`, BENCH_MEM_LOG: memLog },
+      env: {
+        // Replaces startBenchService's NODE_OPTIONS: BENCH_SERVICE_NODE_OPTIONS (a profiler, a module probe) goes on too.
+        NODE_OPTIONS: `--require ${path.join(ROOT, 'bench', 'lib', 'mem-log.cjs')} ${process.env.BENCH_SERVICE_NODE_OPTIONS ?? ''}`,
+        BENCH_MEM_LOG: memLog,
+      },
       ...(opts.root ? { root: opts.root } : {}),
     });
     return { fake, svc, memLog };
