@@ -8,11 +8,12 @@
  * - a body sent to a route that does not exist is not parsed at all: the answer is the 404, not a 400 about
  *   the body (a form or multipart body to a mistyped URL).
  * Invalid JSON still fails (400 naming the body) through the error handler.
- * A body of `offLoopFromChars` or more is first scanned in a byte worker (value count, nesting: json-scan.ts),
- * so the parse on the event loop is of a body with few values, however long.
+ * A body of `offLoopFromBytes` or more is counted (values, nesting: json-scan.ts) and parsed in a byte worker,
+ * as Fastify's JSON parser would (`__proto__` refused, the same 400 for what is not JSON): the event loop
+ * never parses it, and the front never holds its text.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { scanJsonOffLoop } from '../bytes/off-loop.ts';
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { InvalidJsonBody, parseJsonOffLoop } from '../bytes/off-loop.ts';
 import { decodeTurn } from './body-gate.ts';
 import { asClientOf } from './clients.ts';
 import { MAX_JSON_VALUES, scanJsonShape } from '../bytes/json-scan.ts';
@@ -43,12 +44,12 @@ export function registerLenientBodyParsers(app: FastifyInstance, opts: { offLoop
       return;
     }
     // In its turn (body-gate.ts: of the large bodies read at once, only a few are parsed and decoded at once), and
-    // as the request's client: the byte pool shares its workers between clients, and drops a scan nobody waits for.
+    // as the request's client: the byte pool shares its workers between clients, and drops a parse nobody waits for.
     decodeTurn(req)
-      .then(() => asClientOf(req, () => scanJsonOffLoop(bytes)))
+      .then(() => asClientOf(req, () => parseJsonOffLoop(bytes)))
       .then(
-        (scanned) => json(req, scanned.toString('utf8'), done),
-        (err: Error) => done(err),
+        (value) => done(null, value),
+        (err: Error) => done(err instanceof InvalidJsonBody ? new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY() : err),
       );
   };
   app.addHook('onRequest', (req, _reply, done) => {

@@ -3,7 +3,7 @@
  *   decodeImageSetOffLoop  A1111 render images (init, mask, references, control images)
  *   decodeImagesOffLoop    independent images: extras, video references (base64 or uploaded bytes)
  *   readImageTextOffLoop   png-info: text chunks / EXIF comment and the infotext parse
- *   scanJsonOffLoop        a large JSON body's value count and depth, before it is parsed
+ *   parseJsonOffLoop       a large JSON body: its value count and depth, then the parse
  * A worker that runs out of time or memory answers as a RequestError naming the first image field (the
  * input is what made it so), never as a 500.
  */
@@ -15,7 +15,7 @@ import { BytePoolError, runByteTask } from './pool.ts';
 import { declaredPixels } from './cost.ts';
 import type { ImageSource, ImageText } from './tasks.ts';
 import type { ConvertedMask } from '../images/openai-mask.ts';
-import { asBuffer, transferable } from './wire.ts';
+import { asBuffer, INVALID_JSON, transferable } from './wire.ts';
 
 function revive(d: DecodedImage): DecodedImage {
   return { ref: d.ref, bytes: asBuffer(d.bytes) };
@@ -113,8 +113,19 @@ export async function convertOpenAiMaskOffLoop(bytes: Buffer): Promise<Converted
  * copied, so a body near the route's limit is held once, not twice; one that may share its memory (Node's
  * small-buffer pool, a socket's chunk) is copied, and `bytes` stays usable.
  */
-export async function scanJsonOffLoop(bytes: Buffer): Promise<Buffer> {
+/** The body is not JSON (or carries `__proto__`): the caller answers as Fastify's JSON parser does. */
+export class InvalidJsonBody extends Error {}
+
+/**
+ * A large JSON body, counted and parsed in a byte worker: the front holds neither its text nor, once moved,
+ * its bytes (a 2 MB image is ~2.7 MB of each), and the parse does not hold its event loop.
+ */
+export async function parseJsonOffLoop(bytes: Buffer): Promise<unknown> {
   const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-  const back = await bounded('body', () => runByteTask('jsonShape', { bytes, handBack: owns }, owns ? { transfer: transferable([bytes]) } : {}));
-  return back ? asBuffer(back) : bytes;
+  try {
+    return await bounded('body', () => runByteTask('parseJson', { bytes }, owns ? { transfer: transferable([bytes]) } : {}));
+  } catch (err) {
+    if (err instanceof Error && err.name === INVALID_JSON) throw new InvalidJsonBody(err.message);
+    throw err;
+  }
 }

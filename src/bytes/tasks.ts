@@ -3,7 +3,9 @@
  * the worker thread (worker-main.ts); the service calls them through off-loop.ts. Each is bounded by what it
  * reads (pixel and byte limits, inflate output limits) and, around it, by the pool's heap cap and deadline.
  */
+import { parse as secureJsonParse } from 'secure-json-parse';
 import { scanJsonShape } from './json-scan.ts';
+import { INVALID_JSON } from './wire.ts';
 import { convertOpenAiMask, type ConvertedMask } from '../images/openai-mask.ts';
 import { parseInfotext } from '../infotext/parse.ts';
 import { RequestError } from '../errors/request-error.ts';
@@ -24,11 +26,18 @@ export interface ImageText {
 }
 
 export const TASKS = {
-  /** A large JSON body's value count and nesting, counted without parsing it (json-scan.ts). */
-  jsonShape: async (a: { bytes: Uint8Array; handBack: boolean }): Promise<Uint8Array | undefined> => {
-    scanJsonShape(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength));
-    // Moved here, so moved back: the caller parses these very bytes. A copy stays here (the caller kept its own).
-    return a.handBack ? a.bytes : undefined;
+  /**
+   * A large JSON body: its values and nesting counted before anything is built (json-scan.ts), then parsed as
+   * Fastify's own JSON parser does (`__proto__` refused). The front gets the value, never the body's text.
+   */
+  parseJson: async (a: { bytes: Uint8Array }): Promise<unknown> => {
+    const bytes = Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength);
+    scanJsonShape(bytes);
+    try {
+      return secureJsonParse(bytes.toString('utf8'), { protoAction: 'error', constructorAction: 'ignore' });
+    } catch (err) {
+      throw Object.assign(new Error((err as Error).message), { name: INVALID_JSON });
+    }
   },
 
   /** The images of one A1111 render request (init, mask resized to the init image, references). */

@@ -5,6 +5,9 @@ export type WireError =
   | { kind: 'request'; status: RequestErrorStatus; field: string; message: string; extra: Record<string, unknown> }
   | { kind: 'error'; name: string; message: string };
 
+/** The name a byte worker's error has when a body is not JSON (or carries `__proto__`), as tasks.ts throws it. */
+export const INVALID_JSON = 'InvalidJsonBody';
+
 export type WorkerReply = { ok: true; value: unknown } | { ok: false; error: WireError };
 
 export function toWireError(err: unknown): WireError {

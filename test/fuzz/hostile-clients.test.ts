@@ -31,7 +31,7 @@ beforeAll(async () => {
   port = (front.app.server.address() as AddressInfo).port;
   base = `http://127.0.0.1:${port}`;
   // The pool's first use loads its code: not part of any latency below.
-  await runByteTask('jsonShape', { bytes: Buffer.from('[]'), handBack: false });
+  await runByteTask('parseJson', { bytes: Buffer.from('[]') });
   await medianLatency(base, 5);
 }, 60_000);
 afterAll(async () => {

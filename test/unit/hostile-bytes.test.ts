@@ -27,7 +27,7 @@ let front: TestFront;
 beforeAll(async () => {
   front = await startTestFront();
   // The pool's first use loads its code: not part of any request below.
-  await runByteTask('jsonShape', { bytes: Buffer.from('[]'), handBack: false });
+  await runByteTask('parseJson', { bytes: Buffer.from('[]') });
   let baseline = 0;
   for (let i = 0; i < 3; i++) {
     const m = await measured('/sdapi/v1/png-info', JSON.stringify({ image: makePng(64, 64, () => [10, 20, 30, 255]).toString('base64') }));
