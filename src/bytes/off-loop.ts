@@ -107,18 +107,14 @@ export async function convertOpenAiMaskOffLoop(bytes: Buffer): Promise<Converted
   return { ...out, png: asBuffer(out.png) };
 }
 
-/**
- * Counts a large JSON body's values and nesting in a byte worker; resolves with the body's bytes to parse.
- * A body that alone owns its memory (a large body read whole does) is moved to the worker and back instead of
- * copied, so a body near the route's limit is held once, not twice; one that may share its memory (Node's
- * small-buffer pool, a socket's chunk) is copied, and `bytes` stays usable.
- */
 /** The body is not JSON (or carries `__proto__`): the caller answers as Fastify's JSON parser does. */
 export class InvalidJsonBody extends Error {}
 
 /**
  * A large JSON body, counted and parsed in a byte worker: the front holds neither its text nor, once moved,
- * its bytes (a 2 MB image is ~2.7 MB of each), and the parse does not hold its event loop.
+ * its bytes (a 2 MB image is ~2.7 MB of each), and the parse does not hold its event loop. A body that alone
+ * owns its memory (a large body read whole does) is moved to the worker, not copied: `bytes` is unusable
+ * after; one that may share its memory (Node's small-buffer pool, a socket's chunk) is copied.
  */
 export async function parseJsonOffLoop(bytes: Buffer): Promise<unknown> {
   const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;

@@ -10,6 +10,8 @@
  * and unfiltered, under a millisecond. Only an image of one colour in its top rows is read whole, through
  * zlib's thread pool and with its declared size as the output limit, so the verdict is the whole image's.
  * Interlaced, palette and sub-byte images (never written by ComfyUI's savers) are decoded by pngjs instead.
+ * The header's size is the file's own word: an image that declares more than the whole reads allow (an 8K
+ * upscale is ~200 MB inflated) is not judged, rather than inflated to whatever it claims.
  */
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
@@ -24,16 +26,26 @@ const CHANNELS: Record<number, number> = { 0: 1, 2: 3, 4: 2, 6: 4 };
 const COLOUR_CHANNELS: Record<number, number> = { 0: 1, 2: 3, 4: 1, 6: 3 };
 const inflate = promisify(zlib.inflate);
 const DEFLATE_MAX_RATIO = 1032;
+/** The largest image read whole: 512 MiB inflated (8192² RGB at 16 bits is 403 MB). */
+const MAX_WHOLE_BYTES = 512 * 1024 * 1024;
+/** pngjs decodes on the calling thread's event loop (the worker thread's, with the heartbeats): far less. */
+const MAX_PNGJS_PIXELS = 16 * 1024 * 1024;
 
-/** 'black' or 'uniform' when every pixel has the same colour, else undefined. Throws on a PNG that does not decode. */
+/**
+ * 'black' or 'uniform' when every pixel has the same colour, else undefined (also for an image too large to
+ * read whole whose top rows are of one colour). Throws on a PNG that does not decode.
+ */
 export async function pngOneColour(png: Buffer): Promise<OneColour | undefined> {
   const { header, idat } = readPngChunks(png);
-  if (header.interlaced || header.bitDepth < 8 || CHANNELS[header.colorType] === undefined) return pngjsOneColour(png);
+  if (header.interlaced || header.bitDepth < 8 || CHANNELS[header.colorType] === undefined) {
+    return header.width * header.height <= MAX_PNGJS_PIXELS ? pngjsOneColour(png) : undefined;
+  }
   const layout = rowLayout(header);
   const topRows = Math.min(TOP_ROWS, header.height);
   const declared = declaredInflatedBytes(header);
   const top = new RowReader(layout).read(inflatePrefix(idat, topRows * (layout.rowBytes + 1), declared), topRows);
   if (top === 'varies' || topRows === header.height) return verdict(top);
+  if (declared > MAX_WHOLE_BYTES) return undefined;
   const whole = await inflate(idat, { maxOutputLength: declared });
   return verdict(new RowReader(layout).read(whole, header.height));
 }

@@ -4,6 +4,7 @@
  * interlaced, all five row filters (adaptive filtering), and images taller than the rows read first. Each
  * image's verdict is known from the pixels it was made of.
  */
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import { pngOneColour, pngScanlines } from '../../src/images/png-colour.ts';
@@ -147,5 +148,36 @@ describe('pngOneColour, against PNGs written by libvips', () => {
     const broken = Buffer.from(png);
     broken.fill(0, idatAt + 4 + Math.floor(len / 2), idatAt + 4 + len);
     await expect(pngOneColour(broken)).rejects.toThrow();
+  });
+});
+
+/** A PNG whose header claims `width` × `height` and whose image data is only its first rows, all black. */
+function claimingPng(width: number, height: number, colorType: number, interlace: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(body) >>> 0);
+    return Buffer.concat([head, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, colorType, 0, 0, interlace], 8);
+  const rows = zlib.deflateSync(Buffer.alloc(8 * (width * 3 + 1)), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+  const plte = colorType === 3 ? [chunk('PLTE', Buffer.alloc(3))] : [];
+  return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), chunk('IHDR', ihdr), ...plte, chunk('IDAT', rows), chunk('IEND', Buffer.alloc(0))]);
+}
+
+describe('pngOneColour, on the size a PNG declares', () => {
+  it('an image declaring more than it may read whole, black in its first rows: not judged, nothing inflated to its claim', async () => {
+    // 100 000² RGB declares 30 GB: the header is the file's own word, not a bound.
+    await expect(pngOneColour(claimingPng(100_000, 100_000, 2, 0))).resolves.toBeUndefined();
+  });
+
+  it('an interlaced or palette image past the pixels pngjs may decode on the thread: not judged, not decoded', async () => {
+    await expect(pngOneColour(claimingPng(100_000, 100_000, 2, 1))).resolves.toBeUndefined();
+    await expect(pngOneColour(claimingPng(100_000, 100_000, 3, 0))).resolves.toBeUndefined();
   });
 });
