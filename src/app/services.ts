@@ -301,7 +301,7 @@ async function startWorkers(
       ? { general: false }
       : { workflowBundlePath: await bundleWorkflowsInChild(path.join(config.dataDir, 'tmp'), workflowInterceptorModules(traced)) }),
     ...(traced ? { tracing: traced } : {}),
-    ...(opts.supervised ? { sandboxOnThisThread: true } : {}),
+    ...(opts.supervised ? { sandboxOnThisThread: true, workflowStackTraces: config.WORKFLOW_STACK_TRACES } : {}),
     logger,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
   });

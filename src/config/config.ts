@@ -262,6 +262,11 @@ const envSchema = z.object({
    */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
   /**
+   * Collect workflow stack traces (Temporal UI's "Stack Trace" tab) in `start`'s worker thread. Off by default:
+   * the SDK's promise hook for them runs for every promise of that thread (src/worker/workflow-stack-traces.ts).
+   */
+  WORKFLOW_STACK_TRACES: bool.default(false),
+  /**
    * `start` mode: the front pings its worker thread; one that does not answer within this (a busy loop, a
    * deadlock) makes /health and /ready fail, and one silent for 3× this is terminated and started again.
    */

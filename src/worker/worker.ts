@@ -19,6 +19,7 @@ import { gpuTaskQueue, webhookTaskQueue } from '../contracts/task-queues.ts';
 import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 import type { WorkerTracing } from '../tracing/temporal.ts';
+import { stopWorkflowStackTraces } from './workflow-stack-traces.ts';
 import { childNodeArgs } from './child-node-args.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -84,9 +85,13 @@ export interface WorkerSetOptions {
    * Run the workflow sandbox on this thread's own event loop instead of in a thread of the SDK's: for
    * `start`'s worker thread, which is already a thread of its own (app/worker-thread.ts). Saves a V8 isolate
    * (bench/README.md, issue 25) and a message hop per workflow task. The SDK's switch for it is `debugMode`;
-   * its deadlock detector stays on (isolateExecutionTimeout, 5 s as by default).
+   * its deadlock detector stays on (isolateExecutionTimeout, 5 s as by default). The SDK's stack-trace promise
+   * hook would then run for every promise of the thread's activities too: it is stopped unless
+   * `workflowStackTraces` (workflow-stack-traces.ts).
    */
   sandboxOnThisThread?: boolean;
+  /** Keep collecting workflow stack traces (the `__stack_trace` query) when the sandbox is on this thread. */
+  workflowStackTraces?: boolean;
 }
 
 export interface WorkerSet {
@@ -158,6 +163,10 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
           }),
         ];
   const all = [...general, ...shared, ...webhooks];
+  if (opts.sandboxOnThisThread && !opts.workflowStackTraces && general.length > 0) {
+    const stopped = stopWorkflowStackTraces();
+    opts.logger.debug({ stopped }, 'workflow stack-trace promise hook');
+  }
   opts.logger.info({ taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id) }, 'workers created');
   return {
     connection,

@@ -147,6 +147,8 @@ describe('start mode: the worker in its own thread', () => {
       const key = `frozen-front-${Date.now()}`;
       const pending = a1111(svc.url, 'txt2img', { ...LONG, prompt: 'freeze the front', seed: 31 }, { key });
       const promptId = await waitRunning(fake.url);
+      // The worker thread runs without the SDK's stack-trace promise hook (src/worker/workflow-stack-traces.ts).
+      await expect(client.workflow.getHandle(renderIdForKey(key)).query('__stack_trace')).rejects.toThrow(/stack traces are not enabled/);
       const insp = await inspector();
       let frozenFor: number | undefined;
       try {
