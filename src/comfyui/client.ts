@@ -7,7 +7,7 @@
  * never interpret HTTP statuses themselves.
  */
 import { Blob } from 'node:buffer';
-import { FormData } from 'undici';
+import { MultipartForm } from './multipart.ts';
 import { z } from 'zod';
 import type { ComfyFileRef } from './graph.ts';
 import { parseObjectInfo, type NodeInfo, type ObjectInfo } from './object-info.ts';
@@ -258,7 +258,7 @@ export class ComfyClient {
 
   /** `POST /upload/image` (multipart). Identical bytes under the same name are a server-side no-op. */
   async uploadImage(input: UploadImageInput, opts?: CallOptions): Promise<UploadResult> {
-    const form = new FormData();
+    const form = new MultipartForm();
     const type = input.mime ?? 'application/octet-stream';
     // A Blob (e.g. file-backed, from the blob store) is streamed as it is; bytes in memory are wrapped.
     const image = input.bytes instanceof Blob ? input.bytes : new Blob([input.bytes], { type });

@@ -1,13 +1,21 @@
 /**
- * HTTP to one ComfyUI: a keep-alive undici Pool, per-call timeouts and abort signals, and the mapping of
- * transport failures and non-2xx statuses onto the error taxonomy (errors.ts), so that the client's methods
- * (client.ts) deal only with ComfyUI's answers.
+ * HTTP to one ComfyUI: node's own HTTP client over a keep-alive Agent, per-call timeouts and abort signals, and
+ * the mapping of transport failures and non-2xx statuses onto the error taxonomy (errors.ts), so that the
+ * client's methods (client.ts) deal only with ComfyUI's answers.
+ *
+ * node:http rather than undici: both of `start`'s isolates (the front and the worker thread) talk to ComfyUI,
+ * and undici loaded and used costs an isolate ~5 MB of heap and its llhttp WebAssembly, where node:http's
+ * parser is in the binary already (bench/README.md, issue 25, sixth pass). A handful of small requests per
+ * render does not need undici's speed.
  */
-import { FormData, Pool } from 'undici';
-import type { Dispatcher } from 'undici';
+import http from 'node:http';
+import https from 'node:https';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { ComfyAbortError, ComfyProtocolError, ComfyRequestError, ComfyUnavailableError } from './errors.ts';
+import { MultipartForm } from './multipart.ts';
 import { trimTrailingSlashes } from '../text/trim.ts';
 
 export type ComfyLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
@@ -24,6 +32,8 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+
 export interface RawResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -31,35 +41,99 @@ export interface RawResponse {
   url: string;
 }
 
+/** How long an idle connection is kept for the next request (a server's shorter Keep-Alive hint wins). */
+const KEEP_ALIVE_MS = 30_000;
+
+/** Why a request on a kept-alive connection failed before any answer: the server had just closed it. */
+function staleConnection(err: unknown, reused: boolean): boolean {
+  return reused && (err as { code?: unknown }).code === 'ECONNRESET';
+}
+
+async function readAll(res: http.IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 export class HttpTransport {
-  private readonly pool: Pool;
+  private readonly agent: http.Agent;
+  private readonly request: typeof http.request;
+  private readonly target: { protocol: string; hostname: string; port: string };
   private readonly prefix: string;
   private readonly baseUrl: string;
   private readonly logger: ComfyLogger;
   private readonly requestMs: number;
+  private readonly connectMs: number;
 
   constructor(opts: { url: URL; logger: ComfyLogger; requestMs: number; connections: number }) {
     this.prefix = trimTrailingSlashes(opts.url.pathname);
     this.baseUrl = `${opts.url.origin}${this.prefix}`;
     this.logger = opts.logger;
     this.requestMs = opts.requestMs;
-    this.pool = new Pool(opts.url.origin, {
-      connections: opts.connections,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: Math.min(opts.requestMs, 10_000) },
-    });
+    this.connectMs = Math.min(opts.requestMs, 10_000);
+    const tls = opts.url.protocol === 'https:';
+    this.request = tls ? https.request : http.request;
+    this.agent = new (tls ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: opts.connections, timeout: KEEP_ALIVE_MS });
+    // URL keeps an IPv6 host in brackets; the request wants the address alone.
+    this.target = { protocol: opts.url.protocol, hostname: opts.url.hostname.replace(/^\[(.*)\]$/, '$1'), port: opts.url.port };
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    this.agent.destroy();
+  }
+
+  /**
+   * One request, resolved with its response once the headers are in. A connection not made within
+   * `connectMs` fails the request (a host that drops packets would otherwise hold it for the whole timeout).
+   */
+  private send(
+    method: HttpMethod,
+    path: string,
+    headers: Record<string, string | number>,
+    body: string | MultipartForm | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ res: http.IncomingMessage; reused: boolean }> {
+    return new Promise((resolve, reject) => {
+      const req = this.request({ ...this.target, method, path, headers, agent: this.agent, ...(signal ? { signal } : {}) });
+      const fail = (err: unknown): void => reject(Object.assign(err as Error, { reusedSocket: req.reusedSocket }));
+      req.once('socket', (socket) => {
+        if (!socket.connecting) return;
+        const timer = setTimeout(
+          () => req.destroy(Object.assign(new Error(`connect timeout after ${this.connectMs} ms`), { code: 'ETIMEDOUT' })),
+          this.connectMs,
+        );
+        socket.once('connect', () => clearTimeout(timer));
+        socket.once('close', () => clearTimeout(timer));
+      });
+      req.once('response', (res) => resolve({ res, reused: req.reusedSocket }));
+      req.once('error', fail);
+      if (body instanceof MultipartForm) pipeline(Readable.from(body.chunks()), req).catch(fail);
+      else req.end(body);
+    });
+  }
+
+  /** `send`, once more when a GET met a kept-alive connection the server had closed in the meantime. */
+  private async sendRetryingStale(
+    method: HttpMethod,
+    path: string,
+    headers: Record<string, string | number>,
+    body: string | MultipartForm | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<http.IncomingMessage> {
+    try {
+      return (await this.send(method, path, headers, body, signal)).res;
+    } catch (e) {
+      if (method !== 'GET' || signal?.aborted || !staleConnection(e, (e as { reusedSocket?: boolean }).reusedSocket === true)) throw e;
+      return (await this.send(method, path, headers, body, signal)).res;
+    }
   }
 
   async call(
-    method: Dispatcher.HttpMethod,
+    method: HttpMethod,
     path: string,
     init: CallOptions & {
       json?: unknown;
-      form?: FormData;
+      form?: MultipartForm;
       query?: Record<string, string | undefined>;
       timeoutMs?: number;
     } = {},
@@ -71,20 +145,26 @@ export class HttpTransport {
     const timeoutMs = init.timeoutMs ?? this.requestMs;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { accept: 'application/json' };
-    let body: string | FormData | undefined;
+    const headers: Record<string, string | number> = { accept: 'application/json' };
+    let body: string | MultipartForm | undefined;
     if (init.json !== undefined) {
-      headers['content-type'] = 'application/json';
       body = JSON.stringify(init.json);
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(body);
     } else if (init.form) {
       body = init.form;
+      headers['content-type'] = init.form.contentType;
+      headers['content-length'] = init.form.length;
+    } else if (method !== 'GET') {
+      headers['content-length'] = 0;
     }
     const started = Date.now();
     try {
-      const res = await this.pool.request({ method, path: fullPath, headers, body, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-      const buf = Buffer.from(await res.body.arrayBuffer());
-      this.logger.debug({ method, url, status: res.statusCode, ms: Date.now() - started }, 'comfyui http');
-      return { status: res.statusCode, headers: res.headers, body: buf, url };
+      const res = await this.sendRetryingStale(method, fullPath, headers, body, signal);
+      const buf = await readAll(res);
+      const status = res.statusCode ?? 0;
+      this.logger.debug({ method, url, status, ms: Date.now() - started }, 'comfyui http');
+      return { status, headers: res.headers, body: buf, url };
     } catch (e) {
       if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
       if (timeout.aborted) throw new ComfyUnavailableError({ url, message: `ComfyUI ${method} ${url} timed out after ${timeoutMs} ms`, cause: e });
@@ -105,22 +185,46 @@ export class HttpTransport {
     const url = `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;
     if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
     const timeoutMs = init.timeoutMs ?? this.requestMs;
-    let res: Dispatcher.ResponseData;
+    // The whole request is tied to the caller's signal; the timeout only to the wait for the headers.
+    const headersTimeout = new AbortController();
+    const timer = setTimeout(() => headersTimeout.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, headersTimeout.signal]) : headersTimeout.signal;
+    let res: http.IncomingMessage;
     try {
-      res = await this.pool.request({
-        method: 'GET',
-        path: fullPath,
-        headers: { accept: '*/*' },
-        ...(init.signal ? { signal: init.signal } : {}),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
+      res = await this.sendRetryingStale('GET', fullPath, { accept: '*/*' }, undefined, signal);
     } catch (e) {
       if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
-      throw new ComfyUnavailableError({ url, message: `ComfyUI GET ${url} failed: ${(e as Error).message}`, cause: e });
+      const why = headersTimeout.signal.aborted ? `timed out after ${timeoutMs} ms` : `failed: ${(e as Error).message}`;
+      throw new ComfyUnavailableError({ url, message: `ComfyUI GET ${url} ${why}`, cause: e });
+    } finally {
+      clearTimeout(timer);
     }
-    if (res.statusCode !== 200) this.fail({ status: res.statusCode, headers: res.headers, body: Buffer.from(await res.body.arrayBuffer()), url });
-    return { body: res.body, headers: res.headers };
+    if (res.statusCode !== 200) this.fail({ status: res.statusCode ?? 0, headers: res.headers, body: await readAll(res), url });
+    // A gap of `timeoutMs` between chunks ends the body with an error (the socket's idle timeout), unless the
+    // gap is the caller's: while it has not asked for the next chunk, the socket is paused for it.
+    let callerWaits = false;
+    res.setTimeout(timeoutMs, () => {
+      if (callerWaits) res.destroy(new ComfyUnavailableError({ url, message: `ComfyUI GET ${url}: no data for ${timeoutMs} ms` }));
+      else res.setTimeout(timeoutMs);
+    });
+    const chunks = res[Symbol.asyncIterator]();
+    async function* body(): AsyncGenerator<Uint8Array> {
+      try {
+        for (;;) {
+          // The gap is counted from when the caller asks, not from the last data it left unread.
+          callerWaits = true;
+          res.setTimeout(timeoutMs);
+          const next = await chunks.next();
+          callerWaits = false;
+          if (next.done) return;
+          yield next.value as Uint8Array;
+        }
+      } finally {
+        // A caller that stops early (a size limit, an error) gives the connection up.
+        await chunks.return?.();
+      }
+    }
+    return { body: body(), headers: res.headers };
   }
 
   /** Map non-2xx to the error taxonomy: 4xx are our fault (not retryable), everything else is retryable. */
