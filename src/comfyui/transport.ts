@@ -205,7 +205,7 @@ export class HttpTransport {
     let callerWaits = false;
     res.setTimeout(timeoutMs, () => {
       if (callerWaits) res.destroy(new ComfyUnavailableError({ url, message: `ComfyUI GET ${url}: no data for ${timeoutMs} ms` }));
-      else res.setTimeout(timeoutMs);
+      else if (res.socket) res.setTimeout(timeoutMs);
     });
     const chunks = res[Symbol.asyncIterator]();
     async function* body(): AsyncGenerator<Uint8Array> {
@@ -213,7 +213,8 @@ export class HttpTransport {
         for (;;) {
           // The gap is counted from when the caller asks, not from the last data it left unread.
           callerWaits = true;
-          res.setTimeout(timeoutMs);
+          // (Once the body is complete its connection has gone back to the pool: no socket, nothing to time.)
+          if (res.socket) res.setTimeout(timeoutMs);
           const next = await chunks.next();
           callerWaits = false;
           if (next.done) return;

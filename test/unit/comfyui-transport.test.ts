@@ -107,6 +107,25 @@ describe('ComfyUI HTTP transport (node:http)', () => {
     await t.close();
   });
 
+  it('streamed bodies read to their end, one after another on a kept-alive connection', async () => {
+    const url = await serve((_req, res, nth) => {
+      res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': 3 });
+      res.end(Buffer.from([nth, nth, nth]));
+    });
+    const t = transport(url, 1_000);
+    for (let i = 1; i <= 3; i++) {
+      const { body } = await t.stream('/view');
+      const got: number[] = [];
+      for await (const chunk of body) {
+        got.push(...chunk);
+        // The response ends (and its connection goes back to the pool) while the caller is busy.
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(got).toEqual([i, i, i]);
+    }
+    await t.close();
+  });
+
   it('a multipart upload carries its length, text fields and a file-backed Blob as the web parser reads them', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'transport-'));
     try {
