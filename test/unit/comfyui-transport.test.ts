@@ -95,13 +95,13 @@ describe('ComfyUI HTTP transport (node:http)', () => {
       res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': size });
       res.end(Buffer.alloc(size, 7));
     });
-    const t = transport(url, 200);
+    const t = transport(url, 400);
     const { body } = await t.stream('/view');
     let got = 0;
     for await (const chunk of body) {
       got += chunk.length;
-      // Paused for longer than the timeout while unread data waits.
-      if (got === chunk.length) await new Promise((r) => setTimeout(r, 600));
+      // Paused for three timeouts while unread data waits.
+      if (got === chunk.length) await new Promise((r) => setTimeout(r, 1_200));
     }
     expect(got).toBe(size);
     await t.close();
