@@ -44,9 +44,10 @@ export interface RawResponse {
 /** How long an idle connection is kept for the next request (a server's shorter Keep-Alive hint wins). */
 const KEEP_ALIVE_MS = 30_000;
 
-/** Why a request on a kept-alive connection failed before any answer: the server had just closed it. */
-function staleConnection(err: unknown, reused: boolean): boolean {
-  return reused && (err as { code?: unknown }).code === 'ECONNRESET';
+/** A request on a kept-alive connection failed before any answer: the server had just closed it (send() marks `reusedSocket`). */
+function staleConnection(err: unknown): boolean {
+  const e = err as { code?: unknown; reusedSocket?: unknown };
+  return e.reusedSocket === true && e.code === 'ECONNRESET';
 }
 
 async function readAll(res: http.IncomingMessage): Promise<Buffer> {
@@ -92,7 +93,7 @@ export class HttpTransport {
     headers: Record<string, string | number>,
     body: string | MultipartForm | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<{ res: http.IncomingMessage; reused: boolean }> {
+  ): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = this.request({ ...this.target, method, path, headers, agent: this.agent, ...(signal ? { signal } : {}) });
       const fail = (err: unknown): void => reject(Object.assign(err as Error, { reusedSocket: req.reusedSocket }));
@@ -105,7 +106,7 @@ export class HttpTransport {
         socket.once('connect', () => clearTimeout(timer));
         socket.once('close', () => clearTimeout(timer));
       });
-      req.once('response', (res) => resolve({ res, reused: req.reusedSocket }));
+      req.once('response', resolve);
       req.once('error', fail);
       if (body instanceof MultipartForm) pipeline(Readable.from(body.chunks()), req).catch(fail);
       else req.end(body);
@@ -121,10 +122,10 @@ export class HttpTransport {
     signal: AbortSignal | undefined,
   ): Promise<http.IncomingMessage> {
     try {
-      return (await this.send(method, path, headers, body, signal)).res;
+      return await this.send(method, path, headers, body, signal);
     } catch (e) {
-      if (method !== 'GET' || signal?.aborted || !staleConnection(e, (e as { reusedSocket?: boolean }).reusedSocket === true)) throw e;
-      return (await this.send(method, path, headers, body, signal)).res;
+      if (method !== 'GET' || signal?.aborted || !staleConnection(e)) throw e;
+      return await this.send(method, path, headers, body, signal);
     }
   }
 

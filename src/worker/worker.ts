@@ -164,8 +164,9 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
         ];
   const all = [...general, ...shared, ...webhooks];
   if (opts.sandboxOnThisThread && !opts.workflowStackTraces && general.length > 0) {
-    const stopped = stopWorkflowStackTraces();
-    opts.logger.debug({ stopped }, 'workflow stack-trace promise hook');
+    // Not found means the SDK changed shape (an upgrade): renders still work, at the hook's cost; say so.
+    if (stopWorkflowStackTraces()) opts.logger.debug('workflow stack-trace promise hook stopped');
+    else opts.logger.warn("the SDK's workflow stack-trace promise hook was not found to stop: every promise of this thread pays for it");
   }
   opts.logger.info({ taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id) }, 'workers created');
   return {
