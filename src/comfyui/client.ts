@@ -76,6 +76,11 @@ export class ComfyClient {
     return this.jobsApi;
   }
 
+  /** Whether ComfyUI answered a request of this client in the last `ms` milliseconds. */
+  answeredWithin(ms: number, now = Date.now()): boolean {
+    return now - this.http.lastAnsweredAt <= ms;
+  }
+
   async close(): Promise<void> {
     await this.http.close();
   }
@@ -180,6 +185,9 @@ export class ComfyClient {
    * Reconcile jobs API, `/queue` and `/history/{id}` into one state. Without the jobs API the queue is read
    * BEFORE history: ComfyUI moves a prompt from running to history under one mutex, so this order can never
    * miss a prompt that is finishing (history-then-queue could report a live prompt as unknown).
+   * With it, "Job not found" is final: the route reads the queue, then history, in that same order
+   * (server.py `get_job_by_id`), and the route itself is known to exist (getJob). Asking `/queue` and
+   * `/history` again would tell nothing new, and every submit asks this first (two round trips, ~2 ms).
    */
   async promptStatus(promptId: string, opts?: CallOptions): Promise<PromptStatus> {
     if (this.jobsApi !== false) {
@@ -192,7 +200,7 @@ export class ComfyClient {
         viaJobs = false;
       }
       if (viaJobs) {
-        if (job === undefined) return this.legacyStatus(promptId, opts); // confirm before declaring a prompt lost
+        if (job === undefined) return { state: 'unknown' };
         if (job.status === 'pending') return { state: 'pending' };
         if (job.status === 'in_progress') return { state: 'running' };
         const item = await this.getHistory(promptId, opts);

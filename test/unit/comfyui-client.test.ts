@@ -242,6 +242,16 @@ describe('jobs, history and queue', () => {
       expect(await client.promptStatus(id)).toEqual({ state: 'unknown' });
     });
   });
+
+  it("takes the jobs API's 404 for an unknown prompt as final: one request once the route is known", async () => {
+    stub.jobsApi = true;
+    const seen = derivePromptId(['seen']);
+    stub.enqueue(seen);
+    expect(await client.promptStatus(seen)).toEqual({ state: 'pending' });
+    const before = stub.requests.length;
+    expect(await client.promptStatus(derivePromptId(['never-submitted']))).toEqual({ state: 'unknown' });
+    expect(stub.requests.slice(before).map((q) => q.path)).toEqual([`/api/jobs/${derivePromptId(['never-submitted'])}`]);
+  });
 });
 
 describe('control routes', () => {
