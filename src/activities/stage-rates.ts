@@ -4,10 +4,15 @@
  * moving average of the last renders. The progress of the next render of that model (item-progress.ts)
  * estimates its decode from it — frames and size known, the rate measured — instead of guessing from the
  * sampling time. Kept in DATA_DIR (`stage-rates.json`, a few hundred bytes) so a restarted worker keeps
- * what it measured; a missing or unreadable file is an empty one.
+ * what it measured; a missing or unreadable file is an empty one. The file is written behind the render, not
+ * in its way: recorded as a prompt ends, before its outputs are collected, a synchronous write and rename took
+ * ~0.6 ms of every render on this box (bench/README.md, issue 25); renders recorded while a write is under
+ * way are folded into the next one.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import type { StageEstimate } from './item-progress.ts';
 import type { SilentStagePriors } from '../models/stage-priors.ts';
 
@@ -21,6 +26,8 @@ interface ModelRates {
 /** Weight of the newest measurement in the moving average. */
 const NEW_WEIGHT = 0.5;
 const MAX_MODELS = 200;
+/** Tells apart the temporary files of several instances in one process (tests, workers in-process). */
+let instances = 0;
 
 /** What the estimates read of a request (a RenderRequest is one). */
 export interface SizedRequest {
@@ -40,9 +47,13 @@ export function decodeUnits(request: Omit<SizedRequest, 'model'>): number {
 
 export class StageRates {
   private readonly rates = new Map<string, ModelRates>();
+  private readonly tmp: string | undefined;
+  private dirty = false;
+  private writing: Promise<void> | undefined;
 
   constructor(private readonly file?: string) {
     if (!file) return;
+    this.tmp = `${file}.${process.pid}.${threadId}.${instances++}.tmp`;
     try {
       const parsed = JSON.parse(readFileSync(file, 'utf8')) as unknown;
       if (parsed && typeof parsed === 'object') {
@@ -80,15 +91,30 @@ export class StageRates {
     this.save();
   }
 
+  /** Resolves once every rate recorded so far is in the file (or its write failed: the rates stay in memory). */
+  flush(): Promise<void> {
+    return this.writing ?? Promise.resolve();
+  }
+
   private save(): void {
     if (!this.file) return;
+    this.dirty = true;
+    this.writing ??= this.writeWhileDirty(this.file, this.tmp!);
+  }
+
+  private async writeWhileDirty(file: string, tmp: string): Promise<void> {
     try {
-      mkdirSync(path.dirname(this.file), { recursive: true });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.rates)));
-      renameSync(tmp, this.file);
+      while (this.dirty) {
+        this.dirty = false;
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(tmp, JSON.stringify(Object.fromEntries(this.rates)));
+        await rename(tmp, file);
+      }
     } catch {
       // Estimates are a convenience: a read-only DATA_DIR keeps them in memory only.
+    } finally {
+      // No await between the last look at `dirty` and here: a record() after it starts a new write.
+      this.writing = undefined;
     }
   }
 }

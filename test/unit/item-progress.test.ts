@@ -134,12 +134,13 @@ describe('video decode: estimated from its measured rate, rising to the end', ()
 });
 
 describe('stage rates: measured per model, scaled by frames and size', () => {
-  it('the decode estimate of the next render is the measured rate times its megapixel-frames; kept in DATA_DIR', () => {
+  it('the decode estimate of the next render is the measured rate times its megapixel-frames; kept in DATA_DIR', async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'stage-rates-')), 'stage-rates.json');
     const rates = new StageRates(file);
     const wan = { model: 'videogen-wan22-5b', width: 320, height: 192, video: { frames: 17 } } as const;
     expect(rates.estimate(wan)).toEqual({ decodeUnits: expect.closeTo(1.04448, 4) });
     rates.record(wan, { encodeMs: 4_000, decodeMs: 106_000 });
+    await rates.flush();
     // Twice the frames, twice the decode; the encode does not scale.
     const longer = { ...wan, video: { frames: 34 } };
     expect(new StageRates(file).estimate(longer)).toEqual({ encodeMs: 4_000, decodeMs: expect.closeTo(212_000, 3), decodeUnits: expect.closeTo(2.08896, 4) });
@@ -147,6 +148,20 @@ describe('stage rates: measured per model, scaled by frames and size', () => {
     rates.record(wan, { decodeMs: 54_000 });
     expect(rates.estimate(wan).decodeMs).toBeCloseTo(80_000, 3);
     expect(decodeUnits({ width: 1280, height: 704, video: { frames: 121 } })).toBeCloseTo(109.05, 1);
+  });
+
+  it('renders recorded while the file is being written are all in it once the writes are done', async () => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'stage-rates-')), 'stage-rates.json');
+    const rates = new StageRates(file);
+    const models = Array.from({ length: 5 }, (_, i) => ({ model: `m${i}`, width: 1000, height: 1000 }));
+    for (const m of models) rates.record(m, { encodeMs: 100 });
+    await rates.flush();
+    const reread = new StageRates(file);
+    for (const m of models) expect(reread.estimate(m).encodeMs).toBe(100);
+    // A record after the writes ended starts another one.
+    rates.record({ model: 'late', width: 1000, height: 1000 }, { encodeMs: 7 });
+    await rates.flush();
+    expect(new StageRates(file).estimate({ model: 'late', width: 1000, height: 1000 }).encodeMs).toBe(7);
   });
 
   it("a model no render measured yet carries its family's priors; a measured one keeps them beside its rates", () => {
