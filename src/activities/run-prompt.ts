@@ -26,7 +26,7 @@
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { SpanKind } from '@opentelemetry/api';
-import { ComfyValidationError } from '../comfyui/errors.ts';
+import { ComfyUnavailableError, ComfyValidationError } from '../comfyui/errors.ts';
 import { followPrompt } from '../comfyui/follow.ts';
 import type { FollowOptions, FollowResult } from '../comfyui/follow-types.ts';
 import { submitAndFollow, type SubmitAndFollowOptions } from '../comfyui/submit-and-follow.ts';
@@ -172,8 +172,8 @@ async function runAttempt(
   const heartbeat = new AttemptHeartbeat(ctx, new ItemProgress(input.graph, input.request?.kind === 'video', estimate), input, leased.id, at.startedAt);
   const previews = new AttemptPreviews(deps.config.dataDir, input, () => reached.target.log);
   try {
-    await reachBackend(at, reached.target);
-    const { result, reattached } = await renderPrompt(at, reached, { heartbeat, previews, objectInfo });
+    const probed = await reachBackend(at, reached.target);
+    const { result, reattached } = await renderReachable(at, reached, { heartbeat, previews, objectInfo }, probed);
     // A prompt followed from its start measured its silent stages: the next render of the model estimates from them.
     if (input.request && !reattached) rates.record(input.request, heartbeat.stages.measured(Date.now()));
     const { backend } = reached.target;
@@ -195,11 +195,48 @@ async function runAttempt(
  * budget, instead of burning the item's attempts on connection errors. A backend marked unhealthy fails the
  * attempt at once (before waiting for it to answer). The next attempt goes to another worker's ComfyUI soon:
  * this worker asks for no work while its only backends are unhealthy (backends/gpu-pool.ts).
+ * A backend that answered in the last RECENTLY_ANSWERED_MS is not asked first (a round trip of every render,
+ * ~1 ms of each on this box, bench/README.md issue 25): should it have gone since, renderReachable waits for it then.
+ * Resolves whether it was asked.
  */
-async function reachBackend(at: Attempt, { backend, client }: Target): Promise<void> {
-  const { deps, input } = at;
+async function reachBackend(at: Attempt, { backend, client }: Target): Promise<boolean> {
+  const { deps } = at;
   await ensureBackendUsable(deps.health, backend, client, UNHEALTHY_RETRY_MS);
-  await waitReachable(client, input.stallTimeoutMs, deadBackendMs(input.stallTimeoutMs), deps.config.POLL_INTERVAL_MS, at.signal);
+  if (client.answeredWithin(RECENTLY_ANSWERED_MS)) return false;
+  await waitForBackend(at, client);
+  return true;
+}
+
+/** Long enough to cover the gap between two renders of a busy GPU; a restart takes longer than this. */
+const RECENTLY_ANSWERED_MS = 5_000;
+
+function waitForBackend(at: Attempt, client: Target['client']): Promise<void> {
+  const { deps, input } = at;
+  return waitReachable(client, input.stallTimeoutMs, deadBackendMs(input.stallTimeoutMs), deps.config.POLL_INTERVAL_MS, at.signal);
+}
+
+/**
+ * What the probe would have waited through: no answer at all, or a gateway's while ComfyUI behind it restarts.
+ * An error ComfyUI itself answered (a 500 from `POST /prompt`) is the attempt's failure, probed or not.
+ */
+function unreachable(err: unknown): err is ComfyUnavailableError {
+  return err instanceof ComfyUnavailableError && (err.status === undefined || err.status === 502 || err.status === 503 || err.status === 504);
+}
+
+/**
+ * renderPrompt; when the backend was not asked first (reachBackend) and stops answering before it has the
+ * prompt, it is waited for as reachBackend would have, and the prompt rendered from the start. Safe whatever
+ * the failed request was: a submit looks its prompt id up before it posts, so nothing renders twice.
+ */
+async function renderReachable(at: Attempt, reached: Reached, followers: Followers, probed: boolean): Promise<Rendered> {
+  try {
+    return await renderPrompt(at, reached, followers);
+  } catch (err) {
+    if (probed || reached.submitConfirmed || at.signal.aborted || !unreachable(err)) throw err;
+    reached.target.log.info({ err: err.message }, 'ComfyUI stopped answering since its last render: waiting for it');
+    await waitForBackend(at, reached.target.client);
+    return await renderPrompt(at, reached, followers);
+  }
 }
 
 /** What following the prompt reports to: the heartbeat and the previews, and the presubmit check's cache. */

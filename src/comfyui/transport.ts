@@ -65,6 +65,8 @@ export class HttpTransport {
   private readonly logger: ComfyLogger;
   private readonly requestMs: number;
   private readonly connectMs: number;
+  /** When ComfyUI last answered a request (Date.now(); 0: never). A 5xx counts as no answer (a proxy may give it). */
+  lastAnsweredAt = 0;
 
   constructor(opts: { url: URL; logger: ComfyLogger; requestMs: number; connections: number }) {
     this.prefix = trimTrailingSlashes(opts.url.pathname);
@@ -164,6 +166,7 @@ export class HttpTransport {
       const res = await this.sendRetryingStale(method, fullPath, headers, body, signal);
       const buf = await readAll(res);
       const status = res.statusCode ?? 0;
+      if (status < 500) this.lastAnsweredAt = Date.now();
       this.logger.debug({ method, url, status, ms: Date.now() - started }, 'comfyui http');
       return { status, headers: res.headers, body: buf, url };
     } catch (e) {
