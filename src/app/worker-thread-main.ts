@@ -2,6 +2,8 @@
  * The worker thread's side of `start` mode (app/worker-thread.ts): `worker` mode run by a front in one of its
  * threads. It answers the front over the thread's port (ready, its metrics, stop); signals are the front's.
  */
+// First: before anything loads the Temporal SDK (its bundler is not loaded into this thread).
+import '../worker/no-inprocess-bundler.ts';
 import { isMainThread, parentPort, threadId } from 'node:worker_threads';
 import { loadConfig } from '../config/config.ts';
 import { createLogger, type Logger } from '../log.ts';
