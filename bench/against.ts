@@ -2,7 +2,9 @@
  * `--against <commit>`: the regression gate. Another commit's build runs under THIS harness (same Temporal
  * server, same fake ComfyUI, same clients), side by side with this tree, in one sitting:
  * - overhead: this tree's service, the other's and a direct client take turns render by render (the order
- *   rotates), so machine drift is shared; p50 over a direct client for both, and their ratio;
+ *   rotates), so machine drift is shared; `--rounds` blocks of renders, pooled: p50 over a direct client for
+ *   both, and their ratio, with each block's ratio beside it (one block's ratio moves by a few per cent
+ *   between sittings of the same two builds: the spread says how far a difference is from that noise);
  * - memory: the 100-client 2 MB img2img pile-up on a fresh service of each, in alternating order over
  *   `--rounds` rounds, every node process of a service summed; peaks and their ratio.
  * The other commit is checked out outside this tree (a git worktree in the temp dir, its own `npm ci`, since
@@ -71,6 +73,8 @@ interface OverheadAB {
   self: Dist;
   other: Dist;
   direct: Dist;
+  /** Each block's overhead ratio (this tree over the other), in the order they ran. */
+  blockRatios: number[];
   /** Where each side's time goes: p50 per segment (client send, Temporal event times, client receive). */
   segments: { self: Map<string, number>; other: Map<string, number> };
 }
@@ -90,7 +94,7 @@ async function segmentsOf(ctx: BenchContext, runs: StackRun[]): Promise<Map<stri
   return new Map([...segmentMedians(tls).map((x): [string, number] => [x.segment, x.p50]), ...own]);
 }
 
-async function overheadAB(ctx: BenchContext, other: OtherBuild): Promise<OverheadAB> {
+async function overheadAB(ctx: BenchContext, other: OtherBuild, blocks: number): Promise<OverheadAB> {
   const { fake, svc } = await ctx.single();
   const { temporal } = await ctx.temporal();
   const otherSvc = await startBenchService(ctx.cleanups, { temporalAddress: temporal.address, comfyUrl: fake.url, root: other.root });
@@ -100,27 +104,34 @@ async function overheadAB(ctx: BenchContext, other: OtherBuild): Promise<Overhea
   const self: StackRun[] = [];
   const theirs: StackRun[] = [];
   const direct: number[] = [];
+  const blockRatios: number[] = [];
   try {
     for (let i = 0; i < warm; i++) {
       await stackRender(svc.url, txt2imgBody(`warm self ${i}`, 700_000 + i));
       await stackRender(otherSvc.url, txt2imgBody(`warm other ${i}`, 710_000 + i));
       await directRender(comfy, graphFor(txt2imgBody(`warm direct ${i}`, 720_000 + i), `bench-warm-${i}`));
     }
-    const stopAt = Math.min(ctx.deadline, Date.now() + (ctx.quick ? 40_000 : 150_000));
-    for (let i = 0; i < n && Date.now() < stopAt; i++) {
-      const steps = [
-        async () => self.push(await stackRender(svc.url, txt2imgBody(`ab self ${i}`, 300_000 + i))),
-        async () => theirs.push(await stackRender(otherSvc.url, txt2imgBody(`ab other ${i}`, 400_000 + i))),
-        async () => direct.push(await directRender(comfy, graphFor(txt2imgBody(`ab direct ${i}`, 500_000 + i), `bench-ab-${i}`))),
-      ];
-      // Each of the three goes first, second and third in turn: drift favours none.
-      for (let k = 0; k < 3; k++) await steps[(i + k) % 3]!();
+    for (let b = 0; b < blocks; b++) {
+      const from = { self: self.length, theirs: theirs.length, direct: direct.length };
+      const stopAt = Math.min(ctx.deadline, Date.now() + (ctx.quick ? 40_000 : 150_000));
+      for (let i = b * n; i < (b + 1) * n && Date.now() < stopAt; i++) {
+        const steps = [
+          async () => self.push(await stackRender(svc.url, txt2imgBody(`ab self ${i}`, 300_000 + i))),
+          async () => theirs.push(await stackRender(otherSvc.url, txt2imgBody(`ab other ${i}`, 400_000 + i))),
+          async () => direct.push(await directRender(comfy, graphFor(txt2imgBody(`ab direct ${i}`, 500_000 + i), `bench-ab-${i}`))),
+        ];
+        // Each of the three goes first, second and third in turn: drift favours none.
+        for (let k = 0; k < 3; k++) await steps[(i + k) % 3]!();
+      }
+      const d = median(direct.slice(from.direct));
+      const ov = (runs: StackRun[]): number => median(runs.map((r) => r.ms)) - d;
+      blockRatios.push(ov(self.slice(from.self)) / ov(theirs.slice(from.theirs)));
     }
   } finally {
     await comfy.close();
   }
   const segments = { self: await segmentsOf(ctx, self), other: await segmentsOf(ctx, theirs) };
-  return { self: dist(self.map((r) => r.ms)), other: dist(theirs.map((r) => r.ms)), direct: dist(direct), segments };
+  return { self: dist(self.map((r) => r.ms)), other: dist(theirs.map((r) => r.ms)), direct: dist(direct), blockRatios, segments };
 }
 
 function segmentRows(s: OverheadAB['segments'], row: (n: string, a: string, b: string, q: string) => string): string[] {
@@ -132,8 +143,8 @@ function segmentRows(s: OverheadAB['segments'], row: (n: string, a: string, b: s
 export async function benchAgainst(ctx: BenchContext, other: OtherBuild, rounds: number): Promise<BenchResult> {
   const self = ownLabel();
   const loads: string[] = [`start ${loadavg()}`];
-  log(`against ${other.label}: overhead, interleaved render by render`);
-  const o = await overheadAB(ctx, other);
+  log(`against ${other.label}: overhead, interleaved render by render, ${rounds} block(s)`);
+  const o = await overheadAB(ctx, other, rounds);
   loads.push(`after overhead ${loadavg()}`);
   const memSelf: MemoryRun[] = [];
   const memOther: MemoryRun[] = [];
@@ -173,6 +184,7 @@ export async function benchAgainst(ctx: BenchContext, other: OtherBuild, rounds:
       row('direct client p50 (shared)', ms(o.direct.p50), ms(o.direct.p50), ''),
       row(`peak RSS, median of ${rounds} (all node procs)`, mb(peakSelf), mb(peakOther), ratio(peakSelf, peakOther)),
       row('idle RSS before the pile-up', mb(idleSelf), mb(idleOther), ratio(idleSelf, idleOther)),
+      `overhead ratio of each block of the run (${o.blockRatios.length} block(s), pooled above): ${o.blockRatios.map((r) => `${r.toFixed(2)}×`).join(', ')}`,
       `renders per side in the overhead run: ${o.self.n} / ${o.other.n} (direct ${o.direct.n}); memory runs, peak (max of sampled sum and summed VmHWM): ${self} ${runs(memSelf)}; ${other.label} ${runs(memOther)}`,
       `memory responses all OK: ${allOk ? 'yes' : 'NO'}; ${other.label} built in ${other.root}`,
       `load average (1/5/15 min): ${loads.join('; ')}`,
