@@ -9,6 +9,7 @@
  * workflow-stack-traces.ts does: test/unit/no-inprocess-bundler.test.ts holds it to that SDK.
  */
 import { createRequire, Module } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 
 const require = createRequire(import.meta.url);
 
@@ -31,15 +32,20 @@ export const standIn = {
   bundleWorkflowCode: async (): Promise<never> => cannotBundle(),
 };
 
-/** False when the SDK (or its bundler) was loaded already: then it stays as it is. */
-export function installed(): boolean {
+/**
+ * Puts the stand-in in the bundler module's place, unless the SDK (or its bundler) was loaded already, which
+ * then stays as it is. Whether the stand-in is in place.
+ */
+export function keepBundlerOut(): boolean {
+  if (!require.cache[BUNDLER_MODULE]) {
+    const m = new Module(BUNDLER_MODULE);
+    m.filename = BUNDLER_MODULE;
+    m.loaded = true;
+    m.exports = standIn;
+    require.cache[BUNDLER_MODULE] = m;
+  }
   return require.cache[BUNDLER_MODULE]?.exports === standIn;
 }
 
-if (!require.cache[BUNDLER_MODULE]) {
-  const m = new Module(BUNDLER_MODULE);
-  m.filename = BUNDLER_MODULE;
-  m.loaded = true;
-  m.exports = standIn;
-  require.cache[BUNDLER_MODULE] = m;
-}
+// In the worker thread only: imported on a main thread (a check of what each entry loads), it does nothing.
+if (!isMainThread) keepBundlerOut();
