@@ -99,11 +99,15 @@ export function shareConnections(server: http.Server, opts: ConnectionShareOptio
 /**
  * Node's headersTimeout starts with the first byte of a request: a socket that connects and sends nothing is
  * never swept. Such a socket is closed once the headers timeout (and one sweep) has passed without a request.
+ * One that has sent part of its headers is left to Node's sweep, which answers it 408: closing it here too
+ * raced that answer (a sweep that ran late lost it, and the client saw the connection drop unanswered).
  */
 export function closeSilentSockets(server: http.Server, afterMs: number): void {
   const timers = new WeakMap<object, NodeJS.Timeout>();
   server.on('connection', (socket: Socket) => {
-    const timer = setTimeout(() => socket.destroy(), afterMs);
+    const timer = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, afterMs);
     timer.unref();
     timers.set(socket, timer);
     socket.once('close', () => clearTimeout(timer));
