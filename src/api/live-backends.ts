@@ -7,6 +7,7 @@
 import type { ApiContext } from './context.ts';
 import type { Backend } from '../contracts/render.ts';
 import { parseObjectInfo, type ObjectInfo } from '../comfyui/object-info.ts';
+import { HttpTransport, noopLogger } from '../comfyui/transport.ts';
 
 const TIMEOUT_MS = 10_000;
 const OBJECT_INFO_CACHE_MS = 10_000;
@@ -17,6 +18,22 @@ export interface BackendAnswer {
   status: number;
   contentType: string;
   body: Buffer;
+}
+
+/**
+ * One keep-alive transport per backend, for every LiveBackends: node's HTTP client, as the service's own
+ * ComfyUI client uses. The global `fetch` costs a front that would otherwise never load it +2.6 MB of heap
+ * and ~20 MB of RSS (its undici, bench/README.md issue 25), and the workflow-file check asks at every start.
+ */
+const transports = new Map<string, HttpTransport>();
+
+function transportFor(b: Backend): HttpTransport {
+  let t = transports.get(b.url);
+  if (!t) {
+    t = new HttpTransport({ url: new URL(b.url), logger: noopLogger, requestMs: TIMEOUT_MS, connections: 4 });
+    transports.set(b.url, t);
+  }
+  return t;
 }
 
 export class BackendUnavailableError extends Error {
@@ -40,16 +57,13 @@ export class LiveBackends {
   /** GET `path` (with its query string) from the live backend, as it answers. */
   async get(pathAndQuery: string): Promise<BackendAnswer> {
     const b = this.backend();
-    let res: Response;
     try {
-      res = await fetch(new URL(pathAndQuery, b.url), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+      const res = await transportFor(b).call('GET', pathAndQuery, { timeoutMs: TIMEOUT_MS, maxBytes: MAX_ANSWER_BYTES });
+      const type = res.headers['content-type'];
+      return { status: res.status, contentType: (Array.isArray(type) ? type[0] : type) ?? 'application/json', body: res.body };
     } catch (err) {
       throw new BackendUnavailableError(`ComfyUI ${b.id} did not answer: ${(err as Error).message}`);
     }
-    const length = Number(res.headers.get('content-length'));
-    if (Number.isFinite(length) && length > MAX_ANSWER_BYTES) throw new BackendUnavailableError(`ComfyUI ${b.id} answered ${length} bytes`);
-    const body = Buffer.from(await res.arrayBuffer());
-    return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/json', body };
   }
 
   /** The full `/object_info`, as sent and as read (cached for a few seconds). */

@@ -50,9 +50,18 @@ function staleConnection(err: unknown): boolean {
   return e.reusedSocket === true && e.code === 'ECONNRESET';
 }
 
-async function readAll(res: http.IncomingMessage): Promise<Buffer> {
+/** The whole body; past `maxBytes` the response is dropped and the read fails (an answer too large to hold). */
+async function readAll(res: http.IncomingMessage, maxBytes = Infinity): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of res) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      res.destroy();
+      throw new Error(`answer larger than ${maxBytes} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks);
 }
 
@@ -139,6 +148,8 @@ export class HttpTransport {
       form?: MultipartForm;
       query?: Record<string, string | undefined>;
       timeoutMs?: number;
+      /** Largest body read; a larger answer fails the call. */
+      maxBytes?: number;
     } = {},
   ): Promise<RawResponse> {
     const qs = init.query ? new URLSearchParams(Object.entries(init.query).filter((e): e is [string, string] => e[1] !== undefined)).toString() : '';
@@ -164,7 +175,7 @@ export class HttpTransport {
     const started = Date.now();
     try {
       const res = await this.sendRetryingStale(method, fullPath, headers, body, signal);
-      const buf = await readAll(res);
+      const buf = await readAll(res, init.maxBytes);
       const status = res.statusCode ?? 0;
       if (status < 500) this.lastAnsweredAt = Date.now();
       this.logger.debug({ method, url, status, ms: Date.now() - started }, 'comfyui http');

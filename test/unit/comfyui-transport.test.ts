@@ -186,4 +186,14 @@ describe('ComfyUI HTTP transport (node:http)', () => {
     expect((err as ComfyUnavailableError).refused).toBe(true);
     await t.close();
   });
+
+  it('an answer larger than maxBytes fails the call instead of being held; a smaller one is read whole', async () => {
+    const url = await serve((req, res) => res.end(Buffer.alloc(req.url === '/big' ? 300_000 : 1_000, 120)));
+    const t = transport(url);
+    const err = await t.call('GET', '/big', { maxBytes: 100_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ComfyUnavailableError);
+    expect((err as Error).message).toMatch(/larger than 100000 bytes/);
+    expect((await t.call('GET', '/small', { maxBytes: 100_000 })).body.length).toBe(1_000);
+    await t.close();
+  });
 });
