@@ -41,6 +41,15 @@ export interface RawResponse {
   url: string;
 }
 
+/** One request as `send` writes it: `path` already carries the base path and the query. */
+interface Outgoing {
+  method: HttpMethod;
+  path: string;
+  headers: Record<string, string | number>;
+  body: string | MultipartForm | undefined;
+  signal: AbortSignal | undefined;
+}
+
 /** How long an idle connection is kept for the next request (a server's shorter Keep-Alive hint wins). */
 const KEEP_ALIVE_MS = 30_000;
 
@@ -98,13 +107,7 @@ export class HttpTransport {
    * One request, resolved with its response once the headers are in. A connection not made within
    * `connectMs` fails the request (a host that drops packets would otherwise hold it for the whole timeout).
    */
-  private send(
-    method: HttpMethod,
-    path: string,
-    headers: Record<string, string | number>,
-    body: string | MultipartForm | undefined,
-    signal: AbortSignal | undefined,
-  ): Promise<http.IncomingMessage> {
+  private send({ method, path, headers, body, signal }: Outgoing): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = this.request({ ...this.target, method, path, headers, agent: this.agent, ...(signal ? { signal } : {}) });
       const fail = (err: unknown): void => reject(Object.assign(err as Error, { reusedSocket: req.reusedSocket }));
@@ -125,18 +128,12 @@ export class HttpTransport {
   }
 
   /** `send`, once more when a GET met a kept-alive connection the server had closed in the meantime. */
-  private async sendRetryingStale(
-    method: HttpMethod,
-    path: string,
-    headers: Record<string, string | number>,
-    body: string | MultipartForm | undefined,
-    signal: AbortSignal | undefined,
-  ): Promise<http.IncomingMessage> {
+  private async sendRetryingStale(out: Outgoing): Promise<http.IncomingMessage> {
     try {
-      return await this.send(method, path, headers, body, signal);
+      return await this.send(out);
     } catch (e) {
-      if (method !== 'GET' || signal?.aborted || !staleConnection(e)) throw e;
-      return await this.send(method, path, headers, body, signal);
+      if (out.method !== 'GET' || out.signal?.aborted || !staleConnection(e)) throw e;
+      return await this.send(out);
     }
   }
 
@@ -174,7 +171,7 @@ export class HttpTransport {
     }
     const started = Date.now();
     try {
-      const res = await this.sendRetryingStale(method, fullPath, headers, body, signal);
+      const res = await this.sendRetryingStale({ method, path: fullPath, headers, body, signal });
       const buf = await readAll(res, init.maxBytes);
       const status = res.statusCode ?? 0;
       if (status < 500) this.lastAnsweredAt = Date.now();
@@ -206,7 +203,7 @@ export class HttpTransport {
     const signal = init.signal ? AbortSignal.any([init.signal, headersTimeout.signal]) : headersTimeout.signal;
     let res: http.IncomingMessage;
     try {
-      res = await this.sendRetryingStale('GET', fullPath, { accept: '*/*' }, undefined, signal);
+      res = await this.sendRetryingStale({ method: 'GET', path: fullPath, headers: { accept: '*/*' }, body: undefined, signal });
     } catch (e) {
       if (init.signal?.aborted) throw new ComfyAbortError(init.signal.reason);
       const why = headersTimeout.signal.aborted ? `timed out after ${timeoutMs} ms` : `failed: ${(e as Error).message}`;
