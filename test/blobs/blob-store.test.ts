@@ -31,6 +31,26 @@ blobStoreSuite('filesystem', () => ({
   },
 }));
 
+describe('filesystem store, its directories', () => {
+  it('stores again after its directories were removed under it (they are made once, then known)', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cd-blobs-gone-'));
+    try {
+      const store = new FsBlobStore(dir);
+      const first = await store.put(Buffer.from('first'), { mime: 'text/plain' });
+      // A DATA_DIR cleaned under a running service: the staging and shard directories the store made are gone.
+      rmSync(dir, { recursive: true, force: true });
+      const again = await store.put(Buffer.from('first'), { mime: 'text/plain' });
+      const second = await store.putStream([Buffer.from('second')], { mime: 'text/plain' });
+      expect(again.sha256).toBe(first.sha256);
+      expect((await store.get(first.sha256)).toString()).toBe('first');
+      expect((await store.get(second.sha256)).toString()).toBe('second');
+      expect(readdirSync(path.join(dir, 'tmp'))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.skipIf(skipUnlessTools('S3 blob store', 'VERSITYGW_BIN'))('S3', () => {
   let server: S3TestServer;
   const bucket = 'comfy-durable-test';
