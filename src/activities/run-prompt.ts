@@ -179,7 +179,10 @@ async function runAttempt(
     const { backend } = reached.target;
     deps.health.markHealthy(backend, `prompt ${reached.promptId} succeeded`);
     promptAttempts.inc({ backend: backend.id, outcome: 'success' });
-    return await collectRun(at, reached, result);
+    const run = await collectRun(at, reached, result);
+    // Between prompts now: the next prompt's socket is opened off its submit's path.
+    reached.target.client.refillSocketAhead();
+    return run;
   } catch (err) {
     if (at.signal.aborted) return await attemptStopped(at, reached, { beat: heartbeat.beat, previews }, err);
     throw await attemptFailure(at, reached, err);
@@ -325,12 +328,14 @@ async function submitNew(at: Attempt, reached: Reached, followers: Followers): P
     kind: SpanKind.CLIENT,
     attributes: { ...attrs, 'http.request.method': 'POST', 'url.path': '/prompt', 'server.address': backend.url },
   };
+  const neverSubmitted = isFirstSubmit(reached);
   reached.submitSent = true;
   return inSpanPair(submitSpan, { name: 'comfyui.follow', attributes: attrs }, (submitted) =>
     submitWithReupload(deps, reached.target, input, followers.objectInfo, {
       ...followOptions(at, reached.target, followers),
       graph: input.graph,
       promptId,
+      neverSubmitted,
       extraData: {
         comfy_durable: { render_id: input.renderId, item: input.item, attempt: input.attempt },
         ...(followers.previews.wanted() ? { preview_method: 'auto' } : {}),
@@ -345,6 +350,18 @@ async function submitNew(at: Attempt, reached: Reached, followers: Followers): P
       },
     }),
   );
+}
+
+/**
+ * Whether no request with this attempt's prompt id can have been sent before: its id is derived from the
+ * workflow's attempt number, each attempt is one activity run Temporal does not retry (maximumAttempts 1,
+ * checked here too), an attempt handed back unstarted (NotDispatched, sent again under the same number) never
+ * got this far, and this run has not tried to submit yet (renderReachable renders a second time after a
+ * backend stopped answering, maybe with the first POST received). Then the submit skips asking ComfyUI for the
+ * id first: a round trip of every render.
+ */
+function isFirstSubmit(reached: Reached): boolean {
+  return !reached.submitSent && Context.current().info.attempt === 1;
 }
 
 /** Fetch the prompt's outputs from the ComfyUI that ran it into the blob store: the attempt's result. */
@@ -392,7 +409,8 @@ async function submitWithReupload(
   let reuploaded = false;
   for (;;) {
     try {
-      return await submitAndFollow(client, opts);
+      // After a refused submit (re-uploaded inputs), the id is looked up again like any resubmit.
+      return await submitAndFollow(client, reuploaded ? { ...opts, neverSubmitted: false } : opts);
     } catch (e) {
       const uploads = input.uploads ?? [];
       if (!(e instanceof ComfyValidationError) || !e.missingInputFile || e.status !== 400 || reuploaded || uploads.length === 0) throw e;

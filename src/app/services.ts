@@ -69,7 +69,8 @@ export interface Running {
 }
 
 export function comfyClients(backends: Backend[], logger: Logger): Map<string, ComfyClient> {
-  return new Map(backends.map((b) => [b.id, new ComfyClient({ baseUrl: b.url, logger: logger.child({ backend: b.id }) })]));
+  // A socket ahead is opened only once a client takes one for a prompt: the workers' clients, not the front's.
+  return new Map(backends.map((b) => [b.id, new ComfyClient({ baseUrl: b.url, logger: logger.child({ backend: b.id }), keepSocketAhead: true })]));
 }
 
 export interface ServiceOptions {
@@ -457,6 +458,8 @@ async function stopServices(started: Started, config: Config, logger: Logger): P
   if (workers) {
     await workers.set.shutdown();
     await workers.done.catch(() => undefined);
+    // The event sockets the drained workers kept open for their next prompts.
+    await Promise.all([...shared.clients.values()].map((c) => c.closeSocketAhead()));
   }
   // Drains the worker thread's running activities, while Temporal still runs.
   await workerThread?.stop();

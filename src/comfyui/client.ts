@@ -59,6 +59,7 @@ export class ComfyClient {
   private cancelApi: boolean | undefined;
   /** `/object_info` problems already logged (node + problem): the cache refetches every minute. */
   private readonly objectInfoProblems = new Set<string>();
+  private readonly socketAhead: SocketAhead | undefined;
 
   constructor(opts: ComfyClientOptions) {
     const url = new URL(opts.baseUrl);
@@ -68,6 +69,7 @@ export class ComfyClient {
     this.wsBaseUrl = `${url.protocol === 'https:' ? 'wss:' : 'ws:'}//${url.host}${prefix}`;
     this.logger = opts.logger ?? noopLogger;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+    if (opts.keepSocketAhead) this.socketAhead = new SocketAhead((o) => this.openEventStream(o));
     this.http = new HttpTransport({ url, logger: this.logger, requestMs: this.timeouts.requestMs, connections: opts.connections ?? 8 });
   }
 
@@ -366,6 +368,75 @@ export class ComfyClient {
     if (opts?.replayBufferSize !== undefined) o.replayBufferSize = opts.replayBufferSize;
     return openEventStream(o);
   }
+
+  /**
+   * A socket for a new prompt, with a fresh client id: the one opened ahead (`keepSocketAhead`,
+   * `refillSocketAhead`) when it is still open, else a new one. The caller closes it, as any session.
+   */
+  takeEventStream(opts?: { signal?: AbortSignal }): Promise<EventSession> {
+    return this.socketAhead ? this.socketAhead.take(opts) : this.openEventStream(opts);
+  }
+
+  /**
+   * Opens the socket of the next prompt now, unless one is open or opening (`keepSocketAhead` only). Called
+   * once a prompt's outputs are collected: ComfyUI is then between prompts, and the open costs no prompt's time.
+   */
+  refillSocketAhead(): void {
+    this.socketAhead?.refill();
+  }
+
+  /** Closes the socket kept ahead; none is opened after this. */
+  closeSocketAhead(): Promise<void> {
+    return this.socketAhead?.close() ?? Promise.resolve();
+  }
 }
 
 const recordSchema = z.record(z.string(), z.unknown());
+
+/**
+ * One event socket kept open for the next prompt. A take hands it over (one that closed meanwhile, ComfyUI
+ * restarted or a ping unanswered, is replaced by a new one opened then, as without this); a refill opens the
+ * next. A failed open is not retried: the next take opens its own, as without this.
+ */
+class SocketAhead {
+  private ready: EventSession | undefined;
+  private opening = false;
+  private closed = false;
+
+  constructor(private readonly open: (opts?: { signal?: AbortSignal }) => Promise<EventSession>) {}
+
+  take(opts?: { signal?: AbortSignal }): Promise<EventSession> {
+    const ahead = this.ready;
+    this.ready = undefined;
+    if (ahead?.isOpen) {
+      ahead.forgetEvents();
+      return Promise.resolve(ahead);
+    }
+    void ahead?.close();
+    return this.open(opts);
+  }
+
+  refill(): void {
+    if (this.ready?.isOpen || this.opening || this.closed) return;
+    void this.ready?.close();
+    this.ready = undefined;
+    this.opening = true;
+    this.open().then(
+      (s) => {
+        this.opening = false;
+        if (this.closed) void s.close();
+        else this.ready = s;
+      },
+      () => {
+        this.opening = false;
+      },
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const ahead = this.ready;
+    this.ready = undefined;
+    await ahead?.close();
+  }
+}

@@ -51,6 +51,11 @@ export interface EventSession {
   subscribe(listener: EventListener, opts?: { replay?: boolean }): () => void;
   /** The same stream as an async iterator; it ends when the socket closes. */
   events(opts?: { replay?: boolean }): AsyncIterableIterator<ComfyEvent>;
+  /**
+   * Drop the buffered events but the latest `status`: a socket opened ahead of its prompt (ComfyClient
+   * `keepSocketAhead`) then replays what a socket opened just now would, the queue as it stands.
+   */
+  forgetEvents(): void;
   /** Close and wait until the socket is really closed (terminate after a grace period). */
   close(): Promise<void>;
 }
@@ -197,6 +202,12 @@ class WsEventSession implements EventSession {
       },
     };
     return it;
+  }
+
+  forgetEvents(): void {
+    const status = this.ring.findLast((e) => e.ev.type === 'status');
+    this.ring.length = 0;
+    if (status) this.ring.push(status);
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,12 @@ export interface SubmitAndFollowOptions extends Omit<FollowOptions, 'session' | 
   /** Deterministic id (derivePromptId) so a retried attempt finds the prompt it already submitted. */
   promptId: string;
   extraData?: Record<string, unknown>;
+  /**
+   * The caller knows no request with this prompt id was ever sent (a new attempt's first submit: the id is
+   * derived from the attempt): ComfyUI is not asked for it first. Default false: looked up, so that a retried
+   * submit follows the prompt it finds instead of queueing it twice.
+   */
+  neverSubmitted?: boolean;
   /** Called once the prompt is known to ComfyUI (submitted now, or found from an earlier attempt). */
   onSubmitted?: (info: { promptId: string; reattached: boolean }) => void;
   /**
@@ -25,9 +31,10 @@ export interface SubmitAndFollowOptions extends Omit<FollowOptions, 'session' | 
  * follow. The status check and the socket open run in parallel to keep the happy path short.
  */
 export async function submitAndFollow(client: ComfyClient, opts: SubmitAndFollowOptions): Promise<FollowResult & { reattached: boolean }> {
-  const { graph, extraData, onSubmitted, cancelOnAbortOrStall, ...follow } = opts;
+  const { graph, extraData, onSubmitted, cancelOnAbortOrStall, neverSubmitted, ...follow } = opts;
   const call = opts.signal ? { signal: opts.signal } : {};
-  const [statusR, sessionR] = await Promise.allSettled([client.promptStatus(opts.promptId, call), client.openEventStream(call)]);
+  const lookup = neverSubmitted ? Promise.resolve({ state: 'unknown' as const }) : client.promptStatus(opts.promptId, call);
+  const [statusR, sessionR] = await Promise.allSettled([lookup, client.takeEventStream(call)]);
   const session = sessionR.status === 'fulfilled' ? sessionR.value : undefined;
   // Set before the POST goes out: an abort while it is in flight may still leave the prompt queued.
   let mayExist = false;

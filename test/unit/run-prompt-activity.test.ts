@@ -59,7 +59,8 @@ beforeAll(async () => {
     config,
     blobs: new FsBlobStore(path.join(dataDir, 'blobs')),
     backends: [backend],
-    clients: new Map([[backend.id, new ComfyClient({ baseUrl: backend.url, logger })]]),
+    // As the service's: a socket kept open ahead of the next prompt.
+    clients: new Map([[backend.id, new ComfyClient({ baseUrl: backend.url, logger, keepSocketAhead: true })]]),
     logger,
     health,
   };
@@ -67,6 +68,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await Promise.all([...deps.clients.values()].map((c) => c.closeSocketAhead()));
   await fake.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -84,9 +86,9 @@ function attemptInput(renderId: string, attempt: number, over: Partial<RunPrompt
 }
 
 /** A mock activity context of render `renderId`'s workflow; its heartbeats are collected. */
-function activityEnv(renderId: string) {
+function activityEnv(renderId: string, activityAttempt = 1) {
   const env = new MockActivityEnvironment(
-    { workflowExecution: { workflowId: renderId, runId: `run-${renderId}` }, heartbeatTimeoutMs: 60_000 },
+    { workflowExecution: { workflowId: renderId, runId: `run-${renderId}` }, heartbeatTimeoutMs: 60_000, attempt: activityAttempt },
     { logger: new DefaultLogger('ERROR') },
   );
   const beats: PromptHeartbeat[] = [];
@@ -275,11 +277,28 @@ describe('runPrompt in MockActivityEnvironment on the in-process fake', () => {
     const renderId = `render-resubmit-${++renders}`;
     const failure = await failureOf(runIn(activityEnv(renderId).env, attemptInput(renderId, 1)));
     expect(failure.message).toMatch(/500/);
-    const { env, beats } = activityEnv(renderId);
+    // Temporal's retry of the same activity (the same input, so the same prompt id): its attempt 2.
+    const { env, beats } = activityEnv(renderId, 2);
     const run = await runIn(env, attemptInput(renderId, 1));
     expect(beats.some((b) => b.promptId === run.promptId)).toBe(true);
     expect(run.outputs).toHaveLength(1);
     expect(fake.state.statsSnapshot().submissions).toEqual({ [run.promptId]: 1 });
+  });
+
+  it("a new attempt's first submit does not ask ComfyUI for its prompt id first: no request ever carried it (the id is the attempt's)", async () => {
+    const client = deps.clients.get('gpu0')!;
+    const asked: string[] = [];
+    const promptStatus = client.promptStatus.bind(client);
+    client.promptStatus = (id, opts) => (asked.push(id), promptStatus(id, opts));
+    try {
+      const renderId = `render-first-submit-${++renders}`;
+      const run = await runIn(activityEnv(renderId).env, attemptInput(renderId, 1));
+      expect(run.outputs).toHaveLength(1);
+      expect(asked).not.toContain(run.promptId);
+      expect(fake.state.statsSnapshot().submissions).toEqual({ [run.promptId]: 1 });
+    } finally {
+      client.promptStatus = promptStatus;
+    }
   });
 
   it('GPU entry shutdown: the prompt is stopped in ComfyUI, since the GPU goes to another group', async () => {
