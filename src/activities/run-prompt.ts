@@ -181,7 +181,7 @@ async function runAttempt(
     promptAttempts.inc({ backend: backend.id, outcome: 'success' });
     const run = await collectRun(at, reached, result);
     // Between prompts now: the next prompt's socket is opened off its submit's path.
-    reached.target.client.refillSocketAhead();
+    void reached.target.client.refillSocketAhead();
     return run;
   } catch (err) {
     if (at.signal.aborted) return await attemptStopped(at, reached, { beat: heartbeat.beat, previews }, err);

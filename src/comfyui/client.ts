@@ -380,9 +380,10 @@ export class ComfyClient {
   /**
    * Opens the socket of the next prompt now, unless one is open or opening (`keepSocketAhead` only). Called
    * once a prompt's outputs are collected: ComfyUI is then between prompts, and the open costs no prompt's time.
+   * Resolves once the socket is ready or its open failed (never rejects).
    */
-  refillSocketAhead(): void {
-    this.socketAhead?.refill();
+  refillSocketAhead(): Promise<void> {
+    return this.socketAhead?.refill() ?? Promise.resolve();
   }
 
   /** Closes the socket kept ahead; none is opened after this. */
@@ -400,7 +401,7 @@ const recordSchema = z.record(z.string(), z.unknown());
  */
 class SocketAhead {
   private ready: EventSession | undefined;
-  private opening = false;
+  private opening: Promise<void> | undefined;
   private closed = false;
 
   constructor(private readonly open: (opts?: { signal?: AbortSignal }) => Promise<EventSession>) {}
@@ -416,21 +417,22 @@ class SocketAhead {
     return this.open(opts);
   }
 
-  refill(): void {
-    if (this.ready?.isOpen || this.opening || this.closed) return;
+  refill(): Promise<void> {
+    if (this.opening) return this.opening;
+    if (this.ready?.isOpen || this.closed) return Promise.resolve();
     void this.ready?.close();
     this.ready = undefined;
-    this.opening = true;
-    this.open().then(
+    this.opening = this.open().then(
       (s) => {
-        this.opening = false;
+        this.opening = undefined;
         if (this.closed) void s.close();
         else this.ready = s;
       },
       () => {
-        this.opening = false;
+        this.opening = undefined;
       },
     );
+    return this.opening;
   }
 
   async close(): Promise<void> {

@@ -49,8 +49,7 @@ describe('socket kept ahead of the next prompt', () => {
       await first.close();
       await openOnFake(0);
       // Refilled between prompts: the next take has nothing to open.
-      client.refillSocketAhead();
-      client.refillSocketAhead();
+      await Promise.all([client.refillSocketAhead(), client.refillSocketAhead()]);
       await openOnFake(1);
       const before = websocket().connections;
       const second = await client.takeEventStream();
@@ -60,7 +59,7 @@ describe('socket kept ahead of the next prompt', () => {
       await second.close();
       // Taken, nothing is kept ahead until the next refill.
       await openOnFake(0);
-      client.refillSocketAhead();
+      await client.refillSocketAhead();
       await openOnFake(1);
     } finally {
       await client.closeSocketAhead();
@@ -101,7 +100,7 @@ describe('socket kept ahead of the next prompt', () => {
     };
     try {
       const first = await client.takeEventStream();
-      client.refillSocketAhead();
+      await client.refillSocketAhead();
       await openOnFake(2);
       const second = await client.takeEventStream();
       expect(forgotten).toEqual([second.clientId]);
@@ -114,12 +113,19 @@ describe('socket kept ahead of the next prompt', () => {
 
   it('a socket that closed while it waited (ComfyUI dropped it) is replaced at the take; the prompt still gets its events', async () => {
     const client = new ComfyClient({ baseUrl: fake.url, keepSocketAhead: true });
+    const opened: EventSession[] = [];
+    const open = client.openEventStream.bind(client);
+    client.openEventStream = async (o) => {
+      const s = await open(o);
+      opened.push(s);
+      return s;
+    };
     try {
-      client.refillSocketAhead();
-      await openOnFake(1);
+      await client.refillSocketAhead();
       fake.state.hub.dropAll();
-      await openOnFake(0);
+      await opened[0]!.closed;
       const session = await client.takeEventStream();
+      expect(opened).toHaveLength(2);
       expect(session.isOpen).toBe(true);
       const executed = new Promise<void>((resolve) =>
         session.subscribe({ onEvent: (ev) => (ev.type === 'executing' && ev.data.node === null ? resolve() : undefined) }),
@@ -138,7 +144,7 @@ describe('socket kept ahead of the next prompt', () => {
   it('without the option every take opens its own socket, and a refill opens none', async () => {
     const client = new ComfyClient({ baseUrl: fake.url });
     const before = websocket().connections;
-    client.refillSocketAhead();
+    await client.refillSocketAhead();
     const session = await client.takeEventStream();
     await openOnFake(1);
     await session.close();
