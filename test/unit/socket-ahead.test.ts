@@ -40,6 +40,20 @@ function replayed(session: EventSession): ComfyEvent[] {
   return seen;
 }
 
+/** The sessions `client` opens, in order, and the client ids of those told to forget their events. */
+function watchOpens(client: ComfyClient): { opened: EventSession[]; forgotten: string[] } {
+  const seen = { opened: [] as EventSession[], forgotten: [] as string[] };
+  const open = client.openEventStream.bind(client);
+  client.openEventStream = async (o) => {
+    const s = await open(o);
+    const forget = s.forgetEvents.bind(s);
+    s.forgetEvents = () => (seen.forgotten.push(s.clientId), forget());
+    seen.opened.push(s);
+    return s;
+  };
+  return seen;
+}
+
 describe('socket kept ahead of the next prompt', () => {
   it('opens a socket only when refilled, and the next take is served by it', async () => {
     const client = new ComfyClient({ baseUrl: fake.url, keepSocketAhead: true });
@@ -90,14 +104,7 @@ describe('socket kept ahead of the next prompt', () => {
 
   it('a socket taken from ahead forgets what it heard while it waited; a new one has nothing to forget', async () => {
     const client = new ComfyClient({ baseUrl: fake.url, keepSocketAhead: true });
-    const forgotten: string[] = [];
-    const open = client.openEventStream.bind(client);
-    client.openEventStream = async (o) => {
-      const s = await open(o);
-      const forget = s.forgetEvents.bind(s);
-      s.forgetEvents = () => (forgotten.push(s.clientId), forget());
-      return s;
-    };
+    const { forgotten } = watchOpens(client);
     try {
       const first = await client.takeEventStream();
       await client.refillSocketAhead();
@@ -113,13 +120,7 @@ describe('socket kept ahead of the next prompt', () => {
 
   it('a socket that closed while it waited (ComfyUI dropped it) is replaced at the take; the prompt still gets its events', async () => {
     const client = new ComfyClient({ baseUrl: fake.url, keepSocketAhead: true });
-    const opened: EventSession[] = [];
-    const open = client.openEventStream.bind(client);
-    client.openEventStream = async (o) => {
-      const s = await open(o);
-      opened.push(s);
-      return s;
-    };
+    const { opened } = watchOpens(client);
     try {
       await client.refillSocketAhead();
       fake.state.hub.dropAll();
