@@ -66,6 +66,8 @@ export interface Running {
   done: Promise<void>;
   /** A worker thread's workers: starts its front's renders eagerly on their connection (renders/eager-start.ts). */
   startEagerly?: (plain: PlainStartOptions) => Promise<string>;
+  /** A worker thread's workers: tells its front of each run they completed and the server closed (worker/run-closures.ts). */
+  onRunClosed?: WorkerSet['onRunClosed'];
 }
 
 export function comfyClients(backends: Backend[], logger: Logger): Map<string, ComfyClient> {
@@ -176,7 +178,9 @@ export async function runServices(mode: Mode, config: Config, logger: Logger, op
   const started: Started = { telemetry, leaseServer, temporal, shared, workerThread, workers, leaseHolder, front };
   return {
     temporalAddress: server.address,
-    ...(workers && opts.supervised ? { startEagerly: startOnConnection(workers.set.connection, config.TEMPORAL_NAMESPACE) } : {}),
+    ...(workers && opts.supervised
+      ? { startEagerly: startOnConnection(workers.set.connection, config.TEMPORAL_NAMESPACE), onRunClosed: workers.set.onRunClosed }
+      : {}),
     uiUrl: front?.uiUrl,
     uiWarning: front?.uiWarning,
     apiUrl: front?.apiUrl,
@@ -383,7 +387,7 @@ async function buildFront(config: Config, logger: Logger, parts: FrontParts): Pr
   ]);
   const { backends, clients, health, blobs } = shared;
   const defaultProfile = getProfile(config.DEFAULT_MODEL);
-  const renders = await renderService(config, parts);
+  const renders = await renderService(config, logger, parts);
   const api = await buildServer({
     config,
     logger,
@@ -418,10 +422,18 @@ async function buildFront(config: Config, logger: Logger, parts: FrontParts): Pr
 /**
  * Renders start eagerly on the workers' connection: theirs in this thread, or the worker thread's through its port
  * (not with tracing on: the start's span context could not cross the port); otherwise through the front's client.
+ * Those workers tell the front when a render they completed is closed (renders/closed-runs.ts).
  */
-async function renderService(config: Config, parts: Pick<Started, 'telemetry' | 'temporal' | 'workers' | 'workerThread'>): Promise<RenderServiceT> {
+async function renderService(
+  config: Config,
+  logger: Logger,
+  parts: Pick<Started, 'telemetry' | 'temporal' | 'workers' | 'workerThread'>,
+): Promise<RenderServiceT> {
   const { telemetry, temporal, workers, workerThread } = parts;
-  const { RenderService } = await import('../renders/render-service.ts');
+  const [{ RenderService }, { ClosedRuns }] = await Promise.all([import('../renders/render-service.ts'), import('../renders/closed-runs.ts')]);
+  const closedRuns = new ClosedRuns();
+  const told = workers ? workers.set.onRunClosed(closedRuns.deliver) : workerThread ? workerThread.onRunClosed(closedRuns.deliver) : false;
+  if ((workers || workerThread) && !told) logger.warn("the SDK's native worker was not found to watch: renders' results wait on Temporal's history long poll");
   const { clientInterceptors } = telemetry;
   const eager = workers
     ? clientStarter(
@@ -434,7 +446,7 @@ async function renderService(config: Config, parts: Pick<Started, 'telemetry' | 
     : workerThread && !telemetry.tracing
       ? workerThread.startRender
       : undefined;
-  return new RenderService(temporal.client, config.TEMPORAL_TASK_QUEUE, eager);
+  return new RenderService(temporal.client, config.TEMPORAL_TASK_QUEUE, eager, told ? closedRuns : undefined);
 }
 
 /**

@@ -1,6 +1,7 @@
 /** Messages between a `start` front and its worker thread (app/worker-thread.ts, app/worker-thread-main.ts). */
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { PlainStartOptions, StartFailure } from '../renders/eager-start.ts';
+import type { ClosedRun } from '../contracts/closed-run.ts';
 
 /** The metrics of one registry as prom-client serialises them for aggregation. */
 export type RegistryJson = MetricObjectWithValues<MetricValue<string>>[];
@@ -19,7 +20,9 @@ export type FromWorker =
   | { type: 'metrics'; id: number; metrics: RegistryJson }
   | { type: 'pong'; id: number }
   | { type: 'started'; id: number; runId: string }
-  | { type: 'start-failed'; id: number; failure: StartFailure };
+  | { type: 'start-failed'; id: number; failure: StartFailure }
+  /** A run the thread's workers completed is closed on the server (worker/run-closures.ts). */
+  | { type: 'run-closed'; run: ClosedRun };
 
 const isObject = (m: unknown): m is Record<string, unknown> => typeof m === 'object' && m !== null;
 
@@ -36,5 +39,6 @@ export function isFromWorker(m: unknown): m is FromWorker {
   if (m.type === 'pong') return typeof m.id === 'number';
   if (m.type === 'started') return typeof m.id === 'number' && typeof m.runId === 'string';
   if (m.type === 'start-failed') return typeof m.id === 'number' && isObject(m.failure);
+  if (m.type === 'run-closed') return isObject(m.run) && typeof m.run.runId === 'string' && isObject(m.run.result);
   return m.type === 'metrics' && typeof m.id === 'number' && Array.isArray(m.metrics);
 }

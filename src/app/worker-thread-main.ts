@@ -54,6 +54,9 @@ function answerFront(port: NonNullable<typeof parentPort>, running: Running, log
         (err: unknown) => logger.warn({ err }, 'worker thread: collecting metrics failed'),
       );
   });
+  // Watched only in a thread with a workflow worker (not one of the GPU queues alone).
+  if (running.onRunClosed && !running.onRunClosed((run) => send({ type: 'run-closed', run })))
+    logger.warn("the SDK's native worker was not found to watch: the front's renders wait on Temporal's history long poll");
   // In a thread, process.exit ends the thread only: the front sees it end and starts another.
   exitWhenWorkersEnd(running.done, logger, () => stopping);
   send({ type: 'ready' });

@@ -25,6 +25,15 @@ export const rendersStarted = new Counter({
   registers: [registry],
 });
 
+export const renderResultsTold = new Counter({
+  name: 'comfy_durable_render_results_told_total',
+  help:
+    'Render results this front waited for, by what told it first: its own workers (by="workers", src/renders/closed-runs.ts) or Temporal\'s history long poll ' +
+    '(by="temporal"). by="workers" stays at 0 when the SDK could not be watched (an upgrade; the log says so)',
+  labelNames: ['by'] as const,
+  registers: [registry],
+});
+
 export const rendersCompleted = new Counter({
   name: 'comfy_durable_renders_completed_total',
   help: 'Renders that completed with images (counted by the worker when the workflow ends)',

@@ -18,13 +18,14 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { rendersStarted } from '../metrics/metrics.ts';
+import { renderResultsTold, rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../contracts/activities.ts';
 import { promptSummaryOf, type RenderRequest, type RenderResult } from '../contracts/render.ts';
 import { GaveUpFailureType } from '../contracts/failures.ts';
 import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_OF } from '../contracts/search-attributes.ts';
 import { renderPriority } from '../contracts/priority.ts';
 import type { EagerStarter } from './eager-start.ts';
+import type { ClosedRuns } from './closed-runs.ts';
 import type { RenderWorkflow } from '../contracts/workflows.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -53,9 +54,16 @@ export interface StartOptions {
   client?: string;
 }
 
+interface StartedRun {
+  handle: WorkflowHandle<RenderWorkflow>;
+  runId: string;
+}
+
 export interface StartedRender {
   renderId: string;
   handle: WorkflowHandle<RenderWorkflow>;
+  /** The run this call started (unset when it attached): its close may be told by this process's workers (closed-runs.ts). */
+  runId?: string;
   /** True when an Idempotency-Key attached this call to an earlier render. */
   attached: boolean;
   /** Model and start time, for the render metrics (only a render this call started is counted). */
@@ -142,6 +150,11 @@ export class RenderService {
      * (bench/eager-probe.ts). Results are still awaited on `client`.
      */
     private readonly eagerStarter?: EagerStarter,
+    /**
+     * The closes this process's workers tell (closed-runs.ts): a render they completed is answered from there,
+     * without waiting on the history long poll. Not used with a payload codec (the results would need it).
+     */
+    private readonly closedRuns?: ClosedRuns,
   ) {}
 
   async start(request: RenderRequest, opts: StartOptions): Promise<StartedRender> {
@@ -169,14 +182,9 @@ export class RenderService {
     /** Set when an eager start failed but may have reached the server: a duplicate then is our own render. */
     let triedEager = false;
     try {
-      let handle: WorkflowHandle<RenderWorkflow>;
-      if (this.eagerStarter) {
-        handle = await this.startEagerly(options, () => (triedEager = true));
-      } else {
-        handle = await this.client.workflow.start<RenderWorkflow>('render', options);
-      }
+      const { handle, runId } = this.eagerStarter ? await this.startEagerly(options, () => (triedEager = true)) : await this.startPlainly(options);
       rendersStarted.inc({ model: request.model });
-      return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
+      return { renderId, handle, runId, attached: false, model: request.model, startedAt: Date.now() };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError && fingerprint === undefined && triedEager) {
         // The eager start went through but its answer was lost (then the plain start found it): the id is
@@ -200,7 +208,7 @@ export class RenderService {
    * the eager start fail for any other reason than the id being taken (the worker's connection closing in a
    * shutdown, say), the render is started the ordinary way.
    */
-  private async startEagerly(options: WorkflowStartOptions<RenderWorkflow>, mayHaveStarted: () => void): Promise<WorkflowHandle<RenderWorkflow>> {
+  private async startEagerly(options: WorkflowStartOptions<RenderWorkflow>, mayHaveStarted: () => void): Promise<StartedRun> {
     let firstExecutionRunId: string;
     try {
       firstExecutionRunId = await this.eagerStarter!(options);
@@ -208,9 +216,14 @@ export class RenderService {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
       // The failed start may still have reached the server: the ordinary one may then find it started.
       mayHaveStarted();
-      return this.client.workflow.start<RenderWorkflow>('render', options);
+      return this.startPlainly(options);
     }
-    return this.client.workflow.getHandle<RenderWorkflow>(options.workflowId, undefined, { firstExecutionRunId });
+    return { handle: this.client.workflow.getHandle<RenderWorkflow>(options.workflowId, undefined, { firstExecutionRunId }), runId: firstExecutionRunId };
+  }
+
+  private async startPlainly(options: WorkflowStartOptions<RenderWorkflow>): Promise<StartedRun> {
+    const handle = await this.client.workflow.start<RenderWorkflow>('render', options);
+    return { handle, runId: handle.firstExecutionRunId };
   }
 
   /**
@@ -265,15 +278,44 @@ export class RenderService {
     }
   }
 
+  /**
+   * The long poll, raced against this process's workers telling the run's close (closed-runs.ts): whichever
+   * comes first. The long poll stays the authority for everything else (a failure, a render run elsewhere, a
+   * worker that tells nothing) and is cancelled once the close was told.
+   */
   private async waitResult(started: StartedRender, opts: { transientBudgetMs?: number }): Promise<RenderResult> {
+    const told =
+      started.runId !== undefined && this.closedRuns && this.client.options.loadedDataConverter.payloadCodecs.length === 0
+        ? this.closedRuns.waitFor(started.runId)
+        : undefined;
+    if (!told) return this.pollResult(started, opts);
+    const poll = new AbortController();
+    const converter = this.client.options.loadedDataConverter.payloadConverter;
+    try {
+      // A result that does not decode here is left to the long poll, which reports whatever is wrong with it.
+      const fromWorkers = told.result
+        .then((p) => ({ result: converter.fromPayload<RenderResult>(p), by: 'workers' as const }))
+        .catch(() => new Promise<never>(() => undefined));
+      const fromTemporal = this.pollResult(started, opts, poll.signal).then((result) => ({ result, by: 'temporal' as const }));
+      const { result, by } = await Promise.race([fromTemporal, fromWorkers]);
+      renderResultsTold.inc({ by });
+      return result;
+    } finally {
+      told.stop();
+      poll.abort();
+    }
+  }
+
+  private async pollResult(started: StartedRender, opts: { transientBudgetMs?: number }, cancel?: AbortSignal): Promise<RenderResult> {
     const budget = opts.transientBudgetMs ?? TRANSIENT_WAIT_BUDGET_MS;
     let firstTransientAt: number | undefined;
     let delay = 250;
     for (;;) {
       try {
         // Outcomes are counted by the worker when the workflow ends (src/metrics/render-sinks.ts), not here.
-        return await started.handle.result();
+        return await (cancel ? this.client.withAbortSignal(cancel, () => started.handle.result()) : started.handle.result());
       } catch (err) {
+        if (cancel?.aborted) throw err;
         if (isTransient(err)) {
           firstTransientAt ??= Date.now();
           if (Date.now() - firstTransientAt < budget) {

@@ -20,6 +20,8 @@ import type { GpuPool } from '../backends/gpu-pool.ts';
 import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/render-sinks.ts';
 import type { WorkerTracing } from '../tracing/temporal.ts';
 import { stopWorkflowStackTraces } from './workflow-stack-traces.ts';
+import { watchRunClosures } from './run-closures.ts';
+import type { ClosedRun } from '../contracts/closed-run.ts';
 import { childNodeArgs } from './child-node-args.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -98,6 +100,12 @@ export interface WorkerSet {
   run(): Promise<void>;
   shutdown(): Promise<void>;
   connection: NativeConnection;
+  /**
+   * Calls `listener` for each workflow run the workflow worker completes, once the server accepted it as closed
+   * (run-closures.ts): for a front in this process, which then answers without the history long poll. Watching
+   * starts with the first listener; false when there is no workflow worker or the SDK's shape was not found.
+   */
+  onRunClosed: (listener: (run: ClosedRun) => void) => boolean;
 }
 
 export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> {
@@ -171,6 +179,7 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
   opts.logger.info({ taskQueue: opts.taskQueue, gpuTaskQueue: gpuTaskQueue(opts.taskQueue), backends: opts.backends.map((b) => b.id) }, 'workers created');
   return {
     connection,
+    onRunClosed: closedRunsOf(general[0]),
     run: async () => {
       await Promise.all(all.map((w) => w.run()));
       await connection.close();
@@ -178,6 +187,17 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
     shutdown: async () => {
       for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
     },
+  };
+}
+
+/** WorkerSet.onRunClosed for the workflow worker (if any): its workflow tasks are watched from the first listener on. */
+function closedRunsOf(workflowWorker: Worker | undefined): WorkerSet['onRunClosed'] {
+  const listeners: ((run: ClosedRun) => void)[] = [];
+  let watching: boolean | undefined;
+  return (listener) => {
+    watching ??= workflowWorker !== undefined && watchRunClosures(workflowWorker, (run) => listeners.forEach((l) => l(run)));
+    if (watching) listeners.push(listener);
+    return watching;
   };
 }
 

@@ -220,6 +220,9 @@ describe('start mode: the worker in its own thread', () => {
       expect(metricValue(metrics, 'comfy_durable_prompt_reattached_total', { backend: 'comfyui-0' })).toBe(1);
       expect(metricValue(metrics, 'comfy_durable_renders_completed_total', { model: 'imagegen-flux-schnell' })).toBe(1);
       expect(metricValue(metrics, 'comfy_durable_renders_started_total', { model: 'imagegen-flux-schnell' })).toBe(2);
+      // Every render the front waited for was answered once, told by its worker thread or by the long poll.
+      const told = (by: string) => metricValue(metrics, 'comfy_durable_render_results_told_total', { by }) ?? 0;
+      expect(told('workers') + told('temporal')).toBe(2);
       expect(metrics.match(/^# TYPE comfy_durable_backend_healthy gauge$/gm)).toHaveLength(1);
       expect(metricValue(metrics, 'comfy_durable_backend_healthy', { backend: 'comfyui-0' })).toBe(1);
       expect(await workerThread()).toBe(newThread);

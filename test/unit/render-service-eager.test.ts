@@ -52,11 +52,14 @@ describe('RenderService eager start', () => {
     expect(calls[0]!.options.workflowId).toBe('render-test-1');
     expect(started.handle).toMatchObject({ via: 'front-handle', workflowId: started.renderId, firstExecutionRunId: 'worker-run' });
     expect(started.attached).toBe(false);
+    // The run this call started: its close may be told by the workers (closed-runs.ts).
+    expect(started.runId).toBe('worker-run');
   });
 
   it('without an eager client starts the ordinary way', async () => {
     const calls: StartCall[] = [];
-    await new RenderService(fakeClient('front', calls), 'q').start(request, startOpts);
+    const started = await new RenderService(fakeClient('front', calls), 'q').start(request, startOpts);
+    expect(started.runId).toBe('front-run');
     expect(calls.map((c) => c.via)).toEqual(['front']);
     expect(calls[0]!.options.requestEagerStart).toBeUndefined();
   });
