@@ -21,18 +21,27 @@ export interface Finished {
   renderId: string;
 }
 
-/** Resolves to the result, or to the reply already sent (an error answer). */
-export async function startAndWait(
+export interface AnswerOptions {
+  priority?: number;
+  /** How this protocol answers a failed render; default A1111's envelope. */
+  sendFailure?: (reply: FastifyReply, err: RenderFailedError) => FastifyReply;
+}
+
+/**
+ * Resolves to the route's answer, built by `answer` from the finished render, or to the reply already sent (an
+ * error answer). `answer` may run ahead of the render's close, on the result its completion carries, and must
+ * be free of effects (RenderService.answer): the route sends what it returns once the render is closed.
+ */
+export async function startAndAnswer<T>(
   ctx: ApiContext,
   req: FastifyRequest,
   reply: FastifyReply,
   /** The entry point's name in the Idempotency-Key fingerprint (`sdapi.txt2img`, …). */
   route: string,
   normalized: { request: RenderRequest; images: DecodedImage[]; fields?: SizeFieldNames },
-  priority?: number,
-  /** How this protocol answers a failed render; default A1111's envelope. */
-  sendFailure: (reply: FastifyReply, err: RenderFailedError) => FastifyReply = sendA1111RenderFailure,
-): Promise<Finished | FastifyReply> {
+  answer: (finished: Finished) => Promise<T>,
+  { priority, sendFailure = sendA1111RenderFailure }: AnswerOptions = {},
+): Promise<T | FastifyReply> {
   const started = await ctx.submitter.submit({
     route,
     request: normalized.request,
@@ -80,8 +89,7 @@ export async function startAndWait(
   // The response stream (not the request) closes when the client goes away before we answer.
   reply.raw.once('close', onClose);
   try {
-    const result = await ctx.submitter.wait(started);
-    return { result, renderId: started.renderId };
+    return await ctx.submitter.answer(started, (result) => answer({ result, renderId: started.renderId }));
   } catch (err) {
     if (err instanceof RenderFailedError) {
       req.log.warn({ renderId: err.renderId, kind: err.kind }, err.message);

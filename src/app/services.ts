@@ -432,7 +432,7 @@ async function renderService(
   const { telemetry, temporal, workers, workerThread } = parts;
   const [{ RenderService }, { ClosedRuns }] = await Promise.all([import('../renders/render-service.ts'), import('../renders/closed-runs.ts')]);
   const closedRuns = new ClosedRuns();
-  const told = workers ? workers.set.onRunClosed(closedRuns.deliver) : workerThread ? workerThread.onRunClosed(closedRuns.deliver) : false;
+  const told = workers ? workers.set.onRunClosed(closedRuns) : workerThread ? workerThread.onRunClosed(closedRuns) : false;
   if ((workers || workerThread) && !told) logger.warn("the SDK's native worker was not found to watch: renders' results wait on Temporal's history long poll");
   const { clientInterceptors } = telemetry;
   const eager = workers

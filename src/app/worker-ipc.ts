@@ -21,8 +21,8 @@ export type FromWorker =
   | { type: 'pong'; id: number }
   | { type: 'started'; id: number; runId: string }
   | { type: 'start-failed'; id: number; failure: StartFailure }
-  /** A run the thread's workers completed is closed on the server (worker/run-closures.ts). */
-  | { type: 'run-closed'; run: ClosedRun };
+  /** A run's completion was sent to the server (not accepted yet), or accepted: it is closed (worker/run-closures.ts). */
+  | { type: 'run-closing' | 'run-closed'; run: ClosedRun };
 
 const isObject = (m: unknown): m is Record<string, unknown> => typeof m === 'object' && m !== null;
 
@@ -39,6 +39,6 @@ export function isFromWorker(m: unknown): m is FromWorker {
   if (m.type === 'pong') return typeof m.id === 'number';
   if (m.type === 'started') return typeof m.id === 'number' && typeof m.runId === 'string';
   if (m.type === 'start-failed') return typeof m.id === 'number' && isObject(m.failure);
-  if (m.type === 'run-closed') return isObject(m.run) && typeof m.run.runId === 'string' && isObject(m.run.result);
+  if (m.type === 'run-closing' || m.type === 'run-closed') return isObject(m.run) && typeof m.run.runId === 'string' && isObject(m.run.result);
   return m.type === 'metrics' && typeof m.id === 'number' && Array.isArray(m.metrics);
 }

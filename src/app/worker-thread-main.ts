@@ -55,7 +55,7 @@ function answerFront(port: NonNullable<typeof parentPort>, running: Running, log
       );
   });
   // Watched only in a thread with a workflow worker (not one of the GPU queues alone).
-  if (running.onRunClosed && !running.onRunClosed((run) => send({ type: 'run-closed', run })))
+  if (running.onRunClosed && !running.onRunClosed({ closing: (run) => send({ type: 'run-closing', run }), closed: (run) => send({ type: 'run-closed', run }) }))
     logger.warn("the SDK's native worker was not found to watch: the front's renders wait on Temporal's history long poll");
   // In a thread, process.exit ends the thread only: the front sees it end and starts another.
   exitWhenWorkersEnd(running.done, logger, () => stopping);

@@ -22,7 +22,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.ts';
 import { isFromWorker, type RegistryJson, type ToWorker } from './worker-ipc.ts';
 import { fromStartFailure, toPlain, type EagerStarter, type StartFailure } from '../renders/eager-start.ts';
-import type { ClosedRun } from '../contracts/closed-run.ts';
+import type { RunClosureListener } from '../contracts/closed-run.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Run from dist/ (plain node on the compiled JavaScript, scripts/build.sh) rather than TypeScript via tsx. */
@@ -69,8 +69,8 @@ export interface WorkerThread {
   stop(): Promise<void>;
   /** Starts a render eagerly on the thread's connection; rejects when no ready thread answers in time. */
   startRender: EagerStarter;
-  /** Calls `listener` for each run the thread's workers completed and the server closed (worker/run-closures.ts). */
-  onRunClosed(listener: (run: ClosedRun) => void): true;
+  /** Tells `listener` of each run the thread's workers complete: its completion sent, then closed (worker/run-closures.ts). */
+  onRunClosed(listener: RunClosureListener): true;
 }
 
 /** A start the thread has not answered in this time is given up (the caller starts the render itself). */
@@ -149,7 +149,7 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
   let nextId = 0;
   const pendingMetrics = new Map<number, (m: RegistryJson) => void>();
   const pendingStarts = new Map<number, { thread: Worker; settle: (a: StartAnswer) => void }>();
-  const closedListeners: ((run: ClosedRun) => void)[] = [];
+  const closedListeners: RunClosureListener[] = [];
   let settleFirst!: { resolve: () => void; reject: (err: Error) => void };
   const ready = new Promise<void>((resolve, reject) => (settleFirst = { resolve, reject }));
   // Awaited only once the front is built: a thread that ends sooner must not count as an unhandled rejection.
@@ -189,8 +189,10 @@ export function startWorkerThread(opts: WorkerThreadOptions): WorkerThread {
         pendingStarts.get(msg.id)?.settle({ ok: true, runId: msg.runId });
       } else if (msg.type === 'start-failed') {
         pendingStarts.get(msg.id)?.settle({ ok: false, failure: msg.failure });
+      } else if (msg.type === 'run-closing') {
+        for (const l of closedListeners) l.closing?.(msg.run);
       } else if (msg.type === 'run-closed') {
-        for (const l of closedListeners) l(msg.run);
+        for (const l of closedListeners) l.closed(msg.run);
       }
     });
     t.on('error', (err) => log.error({ workerThread: id, err }, 'worker thread failed'));

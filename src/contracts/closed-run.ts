@@ -15,3 +15,11 @@ export interface ClosedRun {
   /** The workflow's return value, as the worker encoded it for the server. */
   result: PlainPayload;
 }
+
+/** What a worker tells of a run it completes. */
+export interface RunClosureListener {
+  /** A completion of the run was sent to the server: not accepted yet (it may be refused, then another follows). */
+  closing?: (run: ClosedRun) => void;
+  /** The server accepted it: the run is closed with this result. */
+  closed: (run: ClosedRun) => void;
+}

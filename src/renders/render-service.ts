@@ -17,7 +17,7 @@ import {
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import { TypedSearchAttributes } from '@temporalio/common';
+import { TypedSearchAttributes, type PayloadConverter } from '@temporalio/common';
 import { renderResultsTold, rendersStarted } from '../metrics/metrics.ts';
 import type { BuiltRender } from '../contracts/activities.ts';
 import { promptSummaryOf, type RenderRequest, type RenderResult } from '../contracts/render.ts';
@@ -26,6 +26,7 @@ import { RENDER_CLIENT, RENDER_KIND, RENDER_MODEL, RENDER_OWNER, RENDER_REPLAY_O
 import { renderPriority } from '../contracts/priority.ts';
 import type { EagerStarter } from './eager-start.ts';
 import type { ClosedRuns } from './closed-runs.ts';
+import type { PlainPayload } from '../contracts/closed-run.ts';
 import type { RenderWorkflow } from '../contracts/workflows.ts';
 import { RequestError } from '../errors/request-error.ts';
 
@@ -52,6 +53,47 @@ export interface StartOptions {
    * per-client count) and its fairness key in the shared GPU queue (contracts/priority.ts).
    */
   client?: string;
+}
+
+interface WaitOptions {
+  /** How long Temporal may be unreachable before the wait gives up (default TRANSIENT_WAIT_BUDGET_MS). */
+  transientBudgetMs?: number;
+}
+
+/** A render's answer prepared ahead from the result its completion carries, and that result's JSON. */
+interface EarlyAnswer<T> {
+  text: string;
+  answer: Promise<T>;
+}
+
+/** The closed render's result, who told it, and (told by the workers) its JSON as encoded. */
+interface ClosedResult {
+  result: RenderResult;
+  text?: string | undefined;
+  by: 'workers' | 'temporal';
+}
+
+/** The JSON text of a plain JSON payload, else undefined. */
+function jsonText(p: PlainPayload): string | undefined {
+  const encoding = p.metadata.encoding;
+  if (!encoding || Buffer.from(encoding).toString('utf8') !== 'json/plain') return undefined;
+  return Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength).toString('utf8');
+}
+
+/** Starts preparing the answer from a completion's result; undefined when that result is not plain JSON or does not decode. */
+function answerAhead<T>(payload: PlainPayload, converter: PayloadConverter, prepare: (result: RenderResult) => Promise<T>): EarlyAnswer<T> | undefined {
+  const text = jsonText(payload);
+  if (text === undefined) return undefined;
+  let result: RenderResult;
+  try {
+    result = converter.fromPayload<RenderResult>(payload);
+  } catch {
+    return undefined;
+  }
+  const answer = prepare(result);
+  // Used only if the render closes with this result; a failure then is prepared again.
+  answer.catch(() => undefined);
+  return { text, answer };
 }
 
 interface StartedRun {
@@ -263,7 +305,22 @@ export class RenderService {
     this.stopping.abort(why);
   }
 
-  async wait(started: StartedRender, opts: { transientBudgetMs?: number } = {}): Promise<RenderResult> {
+  async wait(started: StartedRender, opts: WaitOptions = {}): Promise<RenderResult> {
+    return this.untilStopping(started, () => this.closedAnswer(started, opts, async (result) => result, false));
+  }
+
+  /**
+   * The protocol's answer to a render: `prepare` (its response, built from the result) run on the render's
+   * result once the render is closed in Temporal. When this process's workers ran it, `prepare` runs ahead, on
+   * the result their completion carries, while the server records that completion; its answer is used when the
+   * closed result is that same one (it nearly always is). So building the response (reading the images, base64)
+   * no longer comes after the close. `prepare` must be free of effects: it may run twice.
+   */
+  async answer<T>(started: StartedRender, prepare: (result: RenderResult) => Promise<T>, opts: WaitOptions = {}): Promise<T> {
+    return this.untilStopping(started, () => this.closedAnswer(started, opts, prepare, true));
+  }
+
+  private async untilStopping<T>(started: StartedRender, wait: () => Promise<T>): Promise<T> {
     const signal = this.stopping.signal;
     if (signal.aborted) throw stoppingError(started.renderId, signal);
     let onAbort: (() => void) | undefined;
@@ -272,7 +329,7 @@ export class RenderService {
       signal.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      return await Promise.race([this.waitResult(started, opts), aborted]);
+      return await Promise.race([wait(), aborted]);
     } finally {
       signal.removeEventListener('abort', onAbort!);
     }
@@ -283,27 +340,40 @@ export class RenderService {
    * comes first. The long poll stays the authority for everything else (a failure, a render run elsewhere, a
    * worker that tells nothing) and is cancelled once the close was told.
    */
-  private async waitResult(started: StartedRender, opts: { transientBudgetMs?: number }): Promise<RenderResult> {
-    const told =
-      started.runId !== undefined && this.closedRuns && this.client.options.loadedDataConverter.payloadCodecs.length === 0
-        ? this.closedRuns.waitFor(started.runId)
-        : undefined;
-    if (!told) return this.pollResult(started, opts);
-    const poll = new AbortController();
+  private async closedAnswer<T>(started: StartedRender, opts: WaitOptions, prepare: (result: RenderResult) => Promise<T>, ahead: boolean): Promise<T> {
+    const closedRuns = this.closedRuns;
+    const runId = started.runId;
+    // Told by the workers only with the results as they encode them: not through a payload codec.
+    if (!closedRuns || runId === undefined || this.client.options.loadedDataConverter.payloadCodecs.length > 0) {
+      return prepare(await this.pollResult(started, opts));
+    }
     const converter = this.client.options.loadedDataConverter.payloadConverter;
+    let early: EarlyAnswer<T> | undefined;
+    const onClosing = ahead ? (payload: PlainPayload) => (early = answerAhead(payload, converter, prepare) ?? early) : undefined;
+    const told = closedRuns.waitFor(runId, onClosing);
+    const poll = new AbortController();
+    let closed: ClosedResult;
     try {
       // A result that does not decode here is left to the long poll, which reports whatever is wrong with it.
       const fromWorkers = told.result
-        .then((p) => ({ result: converter.fromPayload<RenderResult>(p), by: 'workers' as const }))
+        .then((p): ClosedResult => ({ result: converter.fromPayload<RenderResult>(p), text: jsonText(p), by: 'workers' }))
         .catch(() => new Promise<never>(() => undefined));
-      const fromTemporal = this.pollResult(started, opts, poll.signal).then((result) => ({ result, by: 'temporal' as const }));
-      const { result, by } = await Promise.race([fromTemporal, fromWorkers]);
-      renderResultsTold.inc({ by });
-      return result;
+      const fromTemporal = this.pollResult(started, opts, poll.signal).then((result): ClosedResult => ({ result, by: 'temporal' }));
+      closed = await Promise.race([fromTemporal, fromWorkers]);
     } finally {
       told.stop();
       poll.abort();
     }
+    renderResultsTold.inc({ by: closed.by });
+    const ready: EarlyAnswer<T> | undefined = early;
+    if (ready && ready.text === (closed.text ?? JSON.stringify(closed.result))) {
+      try {
+        return await ready.answer;
+      } catch {
+        // Prepared again below, from the closed result: its error, if it fails again, is the answer.
+      }
+    }
+    return prepare(closed.result);
   }
 
   private async pollResult(started: StartedRender, opts: { transientBudgetMs?: number }, cancel?: AbortSignal): Promise<RenderResult> {

@@ -140,6 +140,11 @@ export class RenderSubmitter {
     return this.deps.renders.wait(started, opts);
   }
 
+  /** The protocol's answer, built by `prepare` from the result (prepared ahead when it can be: RenderService.answer). */
+  answer<T>(started: StartedRender, prepare: (result: RenderResult) => Promise<T>): Promise<T> {
+    return this.deps.renders.answer(started, prepare);
+  }
+
   private buildGraph(request: RenderRequest, renderId: string): BuiltRender {
     return renderTracer().startActiveSpan('render.buildGraph', { attributes: { 'render.id': renderId, 'render.model': request.model } }, (span) => {
       try {

@@ -1,7 +1,8 @@
 /**
  * Tells, as soon as this worker knows it, that a workflow run it completed is closed on the server, with the
- * run's result: a front in the same process then answers without waiting on Temporal's history long poll, which
- * hands the result over ~2.7 ms after the worker knows (bench/README.md, issue 25, ninth pass).
+ * run's result: a front in the same process then answers without waiting on Temporal's history long poll
+ * (bench/README.md, issue 25, ninth pass). It also tells when that completion is sent, with the same result,
+ * so the front can prepare its answer while the server records it (it sends it only once told the close).
  *
  * How the worker knows, from what passes between the SDK and Core (the native worker's completions and
  * activations):
@@ -21,7 +22,7 @@
 // @temporalio/proto is CommonJS: its namespace is only reachable through the default export under ESM.
 import proto from '@temporalio/proto';
 import type { Worker } from '@temporalio/worker';
-import type { ClosedRun, PlainPayload } from '../contracts/closed-run.ts';
+import type { ClosedRun, PlainPayload, RunClosureListener } from '../contracts/closed-run.ts';
 
 const { WorkflowActivation } = proto.coresdk.workflow_activation;
 const { WorkflowActivationCompletion } = proto.coresdk.workflow_completion;
@@ -39,8 +40,8 @@ interface NativeWorkflowCalls {
  */
 const MAX_CLOSING = 1_000;
 
-/** Watches `worker`'s workflow tasks and calls `onClosed` for each run closed as above; false when the SDK's shape was not found. */
-export function watchRunClosures(worker: Worker, onClosed: (run: ClosedRun) => void): boolean {
+/** Watches `worker`'s workflow tasks and tells `listener` of each run closing and closed as above; false when the SDK's shape was not found. */
+export function watchRunClosures(worker: Worker, listener: RunClosureListener): boolean {
   const native = (worker as unknown as { nativeWorker?: Partial<NativeWorkflowCalls> }).nativeWorker;
   const poll = native?.pollWorkflowActivation;
   const complete = native?.completeWorkflowActivation;
@@ -51,13 +52,14 @@ export function watchRunClosures(worker: Worker, onClosed: (run: ClosedRun) => v
     if (ending) {
       if (closing.size >= MAX_CLOSING) closing.delete(closing.keys().next().value!);
       closing.set(ending.runId, ending.result);
+      listener.closing?.(ending);
     }
     return complete.call(native, completion);
   };
   native.pollWorkflowActivation = async () => {
     const activation = await poll.call(native);
     // Only an eviction can settle a run, and there is none to settle most of the time: no decoding then.
-    if (closing.size > 0) settleEvictions(activation, closing, onClosed);
+    if (closing.size > 0) settleEvictions(activation, closing, listener.closed);
     return activation;
   };
   return true;

@@ -21,7 +21,7 @@ import { OUTCOME_INTERCEPTOR_MODULE, renderOutcomeSinks } from '../metrics/rende
 import type { WorkerTracing } from '../tracing/temporal.ts';
 import { stopWorkflowStackTraces } from './workflow-stack-traces.ts';
 import { watchRunClosures } from './run-closures.ts';
-import type { ClosedRun } from '../contracts/closed-run.ts';
+import type { RunClosureListener } from '../contracts/closed-run.ts';
 import { childNodeArgs } from './child-node-args.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -101,11 +101,12 @@ export interface WorkerSet {
   shutdown(): Promise<void>;
   connection: NativeConnection;
   /**
-   * Calls `listener` for each workflow run the workflow worker completes, once the server accepted it as closed
-   * (run-closures.ts): for a front in this process, which then answers without the history long poll. Watching
-   * starts with the first listener; false when there is no workflow worker or the SDK's shape was not found.
+   * Tells `listener` of each workflow run the workflow worker completes: when the completion is sent, and once the
+   * server accepted it as closed (run-closures.ts). For a front in this process, which then answers without the
+   * history long poll. Watching starts with the first listener; false when there is no workflow worker or the
+   * SDK's shape was not found.
    */
-  onRunClosed: (listener: (run: ClosedRun) => void) => boolean;
+  onRunClosed: (listener: RunClosureListener) => boolean;
 }
 
 export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> {
@@ -192,10 +193,15 @@ export async function createWorkers(opts: WorkerSetOptions): Promise<WorkerSet> 
 
 /** WorkerSet.onRunClosed for the workflow worker (if any): its workflow tasks are watched from the first listener on. */
 function closedRunsOf(workflowWorker: Worker | undefined): WorkerSet['onRunClosed'] {
-  const listeners: ((run: ClosedRun) => void)[] = [];
+  const listeners: RunClosureListener[] = [];
   let watching: boolean | undefined;
   return (listener) => {
-    watching ??= workflowWorker !== undefined && watchRunClosures(workflowWorker, (run) => listeners.forEach((l) => l(run)));
+    watching ??=
+      workflowWorker !== undefined &&
+      watchRunClosures(workflowWorker, {
+        closing: (run) => listeners.forEach((l) => l.closing?.(run)),
+        closed: (run) => listeners.forEach((l) => l.closed(run)),
+      });
     if (watching) listeners.push(listener);
     return watching;
   };

@@ -71,6 +71,15 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
   const waiting = new Map<string, number>();
   /** Fingerprint of each keyed render started: the memo Temporal would keep. */
   const fingerprints = new Map<string, string>();
+  const wait = async (started: StartedRender) => {
+    const client = front.starts!.find((s) => s.opts.renderId === started.renderId)?.opts.client;
+    if (client !== undefined) waiting.set(client, (waiting.get(client) ?? 0) + 1);
+    try {
+      return await front.outcome!(started);
+    } finally {
+      if (client !== undefined) waiting.set(client, waiting.get(client)! - 1);
+    }
+  };
   const renders = {
     client: opts.client ?? ({} as Client),
     start: async (request: RenderRequest, opts: StartOptions): Promise<StartedRender> => {
@@ -90,15 +99,9 @@ export async function startTestFront(env: Record<string, string> = {}, opts: Tes
       } as unknown as StartedRender['handle'];
       return { renderId, handle, attached: false, model: request.model, startedAt: Date.now() };
     },
-    wait: async (started: StartedRender) => {
-      const client = front.starts!.find((s) => s.opts.renderId === started.renderId)?.opts.client;
-      if (client !== undefined) waiting.set(client, (waiting.get(client) ?? 0) + 1);
-      try {
-        return await front.outcome!(started);
-      } finally {
-        if (client !== undefined) waiting.set(client, waiting.get(client)! - 1);
-      }
-    },
+    wait,
+    // No workers in this stand-in tell a render's end ahead: the answer is prepared from the outcome.
+    answer: async <T>(started: StartedRender, prepare: (r: RenderResult) => Promise<T>) => prepare(await wait(started)),
     checkKey: async (renderId: string, fingerprint: string) => {
       const known = fingerprints.get(renderId);
       const state = opts.keyState?.(renderId) ?? (known === undefined ? 'new' : known === fingerprint ? 'attach' : 'conflict');

@@ -1,8 +1,12 @@
 /**
- * RenderService.wait with closes told by this process's workers (src/renders/closed-runs.ts): a render whose
- * close is told is answered from it and its long poll cancelled; the long poll answers everything else (a
- * failure, a render attached by key, a result that does not decode, a service with a payload codec); nothing
- * is left waiting either way. The front client is a fake whose long poll is held until the test settles it.
+ * RenderService.wait and .answer with what this process's workers tell (src/renders/closed-runs.ts):
+ * - a render whose close is told is answered from it and its long poll cancelled; the long poll answers
+ *   everything else (a failure, a render attached by key, a result that does not decode, a service with a
+ *   payload codec); nothing is left waiting either way;
+ * - `answer` prepares the response from the completion as sent and uses it once the render closed with that
+ *   same result (told by the workers or by the long poll); another result, or a failed preparation, is
+ *   prepared again.
+ * The front client is a fake whose long poll is held until the test settles it.
  */
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter, type PayloadCodec } from '@temporalio/common';
@@ -75,8 +79,8 @@ describe('RenderService.wait with closes told by the workers', () => {
     const waiting = svc.wait(started(client, 'run-a'));
     await pollAsked(polls);
     // Another run's close is not this render's.
-    closed.deliver({ runId: 'run-other', result: payloadOf(result(9)) });
-    closed.deliver({ runId: 'run-a', result: payloadOf(result(7)) });
+    closed.closed({ runId: 'run-other', result: payloadOf(result(9)) });
+    closed.closed({ runId: 'run-a', result: payloadOf(result(7)) });
     expect(await waiting).toEqual(result(7));
     expect(polls[0]!.cancelled()).toBe(true);
     expect(closed.size).toBe(0);
@@ -95,7 +99,7 @@ describe('RenderService.wait with closes told by the workers', () => {
     await expect(waiting).rejects.toBeInstanceOf(RenderFailedError);
     expect(closed.size).toBe(0);
     // A close told afterwards finds nobody waiting: dropped.
-    closed.deliver({ runId: 'run-b', result: payloadOf(result(1)) });
+    closed.closed({ runId: 'run-b', result: payloadOf(result(1)) });
     expect(closed.size).toBe(0);
   });
 
@@ -106,7 +110,7 @@ describe('RenderService.wait with closes told by the workers', () => {
     const before = await toldCount('temporal');
     const waiting = svc.wait(started(client, 'run-c'));
     await pollAsked(polls);
-    closed.deliver({ runId: 'run-c', result: { metadata: { encoding: new TextEncoder().encode('binary/unknown') }, data: new Uint8Array([1]) } });
+    closed.closed({ runId: 'run-c', result: { metadata: { encoding: new TextEncoder().encode('binary/unknown') }, data: new Uint8Array([1]) } });
     polls[0]!.settle.resolve(result(3));
     expect(await waiting).toEqual(result(3));
     expect(await toldCount('temporal')).toBe(before + 1);
@@ -128,6 +132,76 @@ describe('RenderService.wait with closes told by the workers', () => {
   });
 });
 
+describe('RenderService.answer: the answer prepared while the server records the completion', () => {
+  /** A prepare that records the results it was given and answers with their seed. */
+  const recorder = () => {
+    const seen: number[] = [];
+    const prepare = async (r: RenderResult) => {
+      seen.push(r.seeds[0]!);
+      return `answer for ${r.seeds[0]}`;
+    };
+    return { seen, prepare };
+  };
+
+  it('prepares once, from the completion as sent, and answers with it once that completion is closed', async () => {
+    const { client, polls } = fakeFront();
+    const closed = new ClosedRuns();
+    const { seen, prepare } = recorder();
+    const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-f'), prepare);
+    await pollAsked(polls);
+    closed.closing({ runId: 'run-f', result: payloadOf(result(7)) });
+    // Prepared ahead: before the close is told.
+    await Promise.resolve();
+    expect(seen).toEqual([7]);
+    closed.closed({ runId: 'run-f', result: payloadOf(result(7)) });
+    expect(await answering).toBe('answer for 7');
+    expect(seen).toEqual([7]);
+  });
+
+  it('uses the answer prepared ahead when the long poll tells the same result first', async () => {
+    const { client, polls } = fakeFront();
+    const closed = new ClosedRuns();
+    const { seen, prepare } = recorder();
+    const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-g'), prepare);
+    await pollAsked(polls);
+    closed.closing({ runId: 'run-g', result: payloadOf(result(8)) });
+    polls[0]!.settle.resolve(result(8));
+    expect(await answering).toBe('answer for 8');
+    expect(seen).toEqual([8]);
+  });
+
+  it('prepares again when the run closed with another result than the one sent first (a refused completion)', async () => {
+    for (const by of ['workers', 'temporal'] as const) {
+      const { client, polls } = fakeFront();
+      const closed = new ClosedRuns();
+      const { seen, prepare } = recorder();
+      const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-h'), prepare);
+      await pollAsked(polls);
+      closed.closing({ runId: 'run-h', result: payloadOf(result(1)) });
+      if (by === 'workers') closed.closed({ runId: 'run-h', result: payloadOf(result(2)) });
+      else polls[0]!.settle.resolve(result(2));
+      expect(await answering).toBe('answer for 2');
+      expect(seen).toEqual([1, 2]);
+    }
+  });
+
+  it('prepares again from the closed result when the preparation ahead failed', async () => {
+    const { client, polls } = fakeFront();
+    const closed = new ClosedRuns();
+    let calls = 0;
+    const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-i'), async (r) => {
+      calls++;
+      if (calls === 1) throw new Error('blob store hiccup');
+      return r.seeds[0];
+    });
+    await pollAsked(polls);
+    closed.closing({ runId: 'run-i', result: payloadOf(result(3)) });
+    closed.closed({ runId: 'run-i', result: payloadOf(result(3)) });
+    expect(await answering).toBe(3);
+    expect(calls).toBe(2);
+  });
+});
+
 describe('ClosedRuns', () => {
   it('tells every wait on a run, and a stopped wait no more', async () => {
     const closed = new ClosedRuns();
@@ -135,7 +209,7 @@ describe('ClosedRuns', () => {
     const b = closed.waitFor('run-e');
     const c = closed.waitFor('run-e');
     c.stop();
-    closed.deliver({ runId: 'run-e', result: payloadOf(result(5)) });
+    closed.closed({ runId: 'run-e', result: payloadOf(result(5)) });
     expect(defaultPayloadConverter.fromPayload(await a.result)).toEqual(result(5));
     expect(defaultPayloadConverter.fromPayload(await b.result)).toEqual(result(5));
     a.stop();

@@ -2,8 +2,8 @@
  * What the workers tell their front of a render's close (src/worker/run-closures.ts), on a real server with the
  * real `render` workflow and a mocked runPrompt:
  * - a completed render is told once, with its run id and exactly the result Temporal's `result()` gives;
- * - a completion the server refused (a signal recorded while the workflow task ran: UnhandledCommand) is not
- *   told; the completion it accepted next is, with what that one decided;
+ * - a completion the server refused (a signal recorded while the workflow task ran: UnhandledCommand) is told
+ *   as sent but not as closed; the completion it accepted next is told closed, with what that one decided;
  * - a failed render is not told;
  * - a Worker without the SDK's native worker (another SDK shape) is reported as not watched.
  */
@@ -60,6 +60,8 @@ const signalledAtEnd = new Set<string>();
 /** The render's outcome sink calls: one per workflow task that reached the end (a refused one included). */
 const endings = new Map<string, number>();
 const told: ClosedRun[] = [];
+/** Completions sent, accepted or not. */
+const closings: ClosedRun[] = [];
 const events = new EventEmitter();
 
 let env: TestWorkflowEnvironment;
@@ -112,9 +114,12 @@ beforeAll(async () => {
     },
   });
   expect(
-    watchRunClosures(general, (run) => {
-      told.push(run);
-      events.emit('told');
+    watchRunClosures(general, {
+      closing: (run) => closings.push(run),
+      closed: (run) => {
+        told.push(run);
+        events.emit('told');
+      },
     }),
   ).toBe(true);
   workers = [
@@ -147,6 +152,8 @@ describe('run closures told by the worker', () => {
     expect(more).toEqual([]);
     expect(decoded(run!)).toEqual(result);
     expect(result.outputs).toHaveLength(1);
+    // Its completion was told as it was sent, with the same bytes.
+    expect(closings.filter((c) => c.runId === run!.runId)).toEqual([run]);
   });
 
   it('does not tell a completion the server refused, and tells the one it accepted next', async () => {
@@ -158,9 +165,13 @@ describe('run closures told by the worker', () => {
     expect(endings.get(id)).toBe(2);
     expect(result.interrupted).toBe(true);
     const [run, ...more] = await toldFor(handle.firstExecutionRunId, 1);
-    // What the first completion carried (no interrupt) was never told: only the accepted one's result.
+    // What the first completion carried (no interrupt) was never told closed: only the accepted one's result.
     expect(more).toEqual([]);
     expect(decoded(run!)).toEqual(result);
+    // Both completions were told as they were sent: the refused one with what it carried, then the accepted one.
+    const sent = closings.filter((c) => c.runId === run!.runId);
+    expect(sent.map((c) => decoded(c).interrupted ?? false)).toEqual([false, true]);
+    expect(sent[1]).toEqual(run);
   });
 
   it('tells nothing of a failed render', async () => {
@@ -176,7 +187,8 @@ describe('run closures told by the worker', () => {
   });
 
   it('reports a worker without the native worker it knows as not watched', () => {
-    expect(watchRunClosures({} as Worker, () => undefined)).toBe(false);
-    expect(watchRunClosures({ nativeWorker: { pollWorkflowActivation: () => undefined } } as unknown as Worker, () => undefined)).toBe(false);
+    const listener = { closed: () => undefined };
+    expect(watchRunClosures({} as Worker, listener)).toBe(false);
+    expect(watchRunClosures({ nativeWorker: { pollWorkflowActivation: () => undefined } } as unknown as Worker, listener)).toBe(false);
   });
 });

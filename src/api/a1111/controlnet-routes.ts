@@ -16,7 +16,7 @@ import type { ApiContext } from '../context.ts';
 import { resolveModel } from '../../models/registry.ts';
 import { resolveLimits } from '../../request/limits.ts';
 import { imageRouteLimits } from '../body-limits.ts';
-import { outputImages, startAndWait } from '../render-wait.ts';
+import { outputImages, startAndAnswer } from '../render-wait.ts';
 import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
 import { renderHeadersSchema } from '../request-headers.ts';
 import { specOnly } from '../route-schemas.ts';
@@ -181,14 +181,12 @@ export function registerControlNetRoutes(fastify: FastifyInstance, ctx: ApiConte
       const live = ctx.catalog && !isCoreModule(module) ? await ctx.catalog.preprocessors() : [];
       const normalized = await normalizeDetectOffLoop(req.body, { defaultModel, limits: resolveLimits(ctx.config), live });
       for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-      const finished = await startAndWait(ctx, req, reply, 'controlnet.detect', normalized);
-      if (!('result' in finished)) return finished;
-      return {
-        images: await outputImages(ctx, finished.result),
+      return startAndAnswer(ctx, req, reply, 'controlnet.detect', normalized, async ({ result, renderId }) => ({
+        images: await outputImages(ctx, result),
         info: 'Success',
-        render_id: finished.renderId,
+        render_id: renderId,
         ...(normalized.warnings.length > 0 ? { warnings: normalized.warnings } : {}),
-      };
+      }));
     },
   );
 }

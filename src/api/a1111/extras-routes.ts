@@ -13,7 +13,7 @@ import { outcomeWarnings } from '../../contracts/outcome.ts';
 import { infotextFor } from '../../infotext/format.ts';
 import { resolveModel } from '../../models/registry.ts';
 import type { ApiContext } from '../context.ts';
-import { outputImages, startAndWait } from '../render-wait.ts';
+import { outputImages, startAndAnswer } from '../render-wait.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { extrasBatchSchema, extrasSingleSchema } from './extras.ts';
 import { extrasBatchAnswerSchema, extrasSingleAnswerSchema, pngInfoAnswerSchema, pngInfoBodySchema } from './answer-schemas.ts';
@@ -48,12 +48,12 @@ export function registerA1111Extras(app: FastifyInstance, ctx: ApiContext): void
     const defaultModel = resolveModel(ctx.options.getString('sd_model_checkpoint') ?? '')?.id ?? ctx.config.DEFAULT_MODEL;
     const normalized = await normalizeExtrasOffLoop(route, req.body, { defaultModel, limits: limits(), catalog });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-    const finished = await startAndWait(ctx, req, reply, `sdapi.extras-${route}`, normalized);
-    if (!('result' in finished)) return finished;
-    const images = await outputImages(ctx, finished.result);
-    // A1111 shows the postprocessing parameters as html_info; warnings follow them (a blank output included).
-    const html = [infotextFor(finished.result.request, 0), ...normalized.warnings, ...outcomeWarnings(finished.result.request, finished.result)].join('<br>');
-    return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
+    return startAndAnswer(ctx, req, reply, `sdapi.extras-${route}`, normalized, async ({ result }) => {
+      const images = await outputImages(ctx, result);
+      // A1111 shows the postprocessing parameters as html_info; warnings follow them (a blank output included).
+      const html = [infotextFor(result.request, 0), ...normalized.warnings, ...outcomeWarnings(result.request, result)].join('<br>');
+      return route === 'single' ? { html_info: html, image: images[0] ?? '' } : { html_info: html, images };
+    });
   };
   // The body schemas are the ones normalizeExtras validates with.
   const schema = (summary: string, body: z.ZodType, answer: z.ZodType) => ({

@@ -15,7 +15,7 @@ import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../context.ts';
 import type { CatalogLists } from '../../request/upscalers.ts';
 import { sdUpscaleNeedsModels } from './sd-upscale.ts';
-import { outputImages, startAndWait } from '../render-wait.ts';
+import { outputImages, startAndAnswer } from '../render-wait.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { img2imgSchema, txt2imgSchema } from './schema.ts';
 import { renderAnswerSchema } from './answer-schemas.ts';
@@ -42,15 +42,20 @@ export function registerA1111Render(app: FastifyInstance, ctx: ApiContext): void
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
     const sendImages = normalized.parameters.send_images !== false;
     persistOverrides(ctx, req.body);
-    const finished = await startAndWait(ctx, req, reply, `sdapi.${route}`, normalized, priority);
-    if (!('result' in finished)) return finished;
-    const { result, renderId } = finished;
-    return {
-      // send_images: false (A1111): the render is kept (gallery, /renders) but the answer carries no images.
-      images: sendImages ? await outputImages(ctx, result) : [],
-      parameters: normalized.parameters,
-      info: buildInfo(expectImageRender(result.request), result, { renderId, warnings: normalized.warnings }),
-    };
+    return startAndAnswer(
+      ctx,
+      req,
+      reply,
+      `sdapi.${route}`,
+      normalized,
+      async ({ result, renderId }) => ({
+        // send_images: false (A1111): the render is kept (gallery, /renders) but the answer carries no images.
+        images: sendImages ? await outputImages(ctx, result) : [],
+        parameters: normalized.parameters,
+        info: buildInfo(expectImageRender(result.request), result, { renderId, warnings: normalized.warnings }),
+      }),
+      { priority },
+    );
   };
 
   // The handler releases its large-body slot itself, once the images are stored (api/body-gate.ts).

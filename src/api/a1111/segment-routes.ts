@@ -13,7 +13,7 @@ import { resolveLimits } from '../../request/limits.ts';
 import { imageRouteLimits } from '../body-limits.ts';
 import type { ApiContext } from '../context.ts';
 import { a1111Errors, RENDER_FAILURES } from '../openapi-shapes.ts';
-import { outputImages, startAndWait } from '../render-wait.ts';
+import { outputImages, startAndAnswer } from '../render-wait.ts';
 import { renderHeadersSchema } from '../request-headers.ts';
 import { specOnly } from '../route-schemas.ts';
 import { RequestError } from './errors.ts';
@@ -60,10 +60,11 @@ export function registerSegmentRoutes(fastify: FastifyInstance, ctx: ApiContext)
     await requireSegmentation(ctx, role, plan.modelField);
     const normalized = await finishSegmentOffLoop(plan, { defaultModel: defaultModel(), limits: resolveLimits(ctx.config) });
     for (const w of normalized.warnings) req.log.info({ warning: w }, 'request adjusted');
-    const finished = await startAndWait(ctx, req, reply, route, normalized);
-    if (!('result' in finished)) return { reply: finished };
-    const extra = { render_id: finished.renderId, ...(normalized.warnings.length > 0 ? { warnings: normalized.warnings } : {}) };
-    return { images: await outputImages(ctx, finished.result), extra };
+    const answered = await startAndAnswer(ctx, req, reply, route, normalized, async ({ result, renderId }) => ({
+      images: await outputImages(ctx, result),
+      extra: { render_id: renderId, ...(normalized.warnings.length > 0 ? { warnings: normalized.warnings } : {}) },
+    }));
+    return 'images' in answered ? answered : { reply: answered };
   };
 
   const schema = (summary: string, body: z.ZodType, answer: z.ZodType) => ({

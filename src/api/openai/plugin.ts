@@ -26,7 +26,7 @@ import { imagesResponse, publicBaseUrl } from './response.ts';
 import { withSdCppArgs } from './sd-cpp-args.ts';
 import { firstIssue, imageEditFieldsSchema, imageGenerationSchema } from './schema.ts';
 import { editRequest, generationRequest, type OpenAiContext, type OpenAiRequest } from './to-neutral.ts';
-import { outputImages, startAndWait } from '../render-wait.ts';
+import { outputImages, startAndAnswer } from '../render-wait.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { imageEditFormSchema, imagesAnswerSchema, modelListSchema, modelObjectSchema } from './answer-schemas.ts';
@@ -122,7 +122,7 @@ async function openAiPlugin(plainScope: FastifyInstance, ctx: ApiContext): Promi
 /**
  * A request resolved and ready to start. Built in its own function so that nothing large (uploaded bytes,
  * the body) stays referenced by the route's suspended frame while the render runs: only `resolved.images`,
- * which startAndWait empties once they are stored.
+ * which startAndAnswer empties once they are stored.
  */
 interface Prepared {
   resolved: ResolvedRequest;
@@ -202,12 +202,19 @@ async function resolve(ctx: ApiContext, asked: OpenAiRequest): Promise<ResolvedR
 async function render(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, route: string, p: Prepared) {
   const warnings = p.resolved.warnings;
   for (const w of warnings) req.log.info({ warning: w }, 'request adjusted');
-  const finished = await startAndWait(ctx, req, reply, route, p.resolved, p.priority, sendOpenAiRenderFailure);
-  if (!('result' in finished)) return finished;
-  const { result, renderId } = finished;
-  const images =
-    p.responseFormat === 'url'
-      ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL, ctx.config.TRUST_FORWARDED_HEADERS) }
-      : { b64: await outputImages(ctx, result) };
-  return imagesResponse({ result, renderId, sentPrompt: p.sentPrompt, images, warnings });
+  return startAndAnswer(
+    ctx,
+    req,
+    reply,
+    route,
+    p.resolved,
+    async ({ result, renderId }) => {
+      const images =
+        p.responseFormat === 'url'
+          ? { baseUrl: publicBaseUrl(req, ctx.config.PUBLIC_URL, ctx.config.TRUST_FORWARDED_HEADERS) }
+          : { b64: await outputImages(ctx, result) };
+      return imagesResponse({ result, renderId, sentPrompt: p.sentPrompt, images, warnings });
+    },
+    { priority: p.priority, sendFailure: sendOpenAiRenderFailure },
+  );
 }
