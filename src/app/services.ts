@@ -66,7 +66,7 @@ export interface Running {
   done: Promise<void>;
   /** A worker thread's workers: starts its front's renders eagerly on their connection (renders/eager-start.ts). */
   startEagerly?: (plain: PlainStartOptions) => Promise<string>;
-  /** A worker thread's workers: tells its front of each run they completed and the server closed (worker/run-closures.ts). */
+  /** A worker thread's workers: tells its front of each run they complete, as sent and as closed (worker/run-closures.ts). */
   onRunClosed?: WorkerSet['onRunClosed'];
 }
 

@@ -338,7 +338,8 @@ export class RenderService {
   /**
    * The long poll, raced against this process's workers telling the run's close (closed-runs.ts): whichever
    * comes first. The long poll stays the authority for everything else (a failure, a render run elsewhere, a
-   * worker that tells nothing) and is cancelled once the close was told.
+   * worker that tells nothing) and is cancelled once the close was told. `ahead`: `prepare` also runs on each
+   * completion the workers tell as sent, and the last one's answer is taken if the run closed with its result.
    */
   private async closedAnswer<T>(started: StartedRender, opts: WaitOptions, prepare: (result: RenderResult) => Promise<T>, ahead: boolean): Promise<T> {
     const closedRuns = this.closedRuns;
@@ -376,7 +377,7 @@ export class RenderService {
     return prepare(closed.result);
   }
 
-  private async pollResult(started: StartedRender, opts: { transientBudgetMs?: number }, cancel?: AbortSignal): Promise<RenderResult> {
+  private async pollResult(started: StartedRender, opts: WaitOptions, cancel?: AbortSignal): Promise<RenderResult> {
     const budget = opts.transientBudgetMs ?? TRANSIENT_WAIT_BUDGET_MS;
     let firstTransientAt: number | undefined;
     let delay = 250;

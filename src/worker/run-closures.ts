@@ -48,21 +48,34 @@ export function watchRunClosures(worker: Worker, listener: RunClosureListener): 
   if (!native || typeof poll !== 'function' || typeof complete !== 'function') return false;
   const closing = new Map<string, PlainPayload>();
   native.completeWorkflowActivation = (completion) => {
-    const ending = closingResult(completion);
-    if (ending) {
+    outOfTheWay(() => {
+      const ending = closingResult(completion);
+      if (!ending) return;
       if (closing.size >= MAX_CLOSING) closing.delete(closing.keys().next().value!);
       closing.set(ending.runId, ending.result);
       listener.closing?.(ending);
-    }
+    });
     return complete.call(native, completion);
   };
   native.pollWorkflowActivation = async () => {
     const activation = await poll.call(native);
     // Only an eviction can settle a run, and there is none to settle most of the time: no decoding then.
-    if (closing.size > 0) settleEvictions(activation, closing, listener.closed);
+    if (closing.size > 0) outOfTheWay(() => settleEvictions(activation, closing, listener.closed));
     return activation;
   };
   return true;
+}
+
+/**
+ * Runs `fn` so that nothing it fails at reaches the SDK: an error in a workflow task's completion or poll would
+ * shut the worker down. What is not told here is answered by the front's long poll.
+ */
+function outOfTheWay(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // Nothing told for this task.
+  }
 }
 
 /** The run and its result when `completion` completes the workflow. */

@@ -5,6 +5,7 @@
  * - a completion the server refused (a signal recorded while the workflow task ran: UnhandledCommand) is told
  *   as sent but not as closed; the completion it accepted next is told closed, with what that one decided;
  * - a failed render is not told;
+ * - a listener that throws does not reach the SDK (which would shut the worker down);
  * - a Worker without the SDK's native worker (another SDK shape) is reported as not watched.
  */
 import { EventEmitter } from 'node:events';
@@ -62,6 +63,8 @@ const endings = new Map<string, number>();
 const told: ClosedRun[] = [];
 /** Completions sent, accepted or not. */
 const closings: ClosedRun[] = [];
+/** The listener fails as a completion is told sent: the worker must go on regardless. */
+let listenerThrows = false;
 const events = new EventEmitter();
 
 let env: TestWorkflowEnvironment;
@@ -115,7 +118,10 @@ beforeAll(async () => {
   });
   expect(
     watchRunClosures(general, {
-      closing: (run) => closings.push(run),
+      closing: (run) => {
+        closings.push(run);
+        if (listenerThrows) throw new Error('a listener that fails');
+      },
       closed: (run) => {
         told.push(run);
         events.emit('told');
@@ -184,6 +190,21 @@ describe('run closures told by the worker', () => {
     await next.result();
     await toldFor(next.firstExecutionRunId, 1);
     expect(told.filter((t) => t.runId === handle.firstExecutionRunId)).toEqual([]);
+  });
+
+  it("keeps a listener's failure out of the worker: the render completes and its close is still told", async () => {
+    listenerThrows = true;
+    try {
+      const handle = await start(`closures-listener-fails-${++seq}`);
+      const result = await handle.result();
+      const [run] = await toldFor(handle.firstExecutionRunId, 1);
+      expect(decoded(run!)).toEqual(result);
+    } finally {
+      listenerThrows = false;
+    }
+    // The worker still runs renders.
+    const next = await start(`closures-after-listener-${++seq}`);
+    await next.result();
   });
 
   it('reports a worker without the native worker it knows as not watched', () => {
