@@ -145,9 +145,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const w of workers) w.shutdown();
-  await running;
-  await env?.teardown();
+  // The server goes whatever the workers did: a worker that failed (a test that broke the watch) must not leave it running.
+  try {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await running;
+  } finally {
+    await env?.teardown();
+  }
 });
 
 describe('run closures told by the worker', () => {

@@ -163,9 +163,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-  await running;
-  await env?.teardown();
+  // The server goes whatever the workers did: one that failed must not leave it running.
+  try {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await running;
+  } finally {
+    await env?.teardown();
+  }
 });
 
 describe('render workflow with a webhook', () => {
