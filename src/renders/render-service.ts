@@ -2,6 +2,7 @@
  * Starts render workflows and waits for them: the Temporal side of the submission service (submit.ts), which
  * decides ids, fingerprints and graphs; nothing else starts a render.
  */
+import { setMaxListeners } from 'node:events';
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -90,7 +91,8 @@ function answerAhead<T>(payload: PlainPayload, converter: PayloadConverter, prep
   } catch {
     return undefined;
   }
-  const answer = prepare(result);
+  // Never thrown here (this runs in the port's message handler): a builder that throws at once rejects its answer.
+  const answer = Promise.resolve().then(() => prepare(result));
   // Used only if the render closes with this result; a failure then is prepared again.
   answer.catch(() => undefined);
   return { text, answer };
@@ -352,7 +354,7 @@ export class RenderService {
     let early: EarlyAnswer<T> | undefined;
     const onClosing = ahead ? (payload: PlainPayload) => (early = answerAhead(payload, converter, prepare) ?? early) : undefined;
     const told = closedRuns.waitFor(runId, onClosing);
-    const poll = new AbortController();
+    const poll = this.longPollOfOneWait();
     let closed: ClosedResult;
     try {
       // A result that does not decode here is left to the long poll, which reports whatever is wrong with it.
@@ -363,8 +365,10 @@ export class RenderService {
       closed = await Promise.race([fromTemporal, fromWorkers]);
     } finally {
       told.stop();
-      poll.abort();
+      poll.end();
     }
+    // The front stopped waiting (abortWaits answered 503): nobody takes this answer.
+    if (this.stopping.signal.aborted) throw stoppingError(started.renderId, this.stopping.signal);
     renderResultsTold.inc({ by: closed.by });
     const ready: EarlyAnswer<T> | undefined = early;
     if (ready && ready.text === (closed.text ?? JSON.stringify(closed.result))) {
@@ -377,11 +381,34 @@ export class RenderService {
     return prepare(closed.result);
   }
 
+  /**
+   * The cancel signal of one wait's long poll: aborted by `end()` (the wait is over) or when the front stops
+   * waiting (abortWaits), so no long poll outlives its wait.
+   */
+  private longPollOfOneWait(): { signal: AbortSignal; end: () => void } {
+    const poll = new AbortController();
+    // The SDK adds an abort listener for each gRPC call made under the signal and keeps it: the long poll is one
+    // call per ~20 s server timeout, so a render waiting its turn for minutes adds more than node's default 10.
+    setMaxListeners(0, poll.signal);
+    const stopping = this.stopping.signal;
+    const onStopping = (): void => poll.abort();
+    stopping.addEventListener('abort', onStopping, { once: true });
+    return {
+      signal: poll.signal,
+      end: () => {
+        stopping.removeEventListener('abort', onStopping);
+        poll.abort();
+      },
+    };
+  }
+
   private async pollResult(started: StartedRender, opts: WaitOptions, cancel?: AbortSignal): Promise<RenderResult> {
     const budget = opts.transientBudgetMs ?? TRANSIENT_WAIT_BUDGET_MS;
     let firstTransientAt: number | undefined;
     let delay = 250;
     for (;;) {
+      // Aborted during a back-off: no further call.
+      cancel?.throwIfAborted();
       try {
         // Outcomes are counted by the worker when the workflow ends (src/metrics/render-sinks.ts), not here.
         return await (cancel ? this.client.withAbortSignal(cancel, () => started.handle.result()) : started.handle.result());

@@ -48,6 +48,9 @@ export function watchRunClosures(worker: Worker, listener: RunClosureListener): 
   if (!native || typeof poll !== 'function' || typeof complete !== 'function') return false;
   const closing = new Map<string, PlainPayload>();
   native.completeWorkflowActivation = (completion) => {
+    // Handed to Core first: the completion is not held up by telling it. Its eviction can only come from a later
+    // poll's callback, after this returns.
+    const sent = complete.call(native, completion);
     outOfTheWay(() => {
       const ending = closingResult(completion);
       if (!ending) return;
@@ -55,7 +58,7 @@ export function watchRunClosures(worker: Worker, listener: RunClosureListener): 
       closing.set(ending.runId, ending.result);
       listener.closing?.(ending);
     });
-    return complete.call(native, completion);
+    return sent;
   };
   native.pollWorkflowActivation = async () => {
     const activation = await poll.call(native);

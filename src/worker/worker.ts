@@ -199,12 +199,23 @@ function closedRunsOf(workflowWorker: Worker | undefined): WorkerSet['onRunClose
     watching ??=
       workflowWorker !== undefined &&
       watchRunClosures(workflowWorker, {
-        closing: (run) => listeners.forEach((l) => l.closing?.(run)),
-        closed: (run) => listeners.forEach((l) => l.closed(run)),
+        closing: (run) => tellEach(listeners, (l) => l.closing?.(run)),
+        closed: (run) => tellEach(listeners, (l) => l.closed(run)),
       });
     if (watching) listeners.push(listener);
     return watching;
   };
+}
+
+/** Each listener is told, whatever another one threw. */
+function tellEach(listeners: RunClosureListener[], tell: (l: RunClosureListener) => void): void {
+  for (const l of listeners) {
+    try {
+      tell(l);
+    } catch {
+      // That listener's front answers by the long poll.
+    }
+  }
 }
 
 /** Bundles left by workers that are gone (killed, so they could not clean up). */

@@ -202,6 +202,28 @@ describe('RenderService.answer: the answer prepared while the server records the
   });
 });
 
+describe('RenderService with told closes when the front stops waiting (abortWaits)', () => {
+  it('answers 503 at once, cancels the long poll, forgets the wait and builds nothing for it', async () => {
+    const { client, polls } = fakeFront();
+    const closed = new ClosedRuns();
+    const svc = new RenderService(client, 'q', undefined, closed);
+    let built = 0;
+    const answering = svc.answer(started(client, 'run-j'), async () => ++built);
+    await pollAsked(polls);
+    svc.abortWaits('the proxy in front of this service is stopping');
+    const err = (await answering.catch((e: unknown) => e)) as RenderFailedError;
+    expect(err).toBeInstanceOf(RenderFailedError);
+    expect(err.status).toBe(503);
+    await Promise.resolve();
+    expect(polls[0]!.cancelled()).toBe(true);
+    expect(closed.size).toBe(0);
+    closed.closing({ runId: 'run-j', result: payloadOf(result(1)) });
+    closed.closed({ runId: 'run-j', result: payloadOf(result(1)) });
+    await Promise.resolve();
+    expect(built).toBe(0);
+  });
+});
+
 describe('ClosedRuns', () => {
   it('tells every wait on a run, and a stopped wait no more', async () => {
     const closed = new ClosedRuns();
@@ -212,6 +234,8 @@ describe('ClosedRuns', () => {
     closed.closed({ runId: 'run-e', result: payloadOf(result(5)) });
     expect(defaultPayloadConverter.fromPayload(await a.result)).toEqual(result(5));
     expect(defaultPayloadConverter.fromPayload(await b.result)).toEqual(result(5));
+    // The stopped wait is never told.
+    expect(await Promise.race([c.result.then(() => 'told'), Promise.resolve('not told')])).toBe('not told');
     a.stop();
     expect(closed.size).toBe(0);
   });

@@ -63,7 +63,7 @@ const endings = new Map<string, number>();
 const told: ClosedRun[] = [];
 /** Completions sent, accepted or not. */
 const closings: ClosedRun[] = [];
-/** The listener fails as a completion is told sent: the worker must go on regardless. */
+/** The listener fails each time it is told (sent, closed): the worker must go on regardless. */
 let listenerThrows = false;
 const events = new EventEmitter();
 
@@ -125,6 +125,7 @@ beforeAll(async () => {
       closed: (run) => {
         told.push(run);
         events.emit('told');
+        if (listenerThrows) throw new Error('a listener that fails');
       },
     }),
   ).toBe(true);
