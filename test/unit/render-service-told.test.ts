@@ -59,6 +59,13 @@ const started = (client: Client, runId?: string): StartedRender => ({
   attached: runId === undefined,
   ...(runId ? { runId } : {}),
 });
+/** A RenderService with closes told by its workers (a ClosedRuns), on a fake front client. */
+function toldService(codecs: PayloadCodec[] = []) {
+  const front = fakeFront(codecs);
+  const closed = new ClosedRuns();
+  return { ...front, closed, svc: new RenderService(front.client, 'q', undefined, closed) };
+}
+
 /** The long poll has been asked (the wait is set up): a microtask turn or a few. */
 async function pollAsked(polls: LongPoll[], n = 1): Promise<void> {
   for (let i = 0; i < 100 && polls.length < n; i++) await Promise.resolve();
@@ -72,9 +79,7 @@ async function toldCount(by: string): Promise<number> {
 
 describe('RenderService.wait with closes told by the workers', () => {
   it('answers from the told close, cancels the long poll, and leaves nothing waiting', async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
-    const svc = new RenderService(client, 'q', undefined, closed);
+    const { client, polls, closed, svc } = toldService();
     const before = await toldCount('workers');
     const waiting = svc.wait(started(client, 'run-a'));
     await pollAsked(polls);
@@ -88,9 +93,7 @@ describe('RenderService.wait with closes told by the workers', () => {
   });
 
   it("answers with the long poll's failure when it comes first, and forgets the wait", async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
-    const svc = new RenderService(client, 'q', undefined, closed);
+    const { client, polls, closed, svc } = toldService();
     const waiting = svc.wait(started(client, 'run-b'));
     await pollAsked(polls);
     polls[0]!.settle.reject(
@@ -104,9 +107,7 @@ describe('RenderService.wait with closes told by the workers', () => {
   });
 
   it('leaves a told result that does not decode to the long poll', async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
-    const svc = new RenderService(client, 'q', undefined, closed);
+    const { client, polls, closed, svc } = toldService();
     const before = await toldCount('temporal');
     const waiting = svc.wait(started(client, 'run-c'));
     await pollAsked(polls);
@@ -118,11 +119,10 @@ describe('RenderService.wait with closes told by the workers', () => {
 
   it('waits on the long poll only for a render it did not start (attached by key) or with a payload codec', async () => {
     for (const [front, runId] of [
-      [fakeFront(), undefined],
-      [fakeFront([{ encode: async (p) => p, decode: async (p) => p }]), 'run-d'],
+      [toldService(), undefined],
+      [toldService([{ encode: async (p) => p, decode: async (p) => p }]), 'run-d'],
     ] as const) {
-      const closed = new ClosedRuns();
-      const svc = new RenderService(front.client, 'q', undefined, closed);
+      const { closed, svc } = front;
       const waiting = svc.wait(started(front.client, runId));
       await pollAsked(front.polls);
       expect(closed.size).toBe(0);
@@ -144,10 +144,9 @@ describe('RenderService.answer: the answer prepared while the server records the
   };
 
   it('prepares once, from the completion as sent, and answers with it once that completion is closed', async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
+    const { client, polls, closed, svc } = toldService();
     const { seen, prepare } = recorder();
-    const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-f'), prepare);
+    const answering = svc.answer(started(client, 'run-f'), prepare);
     await pollAsked(polls);
     closed.closing({ runId: 'run-f', result: payloadOf(result(7)) });
     // Prepared ahead: before the close is told.
@@ -159,10 +158,9 @@ describe('RenderService.answer: the answer prepared while the server records the
   });
 
   it('uses the answer prepared ahead when the long poll tells the same result first', async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
+    const { client, polls, closed, svc } = toldService();
     const { seen, prepare } = recorder();
-    const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-g'), prepare);
+    const answering = svc.answer(started(client, 'run-g'), prepare);
     await pollAsked(polls);
     closed.closing({ runId: 'run-g', result: payloadOf(result(8)) });
     polls[0]!.settle.resolve(result(8));
@@ -172,10 +170,9 @@ describe('RenderService.answer: the answer prepared while the server records the
 
   it('prepares again when the run closed with another result than the one sent first (a refused completion)', async () => {
     for (const by of ['workers', 'temporal'] as const) {
-      const { client, polls } = fakeFront();
-      const closed = new ClosedRuns();
+      const { client, polls, closed, svc } = toldService();
       const { seen, prepare } = recorder();
-      const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-h'), prepare);
+      const answering = svc.answer(started(client, 'run-h'), prepare);
       await pollAsked(polls);
       closed.closing({ runId: 'run-h', result: payloadOf(result(1)) });
       if (by === 'workers') closed.closed({ runId: 'run-h', result: payloadOf(result(2)) });
@@ -186,10 +183,9 @@ describe('RenderService.answer: the answer prepared while the server records the
   });
 
   it('prepares again from the closed result when the preparation ahead failed', async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
+    const { client, polls, closed, svc } = toldService();
     let calls = 0;
-    const answering = new RenderService(client, 'q', undefined, closed).answer(started(client, 'run-i'), async (r) => {
+    const answering = svc.answer(started(client, 'run-i'), async (r) => {
       calls++;
       if (calls === 1) throw new Error('blob store hiccup');
       return r.seeds[0];
@@ -204,9 +200,7 @@ describe('RenderService.answer: the answer prepared while the server records the
 
 describe('RenderService with told closes when the front stops waiting (abortWaits)', () => {
   it('answers 503 at once, cancels the long poll, forgets the wait and builds nothing for it', async () => {
-    const { client, polls } = fakeFront();
-    const closed = new ClosedRuns();
-    const svc = new RenderService(client, 'q', undefined, closed);
+    const { client, polls, closed, svc } = toldService();
     let built = 0;
     const answering = svc.answer(started(client, 'run-j'), async () => ++built);
     await pollAsked(polls);

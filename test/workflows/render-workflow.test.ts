@@ -8,13 +8,13 @@
 import { EventEmitter } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure, WorkflowFailedError } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorkflowEnv, stopWorkflowEnv } from '../support/workflow-env.ts';
 import type { BuiltRender, RenderActivities, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/contracts/activities.ts';
 import type { PromptRun, RenderRequest } from '../../src/contracts/render.ts';
-import { findTemporalBinary } from '../../src/temporal/binary.ts';
-import { RENDER_OUTCOME, SEARCH_ATTRIBUTES } from '../../src/contracts/search-attributes.ts';
+import { RENDER_OUTCOME } from '../../src/contracts/search-attributes.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
 import { GaveUpFailureType, NotDispatchedFailureType } from '../../src/contracts/failures.ts';
 import { gpuTaskQueue } from '../../src/contracts/task-queues.ts';
@@ -180,9 +180,7 @@ async function failureOf(promise: Promise<unknown>): Promise<WorkflowFailedError
 }
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: findTemporalBinary(process.env.TEMPORAL_CLI_PATH) }, searchAttributes: [...SEARCH_ATTRIBUTES] },
-  });
+  env = await startWorkflowEnv();
   const common = {
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
@@ -196,15 +194,7 @@ beforeAll(async () => {
   running = Promise.all(workers.map((w) => w.run()));
 }, 120_000);
 
-afterAll(async () => {
-  // The server goes whatever the workers did: one that failed must not leave it running.
-  try {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await running;
-  } finally {
-    await env?.teardown();
-  }
-});
+afterAll(() => stopWorkflowEnv(env, workers, running));
 
 describe('render workflow', () => {
   it('renders each item once, in order, and reports seeds, prompts, backends and outputs', async () => {

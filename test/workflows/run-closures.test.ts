@@ -11,17 +11,16 @@
 import { EventEmitter } from 'node:events';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorkflowEnv, stopWorkflowEnv } from '../support/workflow-env.ts';
 import type { BuiltRender, RenderLimits, RunPromptInput } from '../../src/contracts/activities.ts';
 import type { ClosedRun } from '../../src/contracts/closed-run.ts';
 import type { PromptRun, RenderRequest, RenderResult } from '../../src/contracts/render.ts';
 import { gpuTaskQueue } from '../../src/contracts/task-queues.ts';
 import { interruptSignal, type RenderWorkflow } from '../../src/contracts/workflows.ts';
-import { SEARCH_ATTRIBUTES } from '../../src/contracts/search-attributes.ts';
 import { OUTCOME_INTERCEPTOR_MODULE } from '../../src/metrics/render-sinks.ts';
-import { findTemporalBinary } from '../../src/temporal/binary.ts';
 import { watchRunClosures } from '../../src/worker/run-closures.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
 
@@ -93,9 +92,7 @@ function toldFor(runId: string, n: number): Promise<ClosedRun[]> {
 const decoded = (run: ClosedRun): RenderResult => defaultPayloadConverter.fromPayload<RenderResult>(run.result);
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: findTemporalBinary(process.env.TEMPORAL_CLI_PATH) }, searchAttributes: [...SEARCH_ATTRIBUTES] },
-  });
+  env = await startWorkflowEnv();
   const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default' };
   const general = await Worker.create({
     ...common,
@@ -145,15 +142,7 @@ beforeAll(async () => {
   running = Promise.all(workers.map((w) => w.run()));
 }, 120_000);
 
-afterAll(async () => {
-  // The server goes whatever the workers did: a worker that failed (a test that broke the watch) must not leave it running.
-  try {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await running;
-  } finally {
-    await env?.teardown();
-  }
-});
+afterAll(() => stopWorkflowEnv(env, workers, running));
 
 describe('run closures told by the worker', () => {
   it("tells a completed render once, with its run id and the result Temporal's result() gives", async () => {

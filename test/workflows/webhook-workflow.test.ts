@@ -10,15 +10,14 @@ import { EventEmitter } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorkflowEnv, stopWorkflowEnv } from '../support/workflow-env.ts';
 import type { BuiltRender, RenderLimits, RunPromptInput, StopPromptsInput } from '../../src/contracts/activities.ts';
 import { webhookLine } from '../../src/cli/renders.ts';
 import { webhookFromHistory, webhookStarted } from '../../src/operators/webhook.ts';
 import type { PromptRun, RenderRequest } from '../../src/contracts/render.ts';
-import { findTemporalBinary } from '../../src/temporal/binary.ts';
-import { SEARCH_ATTRIBUTES } from '../../src/contracts/search-attributes.ts';
 import type { DeliverWebhookInput, WebhookAttemptResult, WebhookTarget } from '../../src/contracts/webhooks.ts';
 import { WORKFLOWS_PATH } from '../../src/worker/worker.ts';
 import { gpuTaskQueue, webhookTaskQueue } from '../../src/contracts/task-queues.ts';
@@ -144,9 +143,7 @@ async function childOf(renderId: string) {
 }
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: findTemporalBinary(process.env.TEMPORAL_CLI_PATH) }, searchAttributes: [...SEARCH_ATTRIBUTES] },
-  });
+  env = await startWorkflowEnv();
   const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default' };
   workers = [
     await Worker.create({ ...common, taskQueue: TASK_QUEUE, workflowsPath: WORKFLOWS_PATH, activities: { stopPrompts: activities.stopPrompts } }),
@@ -162,15 +159,7 @@ beforeAll(async () => {
   running = Promise.all(workers.map((w) => w.run()));
 }, 120_000);
 
-afterAll(async () => {
-  // The server goes whatever the workers did: one that failed must not leave it running.
-  try {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await running;
-  } finally {
-    await env?.teardown();
-  }
-});
+afterAll(() => stopWorkflowEnv(env, workers, running));
 
 describe('render workflow with a webhook', () => {
   it('ends without waiting for the receiver; the child retries with back-off on the webhook queue, the same id and bytes each time', async () => {
